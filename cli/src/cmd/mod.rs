@@ -1,0 +1,24 @@
+//! One module per subcommand. Each exposes `Args` (clap) and
+//! `run(Args) -> anyhow::Result<u8>` returning the process exit code.
+
+pub mod convert;
+pub mod debug;
+pub mod debug_command;
+pub mod debug_sandbox;
+pub mod inspect;
+pub mod pack;
+pub mod run;
+pub mod sandbox;
+pub mod unpack;
+pub mod validate;
+pub mod verify;
+
+/// Generic failure.
+pub const FAILURE: u8 = 1;
+/// Usage error (bad command line), as clap uses.
+pub const USAGE: u8 = 2;
+
+/// Print `zot: <message>: <cause>: <cause>` to stderr.
+pub fn print_error(err: &anyhow::Error) {
+    eprintln!("zot: {err:#}");
+}

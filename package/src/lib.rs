@@ -1,0 +1,2 @@
+//! `.zot` pack / inspect / verify / safe extraction, digests, and agent.toml
+//! package loading.

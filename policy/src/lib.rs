@@ -1,0 +1,8 @@
+//! Pure data and decisions: manifest models and validation, permission
+//! expansion, sandbox modes compiled to a [`sandbox::SandboxPolicy`], and the
+//! shell risk gate. Nothing in this crate touches the system.
+
+pub mod agent_toml;
+pub mod gate;
+pub mod sandbox;
+pub mod zotfile;

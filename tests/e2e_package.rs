@@ -1,0 +1,2 @@
+//! End-to-end tests (to be filled).
+mod common;
