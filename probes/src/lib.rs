@@ -1,2 +1,793 @@
 //! What this host can enforce: user namespaces, Landlock ABI, seccomp,
 //! bubblewrap, /proc, WSL1, containers. Results are cached per process.
+//!
+//! [`host()`] returns a process-wide [`HostProbes`]. Each probe runs the
+//! first time its accessor is called (so a launch that only needs bwrap does
+//! not pay for the others) and is cached from then on. [`HostProbes::report`]
+//! runs them all and returns a serializable [`HostReport`] (`--json`).
+//!
+//! Probes that change process state (namespaces, mounts) run in a forked
+//! child that only makes raw syscalls before `_exit`, so they are safe to
+//! call from a multi-threaded process and never affect the caller.
+
+use std::ffi::CString;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+mod nsprobe;
+
+pub use nsprobe::{NsStage, UsernsError};
+
+/// Process-wide probe cache.
+pub fn host() -> &'static HostProbes {
+    static HOST: OnceLock<HostProbes> = OnceLock::new();
+    HOST.get_or_init(HostProbes::default)
+}
+
+/// Lazily computed, cached probe results for this process.
+#[derive(Default)]
+pub struct HostProbes {
+    userns: OnceLock<UsernsProbe>,
+    landlock: OnceLock<LandlockProbe>,
+    seccomp: OnceLock<SeccompProbe>,
+    bwrap: OnceLock<BwrapProbe>,
+    wsl1: OnceLock<bool>,
+    container: OnceLock<Option<String>>,
+    kernel: OnceLock<String>,
+}
+
+impl HostProbes {
+    /// Unprivileged user namespaces (plus mount/pid/net/ipc/uts inside
+    /// them, uid mapping, private mounts, and a fresh /proc).
+    pub fn userns(&self) -> &UsernsProbe {
+        self.userns.get_or_init(probe_userns)
+    }
+
+    /// Landlock ABI version or why it is unavailable.
+    pub fn landlock(&self) -> &LandlockProbe {
+        self.landlock.get_or_init(probe_landlock)
+    }
+
+    /// Seccomp filter support.
+    pub fn seccomp(&self) -> &SeccompProbe {
+        self.seccomp.get_or_init(probe_seccomp)
+    }
+
+    /// System bubblewrap: found in a trusted `PATH` entry (absolute, outside
+    /// the current directory, not writable by others), version, and whether
+    /// it can actually create the namespaces we need (run once).
+    pub fn bwrap(&self) -> &BwrapProbe {
+        self.bwrap.get_or_init(|| {
+            let cwd = std::env::current_dir().ok();
+            let untrusted: Vec<PathBuf> = cwd.into_iter().collect();
+            probe_bwrap(&path_candidates("bwrap"), &untrusted)
+        })
+    }
+
+    /// `/proc` can be mounted fresh inside a new PID namespace (part of the
+    /// user namespace probe).
+    pub fn proc_mount(&self) -> &ProcProbe {
+        &self.userns().proc
+    }
+
+    /// Running under WSL1 (no namespaces, no Landlock, no seccomp).
+    pub fn wsl1(&self) -> bool {
+        *self.wsl1.get_or_init(probe_wsl1)
+    }
+
+    /// The container runtime we appear to run in (`docker`, `podman`,
+    /// `kubernetes`, `lxc`, ...), if any.
+    pub fn container(&self) -> Option<&str> {
+        self.container.get_or_init(probe_container).as_deref()
+    }
+
+    /// Kernel release (`uname -r`).
+    pub fn kernel(&self) -> &str {
+        self.kernel.get_or_init(|| {
+            read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into())
+        })
+    }
+
+    /// Run every probe and return an owned, serializable snapshot.
+    pub fn report(&self) -> HostReport {
+        HostReport {
+            kernel: self.kernel().to_string(),
+            userns: self.userns().clone(),
+            landlock: self.landlock().clone(),
+            seccomp: self.seccomp().clone(),
+            bwrap: self.bwrap().clone(),
+            wsl1: self.wsl1(),
+            container: self.container().map(str::to_string),
+        }
+    }
+}
+
+impl Serialize for HostProbes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.report().serialize(s)
+    }
+}
+
+/// Everything the probes found, for `--json` and reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostReport {
+    pub kernel: String,
+    pub userns: UsernsProbe,
+    pub landlock: LandlockProbe,
+    pub seccomp: SeccompProbe,
+    pub bwrap: BwrapProbe,
+    pub wsl1: bool,
+    pub container: Option<String>,
+}
+
+/// Result of the user namespace probe.
+#[derive(Debug, Clone, Serialize)]
+pub struct UsernsProbe {
+    /// A child could create user+mount+pid+net+ipc+uts namespaces, map its
+    /// uid/gid and make its mounts private: the native backend can work.
+    pub available: bool,
+    /// Why not, when not.
+    pub error: Option<UsernsError>,
+    /// `kernel.apparmor_restrict_unprivileged_userns` (None: not present).
+    pub apparmor_restrict_unprivileged_userns: Option<bool>,
+    /// `kernel.unprivileged_userns_clone` (Debian/Ubuntu patch; None: absent).
+    pub unprivileged_userns_clone: Option<bool>,
+    /// `user.max_user_namespaces` (None: unreadable).
+    pub max_user_namespaces: Option<u64>,
+    /// Fresh `/proc` inside the new PID namespace.
+    pub proc: ProcProbe,
+    /// What the operator can do about it.
+    pub hint: Option<String>,
+}
+
+/// Result of the `/proc` mount probe.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcProbe {
+    pub available: bool,
+    pub error: Option<String>,
+    pub hint: Option<String>,
+}
+
+/// Why Landlock is unavailable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LandlockError {
+    /// ENOSYS: the kernel has no Landlock (older than 5.13 or built
+    /// without `CONFIG_SECURITY_LANDLOCK`).
+    NotImplemented,
+    /// EOPNOTSUPP: built in but not enabled at boot (`lsm=`).
+    NotEnabled,
+    /// Another errno.
+    Other(i32),
+}
+
+/// Result of the Landlock probe.
+#[derive(Debug, Clone, Serialize)]
+pub struct LandlockProbe {
+    /// Highest ABI version the kernel supports (None: unavailable).
+    pub abi: Option<u32>,
+    pub error: Option<LandlockError>,
+    pub hint: Option<String>,
+}
+
+impl LandlockProbe {
+    pub fn available(&self) -> bool {
+        self.abi.is_some()
+    }
+}
+
+/// Result of the seccomp probe.
+#[derive(Debug, Clone, Serialize)]
+pub struct SeccompProbe {
+    /// `SECCOMP_SET_MODE_FILTER` with `SECCOMP_RET_ERRNO` is available.
+    pub available: bool,
+    /// `Seccomp:` from /proc/self/status (0 none, 1 strict, 2 filter).
+    pub current_mode: Option<u32>,
+    pub error: Option<String>,
+    pub hint: Option<String>,
+}
+
+/// Result of the bubblewrap probe.
+#[derive(Debug, Clone, Serialize)]
+pub struct BwrapProbe {
+    /// Trusted, canonical path of the bwrap binary found.
+    pub path: Option<PathBuf>,
+    /// `bwrap --version` output, e.g. `0.8.0`.
+    pub version: Option<String>,
+    /// A test run with our namespaces, `/proc` and `/dev` succeeded.
+    pub works: bool,
+    /// Candidates that exist but were refused, with the reason.
+    pub rejected: Vec<RejectedCandidate>,
+    pub error: Option<String>,
+    pub hint: Option<String>,
+}
+
+/// A bwrap binary found but not trusted.
+#[derive(Debug, Clone, Serialize)]
+pub struct RejectedCandidate {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+impl BwrapProbe {
+    /// The bwrap path, if it works and lies outside every given root (the
+    /// workspace and write roots of a launch: a bwrap there is never used).
+    pub fn usable_for(&self, roots: &[PathBuf]) -> Result<&Path, String> {
+        let path = match (&self.path, self.works) {
+            (Some(p), true) => p,
+            _ => {
+                return Err(self
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| "bwrap not found".into()))
+            }
+        };
+        if let Some(root) = roots.iter().find(|r| path.starts_with(r)) {
+            return Err(format!(
+                "bwrap at {} lies inside {} and is not trusted",
+                path.display(),
+                root.display()
+            ));
+        }
+        Ok(path)
+    }
+}
+
+// ---------------------------------------------------------------- userns
+
+fn probe_userns() -> UsernsProbe {
+    let apparmor = read_bool("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+    let clone = read_bool("/proc/sys/kernel/unprivileged_userns_clone");
+    let max = read_trim("/proc/sys/user/max_user_namespaces").and_then(|s| s.parse().ok());
+    let outcome = nsprobe::run();
+    let (error, proc) = match outcome {
+        Ok(proc_err) => (None, proc_err),
+        Err(e) => (Some(e), None),
+    };
+    let proc = match (&error, proc) {
+        (None, None) => ProcProbe {
+            available: true,
+            error: None,
+            hint: None,
+        },
+        (Some(_), _) => ProcProbe {
+            available: false,
+            error: Some("user namespaces unavailable".into()),
+            hint: None,
+        },
+        (None, Some(e)) => ProcProbe {
+            available: false,
+            error: Some(e.to_string()),
+            hint: Some(
+                "a fresh /proc cannot be mounted (usually parts of /proc are masked by a \
+                 container runtime); run the container with an unmasked /proc or use \
+                 the landlock backend"
+                    .into(),
+            ),
+        },
+    };
+    let hint = error.as_ref().map(|e| userns_hint(e, apparmor, clone, max));
+    UsernsProbe {
+        available: error.is_none(),
+        error,
+        apparmor_restrict_unprivileged_userns: apparmor,
+        unprivileged_userns_clone: clone,
+        max_user_namespaces: max,
+        proc,
+        hint,
+    }
+}
+
+fn userns_hint(
+    err: &UsernsError,
+    apparmor: Option<bool>,
+    clone: Option<bool>,
+    max: Option<u64>,
+) -> String {
+    use UsernsError::*;
+    match err {
+        LimitReached => match max {
+            Some(0) => "user.max_user_namespaces is 0: set it above 0 \
+                        (sysctl -w user.max_user_namespaces=15000)"
+                .into(),
+            _ => "the user namespace limit is reached (user.max_user_namespaces, also in a \
+                  parent namespace); raise it or use the landlock backend"
+                .into(),
+        },
+        Denied { stage, .. } => {
+            if apparmor == Some(true) {
+                "AppArmor restricts unprivileged user namespaces: set \
+                 kernel.apparmor_restrict_unprivileged_userns=0 or install an AppArmor \
+                 profile allowing userns for zot/bwrap"
+                    .into()
+            } else if clone == Some(false) {
+                "unprivileged user namespaces are disabled: set \
+                 kernel.unprivileged_userns_clone=1"
+                    .into()
+            } else {
+                format!(
+                    "{stage} was denied (a container runtime's seccomp profile or a security \
+                     module forbids it); allow unshare/mount for zot or use the landlock backend"
+                )
+            }
+        }
+        NotSupported => "the kernel lacks user namespace support (CONFIG_USER_NS and \
+                         CONFIG_*_NS); rebuild the kernel or use the landlock backend"
+            .into(),
+        Failed { stage, .. } => format!("{stage} failed; see the error"),
+    }
+}
+
+// ---------------------------------------------------------------- landlock
+
+fn probe_landlock() -> LandlockProbe {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: NULL attr with size 0 and the VERSION flag only queries.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    if ret >= 0 {
+        return LandlockProbe {
+            abi: Some(ret as u32),
+            error: None,
+            hint: None,
+        };
+    }
+    let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    landlock_from_errno(errno)
+}
+
+fn landlock_from_errno(errno: i32) -> LandlockProbe {
+    let (error, hint) = match errno {
+        libc::ENOSYS => (
+            LandlockError::NotImplemented,
+            "the kernel does not implement Landlock (needs Linux 5.13+ built with \
+             CONFIG_SECURITY_LANDLOCK=y)"
+                .to_string(),
+        ),
+        libc::EOPNOTSUPP => (
+            LandlockError::NotEnabled,
+            "Landlock is built in but disabled: add `landlock` to the `lsm=` kernel boot \
+             parameter (or CONFIG_LSM)"
+                .to_string(),
+        ),
+        e => (
+            LandlockError::Other(e),
+            format!("landlock_create_ruleset failed: errno {e}"),
+        ),
+    };
+    LandlockProbe {
+        abi: None,
+        error: Some(error),
+        hint: Some(hint),
+    }
+}
+
+// ---------------------------------------------------------------- seccomp
+
+fn probe_seccomp() -> SeccompProbe {
+    let current_mode = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Seccomp:"))
+                .and_then(|v| v.trim().parse().ok())
+        });
+    const SECCOMP_GET_ACTION_AVAIL: libc::c_uint = 2;
+    let action: u32 = libc::SECCOMP_RET_ERRNO;
+    // SAFETY: queries whether an action is available; reads `action` only.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            SECCOMP_GET_ACTION_AVAIL,
+            0u32,
+            &action as *const u32,
+        )
+    };
+    if ret == 0 {
+        return SeccompProbe {
+            available: true,
+            current_mode,
+            error: None,
+            hint: None,
+        };
+    }
+    let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    let hint = match errno {
+        libc::ENOSYS => "the kernel lacks the seccomp syscall (CONFIG_SECCOMP_FILTER)",
+        libc::EINVAL => "the kernel lacks seccomp filters (CONFIG_SECCOMP_FILTER)",
+        libc::EOPNOTSUPP => "SECCOMP_RET_ERRNO is not supported by this kernel",
+        _ => "seccomp is unavailable",
+    };
+    SeccompProbe {
+        available: false,
+        current_mode,
+        error: Some(std::io::Error::from_raw_os_error(errno).to_string()),
+        hint: Some(hint.into()),
+    }
+}
+
+// ---------------------------------------------------------------- bwrap
+
+/// `name` in every absolute `PATH` entry, in order.
+pub fn path_candidates(name: &str) -> Vec<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join(name))
+        .collect()
+}
+
+/// Probe bubblewrap among `candidates` (first trusted one wins). A
+/// candidate is refused when it is not absolute, lies (after resolving
+/// symlinks) inside any of `untrusted_roots`, is not a regular executable,
+/// is writable by group/others, or is owned by someone other than root or
+/// the current user.
+pub fn probe_bwrap(candidates: &[PathBuf], untrusted_roots: &[PathBuf]) -> BwrapProbe {
+    let mut rejected = Vec::new();
+    let roots: Vec<PathBuf> = untrusted_roots
+        .iter()
+        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
+        .collect();
+    let mut found = None;
+    for cand in candidates {
+        if !cand.exists() {
+            continue;
+        }
+        match trust(cand, &roots) {
+            Ok(p) => {
+                found = Some(p);
+                break;
+            }
+            Err(reason) => rejected.push(RejectedCandidate {
+                path: cand.clone(),
+                reason,
+            }),
+        }
+    }
+    let Some(path) = found else {
+        let error = if rejected.is_empty() {
+            "bwrap not found on PATH".to_string()
+        } else {
+            "no trusted bwrap found (candidates were refused)".to_string()
+        };
+        return BwrapProbe {
+            path: None,
+            version: None,
+            works: false,
+            rejected,
+            error: Some(error),
+            hint: Some(
+                "install bubblewrap from the distribution (e.g. apt install bubblewrap)".into(),
+            ),
+        };
+    };
+    let version = Command::new(&path)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| {
+            let s = String::from_utf8_lossy(&o.stdout);
+            s.trim().trim_start_matches("bubblewrap").trim().to_string()
+        });
+    let run = Command::new(&path)
+        .args([
+            "--new-session",
+            "--die-with-parent",
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--tmpfs",
+            "/tmp",
+            "--",
+        ])
+        .arg(&path)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output();
+    let (works, error) = match run {
+        Ok(o) if o.status.success() => (true, None),
+        Ok(o) => {
+            let msg = String::from_utf8_lossy(&o.stderr).trim().to_string();
+            (false, Some(format!("bwrap test run failed: {msg}")))
+        }
+        Err(e) => (false, Some(format!("bwrap test run could not start: {e}"))),
+    };
+    let hint = (!works).then(|| {
+        "bwrap cannot create user namespaces here (see the user namespace probe); \
+         the native backend has the same needs, the landlock backend does not"
+            .to_string()
+    });
+    BwrapProbe {
+        path: Some(path),
+        version,
+        works,
+        rejected,
+        error,
+        hint,
+    }
+}
+
+fn trust(cand: &Path, roots: &[PathBuf]) -> Result<PathBuf, String> {
+    if !cand.is_absolute() {
+        return Err("relative path".into());
+    }
+    let canon = std::fs::canonicalize(cand).map_err(|e| format!("cannot resolve: {e}"))?;
+    for resolved in [cand, canon.as_path()] {
+        if let Some(r) = roots.iter().find(|r| resolved.starts_with(r)) {
+            return Err(format!("inside untrusted directory {}", r.display()));
+        }
+    }
+    let meta = std::fs::metadata(&canon).map_err(|e| format!("cannot stat: {e}"))?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    let mode = meta.permissions().mode();
+    if mode & 0o111 == 0 {
+        return Err("not executable".into());
+    }
+    if mode & 0o022 != 0 {
+        return Err("writable by group or others".into());
+    }
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    if meta.uid() != 0 && meta.uid() != euid {
+        return Err(format!("owned by uid {}", meta.uid()));
+    }
+    if let Some(dir) = canon.parent() {
+        if let Ok(dm) = std::fs::metadata(dir) {
+            let m = dm.permissions().mode();
+            if m & 0o002 != 0 && m & 0o1000 == 0 {
+                return Err(format!("directory {} is world-writable", dir.display()));
+            }
+        }
+    }
+    Ok(canon)
+}
+
+// ---------------------------------------------------------------- misc
+
+fn probe_wsl1() -> bool {
+    let rel = read_trim("/proc/sys/kernel/osrelease").unwrap_or_default();
+    // WSL1 kernels report e.g. "4.4.0-19041-Microsoft"; WSL2 "...-microsoft-standard-WSL2".
+    rel.contains("Microsoft") && !rel.to_ascii_lowercase().contains("wsl2")
+}
+
+fn probe_container() -> Option<String> {
+    if let Some(c) = read_trim("/run/systemd/container").filter(|s| !s.is_empty()) {
+        return Some(c);
+    }
+    if Path::new("/.dockerenv").exists() {
+        return Some("docker".into());
+    }
+    if Path::new("/run/.containerenv").exists() {
+        return Some("podman".into());
+    }
+    if let Ok(env) = std::fs::read("/proc/1/environ") {
+        for var in env.split(|b| *b == 0) {
+            if let Some(v) = var.strip_prefix(b"container=") {
+                return Some(String::from_utf8_lossy(v).into_owned());
+            }
+        }
+    }
+    let cg = std::fs::read_to_string("/proc/1/cgroup").unwrap_or_default();
+    for (needle, name) in [
+        ("kubepods", "kubernetes"),
+        ("docker", "docker"),
+        ("lxc", "lxc"),
+        ("libpod", "podman"),
+    ] {
+        if cg.contains(needle) {
+            return Some(name.into());
+        }
+    }
+    None
+}
+
+fn read_trim(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn read_bool(path: &str) -> Option<bool> {
+    read_trim(path)
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(|v| v != 0)
+}
+
+pub(crate) fn cstring(s: &str) -> CString {
+    CString::new(s).expect("no NUL in probe strings")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn landlock_errno_hints_differ() {
+        let a = landlock_from_errno(libc::ENOSYS);
+        let b = landlock_from_errno(libc::EOPNOTSUPP);
+        assert_eq!(a.error, Some(LandlockError::NotImplemented));
+        assert_eq!(b.error, Some(LandlockError::NotEnabled));
+        assert!(b.hint.unwrap().contains("lsm="));
+        assert!(a.hint.unwrap().contains("CONFIG_SECURITY_LANDLOCK"));
+    }
+
+    #[test]
+    fn userns_hints_name_the_knob() {
+        let h = userns_hint(&UsernsError::LimitReached, None, None, Some(0));
+        assert!(h.contains("user.max_user_namespaces"), "{h}");
+        let d = UsernsError::Denied {
+            stage: NsStage::Unshare,
+            errno: libc::EPERM,
+        };
+        let h = userns_hint(&d, Some(true), None, Some(100));
+        assert!(h.contains("apparmor_restrict_unprivileged_userns"), "{h}");
+        let h = userns_hint(&d, None, Some(false), Some(100));
+        assert!(h.contains("unprivileged_userns_clone"), "{h}");
+    }
+
+    #[test]
+    fn host_is_cached_and_serializes() {
+        let a = host() as *const HostProbes;
+        let b = host() as *const HostProbes;
+        assert_eq!(a, b);
+        let first = host().userns() as *const UsernsProbe;
+        assert_eq!(first, host().userns() as *const UsernsProbe);
+        let v = serde_json::to_value(host()).unwrap();
+        for key in [
+            "kernel",
+            "userns",
+            "landlock",
+            "seccomp",
+            "bwrap",
+            "wsl1",
+            "container",
+        ] {
+            assert!(v.get(key).is_some(), "missing {key}");
+        }
+    }
+
+    #[test]
+    fn bwrap_in_untrusted_root_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("bwrap");
+        std::fs::write(&fake, "#!/bin/sh\nexit 0\n").unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let p = probe_bwrap(&[fake.clone()], &[dir.path().to_path_buf()]);
+        assert!(p.path.is_none());
+        assert!(!p.works);
+        assert_eq!(p.rejected.len(), 1);
+        assert!(
+            p.rejected[0].reason.contains("untrusted"),
+            "{:?}",
+            p.rejected
+        );
+    }
+
+    #[test]
+    fn bwrap_writable_by_others_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("bwrap");
+        std::fs::write(&fake, "#!/bin/sh\nexit 0\n").unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let p = probe_bwrap(&[fake], &[]);
+        assert!(p.path.is_none());
+        assert!(
+            p.rejected[0].reason.contains("writable"),
+            "{:?}",
+            p.rejected
+        );
+    }
+
+    #[test]
+    fn bwrap_symlink_into_untrusted_root_is_refused() {
+        let ws = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let real = ws.path().join("bwrap");
+        std::fs::write(&real, "#!/bin/sh\nexit 0\n").unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let link = other.path().join("bwrap");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let p = probe_bwrap(&[link], &[ws.path().to_path_buf()]);
+        assert!(p.path.is_none(), "{p:?}");
+    }
+
+    #[test]
+    fn missing_bwrap_has_hint() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = probe_bwrap(&[dir.path().join("bwrap")], &[]);
+        assert!(p.path.is_none());
+        assert!(p.hint.unwrap().contains("bubblewrap"));
+    }
+
+    #[test]
+    fn system_bwrap_probe_matches_reality() {
+        // Whatever the probe says must agree with running bwrap ourselves.
+        let p = probe_bwrap(&path_candidates("bwrap"), &[]);
+        if let Some(path) = &p.path {
+            assert!(p.version.is_some(), "{p:?}");
+            let ok = Command::new(path)
+                .args([
+                    "--unshare-user",
+                    "--unshare-pid",
+                    "--ro-bind",
+                    "/",
+                    "/",
+                    "--proc",
+                    "/proc",
+                    "--dev",
+                    "/dev",
+                    "--",
+                ])
+                .arg(path)
+                .arg("--version")
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false);
+            assert_eq!(ok, p.works, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn userns_probe_matches_unshare() {
+        let p = probe_userns();
+        // Cross-check with util-linux unshare when present.
+        if let Ok(o) = Command::new("unshare")
+            .args([
+                "-U",
+                "-r",
+                "-m",
+                "-p",
+                "-n",
+                "-i",
+                "-u",
+                "-f",
+                "--mount-proc",
+                "true",
+            ])
+            .output()
+        {
+            if o.status.code().is_some() {
+                assert_eq!(
+                    o.status.success(),
+                    p.available && p.proc.available,
+                    "{p:?} {o:?}"
+                );
+            }
+        }
+        assert_eq!(p.available, p.error.is_none());
+        assert_eq!(p.available, p.hint.is_none());
+    }
+
+    #[test]
+    fn seccomp_and_landlock_probes_are_consistent() {
+        let s = probe_seccomp();
+        assert_eq!(s.available, s.error.is_none());
+        let l = probe_landlock();
+        assert_eq!(l.abi.is_some(), l.error.is_none());
+    }
+}
