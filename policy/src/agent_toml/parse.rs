@@ -1,0 +1,1343 @@
+//! Decoding (TOML, YAML, JSON, Markdown front matter) and a key walk over
+//! the decoded document that validates every field and collects every
+//! diagnostic with its path.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use base64::Engine as _;
+use serde_json::{Map, Value};
+
+use super::model::*;
+use super::paths::{check_agent_name, check_relative, is_credential_path, is_glob, normalize_dest};
+use super::secrets::{
+    check_public_url, is_credential_key, is_env_binding, is_id_key, looks_like_resource_id,
+    looks_like_secret,
+};
+use super::{Diagnostics, ManifestFormat, MAX_CHANNELS, MAX_FILE_BYTES};
+
+/// Top-level fields of a versioned manifest.
+const TOP_KEYS: [&str; 24] = [
+    "schema_version",
+    "name",
+    "display_name",
+    "description",
+    "instructions",
+    "instructions_file",
+    "tags",
+    "model",
+    "harness",
+    "capabilities",
+    "files",
+    "skills",
+    "mcpServers",
+    "channels",
+    "network_access",
+    "max_iterations",
+    "parallel_tool_calls",
+    "communication",
+    "tools",
+    "intro_markdown",
+    "short_description",
+    "starters",
+    "environments",
+    "sandbox_policy",
+];
+
+/// Legacy input aliases and the canonical field each stands for.
+const ALIASES: [(&str, &str); 4] = [
+    ("system_prompt", "instructions"),
+    ("initial_files", "files"),
+    ("harness_name", "harness"),
+    ("mcp_servers", "mcpServers"),
+];
+
+/// Platform resource-ID fields that unversioned legacy files may carry; they
+/// are ignored there and rejected in versioned definitions.
+const LEGACY_ID_KEYS: [&str; 7] = [
+    "id",
+    "agent_id",
+    "organization_id",
+    "org_id",
+    "created_at",
+    "updated_at",
+    "version_id",
+];
+
+const MCP_KEYS: [&str; 16] = [
+    "use",
+    "type",
+    "url",
+    "command",
+    "args",
+    "headers",
+    "env",
+    "auth_mode",
+    "actsAs",
+    "deferred",
+    "connectInChat",
+    "oauth_provider_id",
+    "tool_discovery",
+    "tool_labels",
+    "protocol_mode",
+    "elicitation_policy",
+];
+
+const TOOL_KEYS: [&str; 8] = [
+    "type",
+    "name",
+    "description",
+    "parameters",
+    "display_name",
+    "icon",
+    "category",
+    "hints",
+];
+
+/// Parse and validate a manifest. Returns the manifest only when there is no
+/// diagnostic.
+pub fn parse_manifest(text: &str, format: ManifestFormat) -> Result<Manifest, Diagnostics> {
+    let (m, d) = check_manifest(text, format);
+    match m {
+        Some(m) if d.is_empty() => Ok(m),
+        _ => Err(d),
+    }
+}
+
+/// Parse and validate a manifest, collecting every diagnostic. The manifest
+/// is returned best-effort (invalid fields left at their defaults) whenever
+/// the document decodes to a table, so callers can keep checking the
+/// package and report everything at once.
+pub fn check_manifest(text: &str, format: ManifestFormat) -> (Option<Manifest>, Diagnostics) {
+    let mut p = P {
+        d: Diagnostics::new(),
+    };
+    let (doc, body) = match decode(text, format) {
+        Ok(v) => v,
+        Err(msg) => {
+            p.d.push("", msg);
+            return (None, p.d);
+        }
+    };
+    let Value::Object(top) = doc else {
+        p.d.push(
+            "",
+            format!("the manifest must be a table, found {}", kind(&doc)),
+        );
+        return (None, p.d);
+    };
+    let m = p.manifest(&top, body);
+    (Some(m), p.d)
+}
+
+/// Front matter of a `SKILL.md`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillFrontMatter {
+    pub name: String,
+    pub description: String,
+}
+
+/// Parse the YAML front matter of a `SKILL.md`: `name` and `description`
+/// are required nonempty strings; other keys are the skill's own business.
+pub fn parse_skill_front_matter(text: &str) -> Result<SkillFrontMatter, String> {
+    let (yaml, _) =
+        split_front_matter(text).ok_or("SKILL.md needs YAML front matter between `---` lines")?;
+    let v: Value =
+        serde_norway::from_str(yaml).map_err(|e| format!("invalid YAML front matter: {e}"))?;
+    let Value::Object(map) = v else {
+        return Err("front matter must be a mapping".into());
+    };
+    let get = |k: &str| match map.get(k) {
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+        Some(_) => Err(format!("front matter `{k}` must be a nonempty string")),
+        None => Err(format!("front matter is missing `{k}`")),
+    };
+    Ok(SkillFrontMatter {
+        name: get("name")?,
+        description: get("description")?,
+    })
+}
+
+/// Split `---\n<yaml>\n---\n<body>`.
+fn split_front_matter(text: &str) -> Option<(&str, &str)> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let rest = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))?;
+    let mut offset = 0;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end_matches(['\r', '\n']) == "---" {
+            return Some((&rest[..offset], &rest[offset + line.len()..]));
+        }
+        offset += line.len();
+    }
+    if rest[offset..].trim_end() == "---" {
+        return Some((&rest[..offset], ""));
+    }
+    None
+}
+
+fn decode(text: &str, format: ManifestFormat) -> Result<(Value, Option<String>), String> {
+    match format {
+        ManifestFormat::Toml => {
+            let table: toml::Table = toml::from_str(text)
+                .map_err(|e| format!("invalid TOML: {}", e.to_string().trim()))?;
+            let v =
+                serde_json::to_value(table).map_err(|e| format!("unsupported TOML value: {e}"))?;
+            Ok((v, None))
+        }
+        ManifestFormat::Yaml => {
+            let v: Value =
+                serde_norway::from_str(text).map_err(|e| format!("invalid YAML: {e}"))?;
+            Ok((v, None))
+        }
+        ManifestFormat::Json => {
+            let v: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+            Ok((v, None))
+        }
+        ManifestFormat::Markdown => {
+            let (yaml, body) = split_front_matter(text)
+                .ok_or("agent.md needs YAML front matter between `---` lines")?;
+            let v: Value = if yaml.trim().is_empty() {
+                Value::Object(Map::new())
+            } else {
+                serde_norway::from_str(yaml)
+                    .map_err(|e| format!("invalid YAML front matter: {e}"))?
+            };
+            Ok((v, Some(body.trim().to_string())))
+        }
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_f64() => "a float",
+        Value::Number(_) => "an integer",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(o) if o.contains_key("$__toml_private_datetime") => "a date-time",
+        Value::Object(_) => "a table",
+    }
+}
+
+/// `a.b`, `a."odd key"`, `a[3]`.
+fn join(path: &str, key: &str) -> String {
+    let plain = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    let k = if plain {
+        key.to_string()
+    } else {
+        format!("{key:?}")
+    };
+    if path.is_empty() {
+        k
+    } else {
+        format!("{path}.{k}")
+    }
+}
+
+fn idx(path: &str, i: usize) -> String {
+    format!("{path}[{i}]")
+}
+
+struct P {
+    d: Diagnostics,
+}
+
+impl P {
+    fn err(&mut self, path: &str, msg: impl Into<String>) {
+        self.d.push(path, msg);
+    }
+
+    fn string(&mut self, v: &Value, path: &str) -> Option<String> {
+        match v {
+            Value::String(s) => Some(s.clone()),
+            other => {
+                self.err(path, format!("expected a string, found {}", kind(other)));
+                None
+            }
+        }
+    }
+
+    fn nonempty(&mut self, v: &Value, path: &str) -> Option<String> {
+        let s = self.string(v, path)?;
+        if s.trim().is_empty() {
+            self.err(path, "must not be empty");
+            return None;
+        }
+        Some(s)
+    }
+
+    fn boolean(&mut self, v: &Value, path: &str) -> Option<bool> {
+        match v {
+            Value::Bool(b) => Some(*b),
+            other => {
+                self.err(path, format!("expected a boolean, found {}", kind(other)));
+                None
+            }
+        }
+    }
+
+    fn strings(&mut self, v: &Value, path: &str) -> Option<Vec<String>> {
+        let Value::Array(items) = v else {
+            self.err(
+                path,
+                format!("expected an array of strings, found {}", kind(v)),
+            );
+            return None;
+        };
+        let mut out = Vec::new();
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            match self.string(item, &idx(path, i)) {
+                Some(s) => out.push(s),
+                None => ok = false,
+            }
+        }
+        ok.then_some(out)
+    }
+
+    fn table<'a>(&mut self, v: &'a Value, path: &str) -> Option<&'a Map<String, Value>> {
+        match v {
+            Value::Object(o) if !o.contains_key("$__toml_private_datetime") => Some(o),
+            other => {
+                self.err(path, format!("expected a table, found {}", kind(other)));
+                None
+            }
+        }
+    }
+
+    fn string_table(&mut self, v: &Value, path: &str) -> Option<BTreeMap<String, String>> {
+        let t = self.table(v, path)?;
+        let mut out = BTreeMap::new();
+        for (k, v) in t {
+            if let Some(s) = self.string(v, &join(path, k)) {
+                out.insert(k.clone(), s);
+            }
+        }
+        Some(out)
+    }
+
+    fn enumeration(&mut self, v: &Value, path: &str, allowed: &[&str]) -> Option<String> {
+        let s = self.string(v, path)?;
+        if allowed.contains(&s.as_str()) {
+            Some(s)
+        } else {
+            let list = allowed
+                .iter()
+                .map(|a| format!("`{a}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            self.err(
+                path,
+                format!("unsupported value `{s}`; expected one of {list}"),
+            );
+            None
+        }
+    }
+
+    /// An unknown key inside a table: name it, suggest a close key, and hint
+    /// when a top-level field landed in a table after its `[header]`.
+    fn unknown(&mut self, table_path: &str, key: &str, known: &[&str]) {
+        let path = join(table_path, key);
+        let mut msg = format!("unknown field `{key}`");
+        if !table_path.is_empty()
+            && (TOP_KEYS.contains(&key) || ALIASES.iter().any(|(a, _)| *a == key))
+        {
+            msg.push_str(&format!(
+                " in `{table_path}`; `{key}` is a top-level field: in TOML, keys after a `[table]` header belong to that table, so move `{key}` above the first table"
+            ));
+        } else if key == "$schema" {
+            msg.push_str("; the schema reference is a `#:schema` comment, not a field");
+        } else if let Some(best) = suggest(key, known) {
+            if best.eq_ignore_ascii_case(key) {
+                msg.push_str(&format!(
+                    "; keys are case-sensitive: did you mean `{best}`?"
+                ));
+            } else {
+                msg.push_str(&format!("; did you mean `{best}`?"));
+            }
+        }
+        self.err(&path, msg);
+    }
+
+    /// Reject nulls and literal credentials anywhere inside a free-form value.
+    fn scan(&mut self, v: &Value, path: &str, depth: usize) {
+        if depth > 32 {
+            self.err(path, "value nests deeper than 32 levels");
+            return;
+        }
+        match v {
+            Value::Null => self.err(path, "null is not allowed (TOML has no null)"),
+            Value::String(s) => {
+                if looks_like_secret(s) {
+                    self.err(path, "looks like a literal credential; bind credentials at the destination or use a `${ENV_NAME}` binding");
+                }
+            }
+            Value::Array(a) => {
+                for (i, item) in a.iter().enumerate() {
+                    self.scan(item, &idx(path, i), depth + 1);
+                }
+            }
+            Value::Object(o) => {
+                for (k, item) in o {
+                    self.scan(item, &join(path, k), depth + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn manifest(&mut self, top: &Map<String, Value>, body: Option<String>) -> Manifest {
+        let mut m = Manifest::default();
+        let versioned = top.contains_key("schema_version");
+        // Resolve legacy aliases first: a key and its alias together is an error.
+        let mut fields: BTreeMap<&str, (&str, &Value)> = BTreeMap::new();
+        for (k, v) in top {
+            if let Some((alias, canon)) = ALIASES.iter().find(|(a, _)| *a == k.as_str()) {
+                if top.contains_key(*canon) {
+                    self.err(
+                        alias,
+                        format!("`{alias}` is a legacy alias of `{canon}`; give only one of them"),
+                    );
+                    continue;
+                }
+                fields.insert(canon, (alias, v));
+            } else if TOP_KEYS.contains(&k.as_str()) {
+                fields.insert(k.as_str(), (k.as_str(), v));
+            } else if LEGACY_ID_KEYS.contains(&k.as_str()) {
+                if versioned {
+                    self.err(k, format!("unknown field `{k}`: versioned definitions do not carry platform resource IDs"));
+                }
+            } else {
+                let mut known: Vec<&str> = TOP_KEYS.to_vec();
+                known.extend(ALIASES.iter().map(|(a, _)| *a));
+                self.unknown("", k, &known);
+            }
+        }
+
+        if let Some((path, v)) = fields.get("schema_version") {
+            match v.as_i64() {
+                Some(1) => m.schema_version = Some(1),
+                Some(n) => self.err(
+                    path,
+                    format!("unsupported schema_version {n}; only 1 is supported"),
+                ),
+                None => self.err(path, format!("expected the integer 1, found {}", kind(v))),
+            }
+        }
+
+        match fields.get("name") {
+            Some((path, v)) => {
+                if let Some(name) = self.string(v, path) {
+                    if let Err(e) = check_agent_name(&name) {
+                        self.err(path, e);
+                    }
+                    m.name = name;
+                }
+            }
+            None => self.err("name", "missing required field `name`"),
+        }
+
+        for key in [
+            "display_name",
+            "description",
+            "intro_markdown",
+            "short_description",
+        ] {
+            if let Some((path, v)) = fields.get(key) {
+                let s = self.string(v, path);
+                match key {
+                    "display_name" => m.display_name = s,
+                    "description" => m.description = s,
+                    "intro_markdown" => m.intro_markdown = s,
+                    _ => m.short_description = s,
+                }
+            }
+        }
+
+        if let Some((path, v)) = fields.get("instructions") {
+            if let Some(s) = self.string(v, path) {
+                if s.len() as u64 > MAX_FILE_BYTES {
+                    self.err(
+                        path,
+                        format!("instructions are {} bytes; the limit is 1 MiB", s.len()),
+                    );
+                }
+                m.instructions = Some(s);
+            }
+        }
+        if let Some(body) = body.filter(|b| !b.is_empty()) {
+            if m.instructions
+                .as_deref()
+                .is_some_and(|s| !s.trim().is_empty())
+            {
+                self.err(
+                    "instructions",
+                    "agent.md has both a body and front-matter `instructions`; give only one",
+                );
+            } else if body.len() as u64 > MAX_FILE_BYTES {
+                self.err(
+                    "instructions",
+                    format!("agent.md body is {} bytes; the limit is 1 MiB", body.len()),
+                );
+            } else {
+                m.instructions = Some(body);
+            }
+        }
+        if let Some((path, v)) = fields.get("instructions_file") {
+            if let Some(s) = self.nonempty(v, path) {
+                match check_relative(&s, false) {
+                    Err(e) => self.err(path, e),
+                    Ok(_) if is_credential_path(&s) => {
+                        self.err(path, format!("refusing to read credential path `{s}`"))
+                    }
+                    Ok(rel) => {
+                        if m.instructions
+                            .as_deref()
+                            .is_some_and(|s| !s.trim().is_empty())
+                        {
+                            self.err(path, "`instructions_file` cannot be combined with nonempty `instructions`");
+                        }
+                        m.instructions_file = Some(rel);
+                    }
+                }
+            }
+        }
+
+        if let Some((path, v)) = fields.get("tags") {
+            if let Some(tags) = self.strings(v, path) {
+                let set: BTreeSet<String> = tags.into_iter().collect();
+                if set.iter().any(|t| t.trim().is_empty()) {
+                    self.err(path, "tags must not be empty strings");
+                }
+                m.tags = set.into_iter().collect();
+            }
+        }
+
+        if let Some((path, v)) = fields.get("model") {
+            m.model = self.model(v, path);
+        }
+        if let Some((path, v)) = fields.get("harness") {
+            if let Some(h) = self.nonempty(v, path) {
+                if h.chars().any(char::is_whitespace) {
+                    self.err(path, "harness name must not contain whitespace");
+                } else if looks_like_resource_id(&h) {
+                    self.err(path, "looks like a resource ID; use a named harness");
+                }
+                m.harness = Some(h);
+            }
+        }
+        if let Some((path, v)) = fields.get("capabilities") {
+            m.capabilities = self.capabilities(v, path);
+        }
+        if let Some((path, v)) = fields.get("files") {
+            m.files = self.files(v, path);
+        }
+        if let Some((path, v)) = fields.get("skills") {
+            if let Some(list) = self.strings(v, path) {
+                let mut out = Vec::new();
+                for (i, s) in list.iter().enumerate() {
+                    let p = idx(path, i);
+                    match check_relative(s, true) {
+                        Err(e) => self.err(&p, e),
+                        Ok(_) if is_credential_path(s) => {
+                            self.err(&p, format!("refusing credential path `{s}`"))
+                        }
+                        Ok(rel) if is_glob(&rel) => {
+                            self.err(&p, "skill roots are directories, not globs")
+                        }
+                        Ok(rel) => out.push(rel),
+                    }
+                }
+                m.skills = Some(out);
+            }
+        }
+        if let Some((path, v)) = fields.get("mcpServers") {
+            m.mcp_servers = self.mcp_servers(v, path);
+        }
+        if let Some((path, v)) = fields.get("channels") {
+            m.channels = self.channels(v, path);
+        }
+        if let Some((path, v)) = fields.get("network_access") {
+            m.network_access = self.network(v, path);
+        }
+        if let Some((path, v)) = fields.get("max_iterations") {
+            match v.as_i64() {
+                Some(n) if (1..=1000).contains(&n) => m.max_iterations = Some(n as u32),
+                Some(n) => self.err(path, format!("must be between 1 and 1000, found {n}")),
+                None => self.err(path, format!("expected an integer, found {}", kind(v))),
+            }
+        }
+        if let Some((path, v)) = fields.get("parallel_tool_calls") {
+            m.parallel_tool_calls = self.boolean(v, path);
+        }
+        if let Some((path, v)) = fields.get("communication") {
+            m.communication = match self
+                .enumeration(v, path, &["direct", "explicit"])
+                .as_deref()
+            {
+                Some("direct") => Some(Communication::Direct),
+                Some("explicit") => Some(Communication::Explicit),
+                _ => None,
+            };
+        }
+        if let Some((path, v)) = fields.get("tools") {
+            m.tools = self.tools(v, path);
+        }
+        if let Some((path, v)) = fields.get("starters") {
+            m.starters = self.starters(v, path);
+        }
+        if let Some((path, v)) = fields.get("environments") {
+            if let Some(t) = self.table(v, path) {
+                self.scan(v, path, 0);
+                m.environments = Some(t.clone());
+            }
+        }
+        if let Some((path, v)) = fields.get("sandbox_policy") {
+            self.scan(v, path, 0);
+            m.sandbox_policy = Some((*v).clone());
+        }
+        m
+    }
+
+    fn model(&mut self, v: &Value, path: &str) -> Option<ModelRef> {
+        let t = self.table(v, path)?;
+        let (mut provider, mut model) = (None, None);
+        for (k, v) in t {
+            let p = join(path, k);
+            match k.as_str() {
+                "provider" => provider = self.nonempty(v, &p),
+                "model" => model = self.nonempty(v, &p),
+                _ => self.unknown(path, k, &["provider", "model"]),
+            }
+        }
+        if !t.contains_key("provider") {
+            self.err(&join(path, "provider"), "missing required field `provider`");
+        }
+        if !t.contains_key("model") {
+            self.err(&join(path, "model"), "missing required field `model`");
+        }
+        Some(ModelRef {
+            provider: provider?,
+            model: model?,
+        })
+    }
+
+    fn capabilities(&mut self, v: &Value, path: &str) -> Vec<Capability> {
+        let Value::Array(items) = v else {
+            self.err(path, format!("expected an array, found {}", kind(v)));
+            return Vec::new();
+        };
+        let mut out: Vec<Capability> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let p = idx(path, i);
+            let cap = match item {
+                Value::String(s) => Some(Capability {
+                    name: s.clone(),
+                    config: None,
+                }),
+                Value::Object(t) => {
+                    let mut name = None;
+                    let mut config = Map::new();
+                    for (k, v) in t {
+                        let kp = join(&p, k);
+                        match k.as_str() {
+                            "ref" => name = self.string(v, &kp),
+                            "config" => {
+                                if let Some(c) = self.table(v, &kp) {
+                                    self.scan(v, &kp, 0);
+                                    config = c.clone();
+                                }
+                            }
+                            _ => self.unknown(&p, k, &["ref", "config"]),
+                        }
+                    }
+                    if !t.contains_key("ref") {
+                        self.err(&join(&p, "ref"), "missing required field `ref`");
+                    }
+                    name.map(|name| Capability {
+                        name,
+                        config: Some(config),
+                    })
+                }
+                other => {
+                    self.err(
+                        &p,
+                        format!(
+                            "expected a capability name or a `{{ ref, config }}` table, found {}",
+                            kind(other)
+                        ),
+                    );
+                    None
+                }
+            };
+            let Some(cap) = cap else { continue };
+            if cap.name.trim().is_empty() {
+                self.err(&p, "capability name must not be empty");
+            } else if looks_like_resource_id(&cap.name) {
+                self.err(&p, format!("`{}` looks like an installed resource ID; declare a stable capability name", cap.name));
+            } else if out.iter().any(|c| c.name == cap.name) {
+                self.err(&p, format!("duplicate capability `{}`", cap.name));
+            } else {
+                out.push(cap);
+            }
+        }
+        out
+    }
+
+    fn files(&mut self, v: &Value, path: &str) -> Option<Vec<FileEntry>> {
+        let Value::Array(items) = v else {
+            self.err(
+                path,
+                format!(
+                    "expected an array of paths, mappings or inline files, found {}",
+                    kind(v)
+                ),
+            );
+            return None;
+        };
+        let mut out = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let p = idx(path, i);
+            match item {
+                Value::String(s) => {
+                    if let Some(source) = self.source(s, &p) {
+                        out.push(FileEntry::Select {
+                            source,
+                            dest: None,
+                            readonly: true,
+                        });
+                    }
+                }
+                Value::Object(t) if t.contains_key("content") => {
+                    if let Some(f) = self.inline_file(t, &p) {
+                        out.push(f);
+                    }
+                }
+                Value::Object(t) if t.contains_key("source") => {
+                    let mut source = None;
+                    let mut dest = None;
+                    let mut readonly = true;
+                    for (k, v) in t {
+                        let kp = join(&p, k);
+                        match k.as_str() {
+                            "source" => {
+                                source = self.string(v, &kp).and_then(|s| self.source(&s, &kp))
+                            }
+                            "path" => dest = self.string(v, &kp).and_then(|s| self.dest(&s, &kp)),
+                            "is_readonly" => readonly = self.boolean(v, &kp).unwrap_or(true),
+                            "encoding" => self.err(
+                                &kp,
+                                "`encoding` applies only to inline files with `content`",
+                            ),
+                            _ => self.unknown(&p, k, &["source", "path", "is_readonly"]),
+                        }
+                    }
+                    if let Some(source) = source {
+                        out.push(FileEntry::Select {
+                            source,
+                            dest,
+                            readonly,
+                        });
+                    }
+                }
+                Value::Object(t) => {
+                    for k in t.keys() {
+                        if !["path", "is_readonly", "encoding"].contains(&k.as_str()) {
+                            self.unknown(
+                                &p,
+                                k,
+                                &["source", "path", "content", "encoding", "is_readonly"],
+                            );
+                        }
+                    }
+                    self.err(
+                        &p,
+                        "a file entry needs `source` (a mapping) or `content` (an inline file)",
+                    );
+                }
+                other => self.err(
+                    &p,
+                    format!(
+                        "expected a path, a mapping or an inline file, found {}",
+                        kind(other)
+                    ),
+                ),
+            }
+        }
+        Some(out)
+    }
+
+    fn source(&mut self, s: &str, path: &str) -> Option<String> {
+        match check_relative(s, true) {
+            Err(e) => {
+                self.err(path, e);
+                None
+            }
+            Ok(rel) if is_credential_path(&rel) => {
+                self.err(path, format!("refusing to package credential path `{s}`"));
+                None
+            }
+            Ok(rel) => {
+                if is_glob(&rel) {
+                    if let Err(e) = globset::Glob::new(&rel) {
+                        self.err(path, format!("invalid glob: {e}"));
+                        return None;
+                    }
+                }
+                Some(rel)
+            }
+        }
+    }
+
+    fn dest(&mut self, s: &str, path: &str) -> Option<String> {
+        match normalize_dest(s) {
+            Ok(d) if is_glob(&d) => {
+                self.err(path, "a destination cannot be a glob");
+                None
+            }
+            Ok(d) => Some(d),
+            Err(e) => {
+                self.err(path, e);
+                None
+            }
+        }
+    }
+
+    fn inline_file(&mut self, t: &Map<String, Value>, p: &str) -> Option<FileEntry> {
+        let mut dest = None;
+        let mut content = None;
+        let mut base64 = false;
+        let mut readonly = false;
+        for (k, v) in t {
+            let kp = join(p, k);
+            match k.as_str() {
+                "path" => dest = self.string(v, &kp).and_then(|s| self.dest(&s, &kp)),
+                "content" => content = self.string(v, &kp),
+                "encoding" => {
+                    base64 =
+                        self.enumeration(v, &kp, &["text", "base64"]).as_deref() == Some("base64")
+                }
+                "is_readonly" => readonly = self.boolean(v, &kp).unwrap_or(false),
+                "source" => self.err(&kp, "an inline file has `content`, not `source`"),
+                _ => self.unknown(p, k, &["path", "content", "encoding", "is_readonly"]),
+            }
+        }
+        if !t.contains_key("path") {
+            self.err(&join(p, "path"), "missing required field `path`");
+        }
+        let content = content?;
+        let bytes = if base64 {
+            match base64::engine::general_purpose::STANDARD.decode(content.trim()) {
+                Ok(b) => b,
+                Err(e) => {
+                    self.err(&join(p, "content"), format!("malformed base64: {e}"));
+                    return None;
+                }
+            }
+        } else {
+            content.into_bytes()
+        };
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            self.err(
+                &join(p, "content"),
+                format!("inline file is {} bytes; the limit is 1 MiB", bytes.len()),
+            );
+        }
+        Some(FileEntry::Inline {
+            dest: dest?,
+            content: bytes,
+            readonly,
+            base64,
+        })
+    }
+
+    fn check_entry_name(&mut self, name: &str, path: &str) -> bool {
+        let ok = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !ok {
+            self.err(
+                path,
+                format!("invalid name `{name}`: use 1-64 letters, digits, `-` or `_`"),
+            );
+        } else if looks_like_resource_id(name) {
+            self.err(
+                path,
+                format!("`{name}` looks like a resource ID; use a stable name"),
+            );
+            return false;
+        }
+        ok
+    }
+
+    fn mcp_servers(&mut self, v: &Value, path: &str) -> BTreeMap<String, McpServer> {
+        let mut out = BTreeMap::new();
+        let Some(t) = self.table(v, path) else {
+            return out;
+        };
+        for (name, server) in t {
+            let p = join(path, name);
+            if !self.check_entry_name(name, &p) {
+                continue;
+            }
+            if let Some(s) = self.mcp_server(server, &p) {
+                out.insert(name.clone(), s);
+            }
+        }
+        out
+    }
+
+    fn mcp_server(&mut self, v: &Value, p: &str) -> Option<McpServer> {
+        let t = self.table(v, p)?;
+        let known = MCP_KEYS;
+        let before = self.d.len();
+        for (k, v) in t {
+            let kp = join(p, k);
+            match k.as_str() {
+                "use" | "type" | "url" | "command" => {
+                    self.string(v, &kp);
+                }
+                "args" => {
+                    if let Some(args) = self.strings(v, &kp) {
+                        for (i, a) in args.iter().enumerate() {
+                            if looks_like_secret(a) {
+                                self.err(
+                                    &idx(&kp, i),
+                                    "looks like a literal credential; use a `${ENV_NAME}` binding",
+                                );
+                            }
+                        }
+                    }
+                }
+                "headers" | "env" => {
+                    if let Some(map) = self.string_table(v, &kp) {
+                        for (name, value) in map {
+                            let vp = join(&kp, &name);
+                            let what = if k == "headers" {
+                                "header"
+                            } else {
+                                "environment value"
+                            };
+                            if (is_credential_key(&name) || looks_like_secret(&value))
+                                && !is_env_binding(&value)
+                            {
+                                self.err(&vp, format!("credential-bearing {what} `{name}` must be a `${{ENV_NAME}}` binding, not a literal"));
+                            }
+                        }
+                    }
+                }
+                "auth_mode" => {
+                    self.enumeration(v, &kp, &["none", "api_key", "oauth"]);
+                }
+                "actsAs" => {
+                    self.enumeration(v, &kp, &["none", "user", "service", "user_or_service"]);
+                }
+                "connectInChat" => {
+                    self.enumeration(v, &kp, &["ask", "never"]);
+                }
+                "protocol_mode" => {
+                    self.enumeration(v, &kp, &["auto", "2025-03-26", "2025-06-18", "2026-07-28"]);
+                }
+                "elicitation_policy" => {
+                    self.enumeration(v, &kp, &["url", "url_and_form", "none"]);
+                }
+                "deferred" | "tool_discovery" => {
+                    self.boolean(v, &kp);
+                }
+                "oauth_provider_id" => {
+                    if let Some(s) = self.nonempty(v, &kp) {
+                        if looks_like_resource_id(&s) {
+                            self.err(
+                                &kp,
+                                "installed MCP resource IDs are not portable; name the provider",
+                            );
+                        }
+                    }
+                }
+                "tool_labels" => {
+                    if let Some(map) = self.string_table(v, &kp) {
+                        for (tool, label) in map {
+                            if label != "read_only" && label != "changes" {
+                                self.err(&join(&kp, &tool), format!("unsupported label `{label}`; expected `read_only` or `changes`"));
+                            }
+                        }
+                    }
+                }
+                _ => self.unknown(p, k, &known),
+            }
+        }
+        let s = |k: &str| t.get(k).and_then(Value::as_str).map(str::to_string);
+        let kind = if let Some(u) = s("use") {
+            for k in ["type", "url", "command", "args", "headers", "env"] {
+                if t.contains_key(k) {
+                    self.err(&join(p, k), format!("`{k}` cannot be combined with `use`; the catalog server supplies transport and authentication"));
+                }
+            }
+            match u.strip_prefix("catalog:") {
+                Some(name)
+                    if !name.is_empty()
+                        && name
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)) =>
+                {
+                    if looks_like_resource_id(name) {
+                        self.err(
+                            &join(p, "use"),
+                            "catalog references name a server, not a resource ID",
+                        );
+                    }
+                    McpKind::Catalog(name.to_string())
+                }
+                _ => {
+                    self.err(
+                        &join(p, "use"),
+                        format!("expected `catalog:<name>`, found `{u}`"),
+                    );
+                    return None;
+                }
+            }
+        } else {
+            let ty = match t.get("type") {
+                None => "http".to_string(),
+                Some(v) => self.enumeration(v, &join(p, "type"), &["http", "stdio"])?,
+            };
+            if ty == "http" {
+                for k in ["command", "args", "env"] {
+                    if t.contains_key(k) {
+                        self.err(&join(p, k), format!("`{k}` applies only to stdio servers"));
+                    }
+                }
+                let Some(url) = s("url") else {
+                    if !t.contains_key("url") {
+                        self.err(&join(p, "url"), "an http server needs `url`");
+                    }
+                    return None;
+                };
+                if let Err(e) = check_public_url(&url) {
+                    self.err(&join(p, "url"), e);
+                }
+                McpKind::Http { url }
+            } else {
+                if t.contains_key("headers") {
+                    self.err(
+                        &join(p, "headers"),
+                        "`headers` applies only to http servers",
+                    );
+                }
+                let command = s("command").unwrap_or_default();
+                if command.trim().is_empty() {
+                    self.err(
+                        &join(p, "command"),
+                        "a stdio server needs a nonempty `command`",
+                    );
+                }
+                let args = t
+                    .get("args")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                McpKind::Stdio { command, args }
+            }
+        };
+        (self.d.len() == before).then(|| McpServer {
+            kind,
+            raw: t.clone(),
+        })
+    }
+
+    fn channels(&mut self, v: &Value, path: &str) -> BTreeMap<String, Channel> {
+        let mut out = BTreeMap::new();
+        let Some(t) = self.table(v, path) else {
+            return out;
+        };
+        if t.len() > MAX_CHANNELS {
+            self.err(
+                path,
+                format!("{} channels declared; the limit is {MAX_CHANNELS}", t.len()),
+            );
+        }
+        for (name, ch) in t {
+            let p = join(path, name);
+            if !self.check_entry_name(name, &p) {
+                continue;
+            }
+            let Some(ct) = self.table(ch, &p) else {
+                continue;
+            };
+            let mut kind = None;
+            let mut enabled = false;
+            for (k, v) in ct {
+                let kp = join(&p, k);
+                match k.as_str() {
+                    "type" => kind = self.enumeration(v, &kp, &CHANNEL_TYPES),
+                    "enabled" => enabled = self.boolean(v, &kp).unwrap_or(false),
+                    "config" => {
+                        if self.table(v, &kp).is_some() {
+                            self.channel_config(v, &kp, 0);
+                        }
+                    }
+                    _ => self.unknown(&p, k, &["type", "enabled", "config"]),
+                }
+            }
+            if !ct.contains_key("type") {
+                self.err(&join(&p, "type"), "missing required field `type`");
+            }
+            if let Some(kind) = kind {
+                out.insert(
+                    name.clone(),
+                    Channel {
+                        kind,
+                        enabled,
+                        raw: ct.clone(),
+                    },
+                );
+            }
+        }
+        out
+    }
+
+    /// Channel config is declarative: no credentials, no destination IDs.
+    fn channel_config(&mut self, v: &Value, path: &str, depth: usize) {
+        if depth > 32 {
+            self.err(path, "value nests deeper than 32 levels");
+            return;
+        }
+        match v {
+            Value::Object(o) => {
+                for (k, item) in o {
+                    let kp = join(path, k);
+                    if is_credential_key(k) {
+                        self.err(
+                            &kp,
+                            "channel config cannot carry credentials; bind them at the destination",
+                        );
+                    } else if is_id_key(k) {
+                        self.err(
+                            &kp,
+                            "channel config cannot carry destination or resource IDs",
+                        );
+                    } else {
+                        self.channel_config(item, &kp, depth + 1);
+                    }
+                }
+            }
+            Value::Array(a) => {
+                for (i, item) in a.iter().enumerate() {
+                    self.channel_config(item, &idx(path, i), depth + 1);
+                }
+            }
+            Value::String(s) if looks_like_resource_id(s) => self.err(
+                path,
+                "channel config cannot carry destination or resource IDs",
+            ),
+            other => self.scan(other, path, depth),
+        }
+    }
+
+    fn network(&mut self, v: &Value, path: &str) -> Option<NetworkAccess> {
+        let t = self.table(v, path)?;
+        let mut n = NetworkAccess::default();
+        for (k, v) in t {
+            let kp = join(path, k);
+            match k.as_str() {
+                "allowed" | "blocked" => {
+                    let Some(list) = self.strings(v, &kp) else {
+                        continue;
+                    };
+                    for (i, pat) in list.iter().enumerate() {
+                        let ip = idx(&kp, i);
+                        let authority = pat.split_once("://").map(|(_, r)| r).unwrap_or(pat);
+                        let authority = authority.split(['/', '?', '#']).next().unwrap_or("");
+                        if pat.trim().is_empty() || pat.chars().any(char::is_whitespace) {
+                            self.err(&ip, "URL pattern must be nonempty without whitespace");
+                        } else if authority.contains('@') || looks_like_secret(pat) {
+                            self.err(&ip, "URL pattern embeds credentials");
+                        }
+                    }
+                    if k == "allowed" {
+                        n.allowed = list;
+                    } else {
+                        n.blocked = list;
+                    }
+                }
+                _ => self.unknown(path, k, &["allowed", "blocked"]),
+            }
+        }
+        Some(n)
+    }
+
+    fn tools(&mut self, v: &Value, path: &str) -> Vec<Tool> {
+        let Value::Array(items) = v else {
+            self.err(
+                path,
+                format!("expected an array of tool tables, found {}", kind(v)),
+            );
+            return Vec::new();
+        };
+        let mut out: Vec<Tool> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let p = idx(path, i);
+            let Some(t) = self.table(item, &p) else {
+                continue;
+            };
+            let before = self.d.len();
+            let mut name = None;
+            for (k, v) in t {
+                let kp = join(&p, k);
+                match k.as_str() {
+                    "type" => {
+                        if let Some(ty) = self.string(v, &kp) {
+                            if ty != "client_side" {
+                                self.err(&kp, format!("unsupported tool type `{ty}`; only `client_side` tools can be declared (built-in tools are selected through capabilities)"));
+                            }
+                        }
+                    }
+                    "name" => {
+                        name = self.nonempty(v, &kp);
+                        if let Some(n) = &name {
+                            if n.len() > 64
+                                || !n
+                                    .bytes()
+                                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                            {
+                                self.err(&kp, format!("invalid tool name `{n}`: use 1-64 letters, digits, `_` or `-`"));
+                            }
+                        }
+                    }
+                    "description" => {
+                        self.nonempty(v, &kp);
+                    }
+                    "display_name" | "icon" | "category" => {
+                        self.string(v, &kp);
+                    }
+                    "hints" => {
+                        if self.table(v, &kp).is_some() {
+                            self.scan(v, &kp, 0);
+                        }
+                    }
+                    "parameters" => self.json_schema_object(v, &kp),
+                    _ => self.unknown(&p, k, &TOOL_KEYS),
+                }
+            }
+            for req in ["type", "name", "description", "parameters"] {
+                if !t.contains_key(req) {
+                    self.err(&join(&p, req), format!("missing required field `{req}`"));
+                }
+            }
+            if let Some(n) = name {
+                if out.iter().any(|t| t.name == n) {
+                    self.err(&join(&p, "name"), format!("duplicate tool `{n}`"));
+                } else if self.d.len() == before {
+                    out.push(Tool {
+                        name: n,
+                        raw: t.clone(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn json_schema_object(&mut self, v: &Value, path: &str) {
+        let Some(t) = self.table(v, path) else { return };
+        self.scan(v, path, 0);
+        match t.get("type") {
+            Some(Value::String(s)) if s == "object" => {}
+            Some(other) => self.err(
+                &join(path, "type"),
+                format!(
+                    "tool parameters must be a JSON Schema with `type = \"object\"`, found {other}"
+                ),
+            ),
+            None => self.err(
+                &join(path, "type"),
+                "tool parameters must be a JSON Schema with `type = \"object\"`",
+            ),
+        }
+        if let Some(props) = t.get("properties") {
+            if let Some(props) = self.table(props, &join(path, "properties")) {
+                for (k, schema) in props {
+                    if !schema.is_object() && !schema.is_boolean() {
+                        self.err(
+                            &join(&join(path, "properties"), k),
+                            "property schema must be a table",
+                        );
+                    }
+                }
+            }
+        }
+        if let Some(req) = t.get("required") {
+            if let Some(list) = self.strings(req, &join(path, "required")) {
+                let props = t.get("properties").and_then(Value::as_object);
+                for r in list {
+                    if !props.is_some_and(|p| p.contains_key(&r)) {
+                        self.err(
+                            &join(path, "required"),
+                            format!("required property `{r}` is not in `properties`"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn starters(&mut self, v: &Value, path: &str) -> Vec<Starter> {
+        let Value::Array(items) = v else {
+            self.err(
+                path,
+                format!("expected an array of tables, found {}", kind(v)),
+            );
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let p = idx(path, i);
+            let Some(t) = self.table(item, &p) else {
+                continue;
+            };
+            let mut text = None;
+            let mut icon = None;
+            for (k, v) in t {
+                let kp = join(&p, k);
+                match k.as_str() {
+                    "text" => text = self.nonempty(v, &kp),
+                    "icon" => icon = self.string(v, &kp),
+                    _ => self.unknown(&p, k, &["text", "icon"]),
+                }
+            }
+            if !t.contains_key("text") {
+                self.err(&join(&p, "text"), "missing required field `text`");
+            }
+            if let Some(text) = text {
+                out.push(Starter { text, icon });
+            }
+        }
+        out
+    }
+}
+
+fn suggest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| {
+            (
+                k,
+                strsim::jaro_winkler(&key.to_ascii_lowercase(), &k.to_ascii_lowercase()),
+            )
+        })
+        .filter(|(_, s)| *s > 0.85)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(k, _)| *k)
+}
