@@ -1,2 +1,547 @@
-//! `.zot` pack / inspect / verify / safe extraction, digests, and agent.toml
-//! package loading.
+//! `.zot` packages: pack, inspect, verify, safe extraction, digests, and
+//! agent.toml package loading (see [`agent_toml`]).
+//!
+//! A `.zot` file is a zstd-compressed canonical tar of an agent directory
+//! (see [`pack`]). [`open`] loads a directory or an archive into an
+//! [`Agent`]; archives go through the streaming loader in [`extract`] into a
+//! fresh private temp dir that is removed when the `Agent` is dropped.
+//!
+//! Digests: a directory's is the sha256 of its canonical uncompressed tar;
+//! an archive's is the sha256 of the archive bytes. They are not expected
+//! to match each other.
+
+pub mod agent_toml;
+pub mod error;
+pub mod extract;
+mod tree;
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use zot_policy::zotfile::{self, Manifest, AGENT_FILE, MANIFEST_FILE};
+
+pub use error::{ArchiveError, PackageError};
+pub use extract::{extract_reader, extract_tar_gz_limited, validate_reader, EntryInfo, EntryKind, Extracted};
+
+const MIB: u64 = 1024 * 1024;
+/// Largest accepted compressed `.zot` file.
+pub const MAX_COMPRESSED_SIZE: u64 = 100 * MIB;
+/// Largest accepted single extracted entry.
+pub const MAX_ENTRY_SIZE: u64 = 64 * MIB;
+/// Largest accepted total of extracted content.
+pub const MAX_TOTAL_SIZE: u64 = 256 * MIB;
+/// Tar headers and padding allowed on top of [`MAX_TOTAL_SIZE`] in the
+/// decompressed stream (bounds the entry count too).
+pub const MAX_METADATA_SIZE: u64 = 32 * MIB;
+/// Largest accepted `manifest.json`.
+pub const MAX_MANIFEST_SIZE: u64 = MIB;
+/// zstd level used by [`pack`].
+pub const ZSTD_LEVEL: i32 = 3;
+/// zstd worker threads used by [`pack`]. Fixed, so the output never depends
+/// on the machine (zstd's multithreaded output depends only on the
+/// parameters, and a fixed count keeps that true across zstd versions).
+pub const ZSTD_WORKERS: u32 = 2;
+
+/// Loader limits. [`Limits::DEFAULT`] holds the spec's values; smaller
+/// ones are for tests and callers that want to be stricter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub compressed: u64,
+    pub entry: u64,
+    pub total: u64,
+    pub metadata: u64,
+}
+
+impl Limits {
+    pub const DEFAULT: Limits = Limits {
+        compressed: MAX_COMPRESSED_SIZE,
+        entry: MAX_ENTRY_SIZE,
+        total: MAX_TOTAL_SIZE,
+        metadata: MAX_METADATA_SIZE,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::DEFAULT
+    }
+}
+
+/// Where an agent came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    Directory,
+    Archive,
+}
+
+/// A loaded, validated agent whose files are on disk under `root`.
+#[derive(Debug)]
+pub struct Agent {
+    /// The source directory (canonical), or the private extraction dir
+    /// (mode 0700, removed when this `Agent` is dropped).
+    pub root: PathBuf,
+    /// The path the agent was opened from.
+    pub source: PathBuf,
+    pub kind: SourceKind,
+    pub manifest: Manifest,
+    /// `sha256:<hex>`.
+    pub digest: String,
+    /// Regular files, sorted, `/`-separated relative paths.
+    pub files: Vec<String>,
+    /// Manifest warnings and ignored archive entries, human-readable.
+    pub warnings: Vec<String>,
+    _temp: Option<tempfile::TempDir>,
+}
+
+impl Agent {
+    /// `AGENT.md`'s contents, when present.
+    pub fn agent_md(&self) -> io::Result<Option<String>> {
+        match fs::read_to_string(self.root.join(AGENT_FILE)) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// What [`inspect`] (and `zot verify`) learned, without materializing
+/// anything.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Summary {
+    pub source: PathBuf,
+    pub kind: SourceKind,
+    pub manifest: Manifest,
+    pub digest: String,
+    /// Every entry (directories, files, ignored entries), sorted by path.
+    pub entries: Vec<EntryInfo>,
+    /// Regular files only, sorted.
+    pub files: Vec<String>,
+    pub warnings: Vec<String>,
+    /// Sum of the files' sizes.
+    pub total_size: u64,
+    /// Archive size on disk (archives only).
+    pub compressed_size: Option<u64>,
+    /// `zstd` or `gzip` (archives only).
+    pub compression: Option<&'static str>,
+}
+
+/// The result of [`pack`].
+#[derive(Debug, Clone)]
+pub struct PackOutcome {
+    /// Where the archive was written.
+    pub out: PathBuf,
+    /// `sha256:<hex>` of the archive bytes.
+    pub digest: String,
+    pub size: u64,
+    pub files: usize,
+}
+
+// ---------------------------------------------------------------------------
+
+/// Load a directory or a `.zot` archive (zstd, or gzip fallback, sniffed
+/// from the content, not the name). Archives are extracted into a fresh
+/// private temp dir, removed when the returned [`Agent`] is dropped.
+pub fn open(path: &Path) -> Result<Agent, PackageError> {
+    open_with(path, &Limits::DEFAULT)
+}
+
+/// [`open`] with explicit limits.
+pub fn open_with(path: &Path, limits: &Limits) -> Result<Agent, PackageError> {
+    let meta = fs::metadata(path).map_err(PackageError::io("opening", path))?;
+    if meta.is_dir() {
+        let (root, entries) = load_dir(path, limits)?;
+        let (manifest, mut warnings) = read_dir_manifest(&root)?;
+        let digest = digest_entries(&entries)?;
+        warnings.sort();
+        Ok(Agent {
+            root,
+            source: path.to_path_buf(),
+            kind: SourceKind::Directory,
+            manifest,
+            digest,
+            files: file_list_tree(&entries),
+            warnings,
+            _temp: None,
+        })
+    } else if meta.is_file() {
+        if meta.len() > limits.compressed {
+            return Err(archive_err(path, ArchiveError::CompressedTooLarge { limit: limits.compressed }));
+        }
+        let temp = tempfile::Builder::new()
+            .prefix("zot-agent-")
+            .tempdir()
+            .map_err(PackageError::io("creating a temporary directory in", std::env::temp_dir()))?;
+        fs::set_permissions(temp.path(), fs::Permissions::from_mode(0o700))
+            .map_err(PackageError::io("securing", temp.path()))?;
+        let file = File::open(path).map_err(PackageError::io("opening", path))?;
+        let ex = extract_reader(file, temp.path(), limits).map_err(|e| archive_err(path, e))?;
+        let (manifest, warnings) = check_archive(path, &ex)?;
+        let root = temp.path().to_path_buf();
+        Ok(Agent {
+            root,
+            source: path.to_path_buf(),
+            kind: SourceKind::Archive,
+            manifest,
+            digest: ex.digest.clone(),
+            files: file_list(&ex.entries),
+            warnings,
+            _temp: Some(temp),
+        })
+    } else {
+        Err(PackageError::NotAnAgent { path: path.to_path_buf() })
+    }
+}
+
+/// Validate a directory or archive and describe it, without extracting
+/// anything to disk (archives are checked while streaming).
+pub fn inspect(path: &Path) -> Result<Summary, PackageError> {
+    inspect_with(path, &Limits::DEFAULT)
+}
+
+/// [`inspect`] with explicit limits.
+pub fn inspect_with(path: &Path, limits: &Limits) -> Result<Summary, PackageError> {
+    let meta = fs::metadata(path).map_err(PackageError::io("opening", path))?;
+    if meta.is_dir() {
+        let (root, entries) = load_dir(path, limits)?;
+        let (manifest, mut warnings) = read_dir_manifest(&root)?;
+        let digest = digest_entries(&entries)?;
+        warnings.sort();
+        let infos: Vec<EntryInfo> = entries
+            .iter()
+            .map(|e| match e.kind {
+                tree::TreeKind::Dir => EntryInfo {
+                    path: e.rel.clone(),
+                    kind: EntryKind::Directory,
+                    size: 0,
+                    executable: false,
+                    ignored_type: None,
+                },
+                tree::TreeKind::File { size, executable } => EntryInfo {
+                    path: e.rel.clone(),
+                    kind: EntryKind::File,
+                    size,
+                    executable,
+                    ignored_type: None,
+                },
+            })
+            .collect();
+        Ok(Summary {
+            source: path.to_path_buf(),
+            kind: SourceKind::Directory,
+            manifest,
+            digest,
+            files: file_list(&infos),
+            total_size: infos.iter().map(|e| e.size).sum(),
+            entries: infos,
+            warnings,
+            compressed_size: None,
+            compression: None,
+        })
+    } else if meta.is_file() {
+        if meta.len() > limits.compressed {
+            return Err(archive_err(path, ArchiveError::CompressedTooLarge { limit: limits.compressed }));
+        }
+        let file = File::open(path).map_err(PackageError::io("opening", path))?;
+        let ex = validate_reader(file, limits).map_err(|e| archive_err(path, e))?;
+        let (manifest, warnings) = check_archive(path, &ex)?;
+        let mut entries = ex.entries.clone();
+        entries.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+        Ok(Summary {
+            source: path.to_path_buf(),
+            kind: SourceKind::Archive,
+            manifest,
+            digest: ex.digest.clone(),
+            files: file_list(&entries),
+            entries,
+            warnings,
+            total_size: ex.total_size,
+            compressed_size: Some(ex.compressed_size),
+            compression: Some(match ex.compression {
+                extract::Compression::Zstd => "zstd",
+                extract::Compression::Gzip => "gzip",
+            }),
+        })
+    } else {
+        Err(PackageError::NotAnAgent { path: path.to_path_buf() })
+    }
+}
+
+/// `sha256:<hex>` of a directory's canonical uncompressed tar (the digest
+/// `zot inspect DIR` prints). Validates the tree like [`open`].
+pub fn digest_dir(dir: &Path) -> Result<String, PackageError> {
+    let (_, entries) = load_dir(dir, &Limits::DEFAULT)?;
+    digest_entries(&entries)
+}
+
+/// Pack `dir` into a deterministic `.zot` archive. `out` defaults to
+/// `<manifest name>.zot` in the current directory; `.zot` is appended when
+/// missing. The archive is written to a temp file next to `out` and renamed
+/// into place: a failed pack leaves nothing behind. When `out` lies inside
+/// `dir` it is left out of the archive.
+pub fn pack(dir: &Path, out: Option<&Path>) -> Result<PackOutcome, PackageError> {
+    pack_with(dir, out, &Limits::DEFAULT)
+}
+
+/// [`pack`] with explicit limits.
+pub fn pack_with(dir: &Path, out: Option<&Path>, limits: &Limits) -> Result<PackOutcome, PackageError> {
+    let meta = fs::metadata(dir).map_err(PackageError::io("opening", dir))?;
+    if !meta.is_dir() {
+        return Err(PackageError::NotAnAgent { path: dir.to_path_buf() });
+    }
+    let root = dir.canonicalize().map_err(PackageError::io("resolving", dir))?;
+    let (manifest, _warnings) = read_dir_manifest(&root)?;
+
+    let out = match out {
+        Some(o) => {
+            let mut s = o.as_os_str().to_owned();
+            if !o.as_os_str().as_encoded_bytes().ends_with(b".zot") {
+                s.push(".zot");
+            }
+            PathBuf::from(s)
+        }
+        None => PathBuf::from(format!("{}.zot", manifest.name)),
+    };
+    let file_name = out
+        .file_name()
+        .ok_or_else(|| PackageError::BadName { path: out.clone(), reason: "output has no file name" })?
+        .to_owned();
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let parent = parent.canonicalize().map_err(PackageError::io("resolving output directory", &parent))?;
+    let out_abs = parent.join(&file_name);
+
+    let entries = tree::walk(&root, Some(&out_abs), limits)?;
+    check_tree_layout(&root, &entries)?;
+
+    let mut prefix = std::ffi::OsString::from(".");
+    prefix.push(&file_name);
+    prefix.push(".tmp");
+    let temp = tempfile::Builder::new()
+        .prefix(&prefix)
+        .tempfile_in(&parent)
+        .map_err(PackageError::io("creating a temporary file in", &parent))?;
+    let file = temp.as_file().try_clone().map_err(PackageError::io("writing", temp.path()))?;
+    let temp_path = temp.path().to_path_buf();
+    let werr = PackageError::io("writing", temp_path.clone());
+    let sink = HashWriter { inner: BufWriter::with_capacity(1 << 20, file), hasher: Sha256::new(), count: 0 };
+    let mut enc = zstd::stream::write::Encoder::new(sink, ZSTD_LEVEL).map_err(PackageError::io("compressing", &root))?;
+    enc.include_checksum(true).map_err(PackageError::io("compressing", &root))?;
+    enc.multithread(ZSTD_WORKERS).map_err(PackageError::io("compressing", &root))?;
+    let enc = tree::write_tar(&entries, enc)?;
+    let sink = match enc.finish() {
+        Ok(s) => s,
+        Err(e) => return Err(werr(e)),
+    };
+    let HashWriter { inner, hasher, count } = sink;
+    inner.into_inner().map_err(|e| PackageError::Io { action: "writing", path: temp.path().into(), source: e.into_error() })?;
+    if count > limits.compressed {
+        return Err(PackageError::PackTooLarge { path: root, limit: limits.compressed });
+    }
+    let f = temp.as_file();
+    f.set_permissions(fs::Permissions::from_mode(0o644)).map_err(PackageError::io("writing", temp.path()))?;
+    f.sync_all().map_err(PackageError::io("writing", temp.path()))?;
+    temp.persist(&out_abs).map_err(|e| PackageError::Io { action: "renaming into", path: out_abs.clone(), source: e.error })?;
+    Ok(PackOutcome {
+        out,
+        digest: format!("sha256:{}", hex::encode(hasher.finalize())),
+        size: count,
+        files: entries.iter().filter(|e| matches!(e.kind, tree::TreeKind::File { .. })).count(),
+    })
+}
+
+/// Extract `archive` into `dest` with the loader's safety and checks
+/// (layout and manifest included). `dest` must not exist or be an empty
+/// directory; extraction happens in a private sibling temp dir renamed into
+/// place at the end, so a bad archive changes nothing.
+pub fn unpack(archive: &Path, dest: &Path) -> Result<Summary, PackageError> {
+    match fs::symlink_metadata(dest) {
+        Ok(m) if m.is_dir() => {
+            let mut rd = fs::read_dir(dest).map_err(PackageError::io("reading", dest))?;
+            if rd.next().is_some() {
+                return Err(PackageError::DestinationNotEmpty { path: dest.to_path_buf() });
+            }
+        }
+        Ok(_) => return Err(PackageError::DestinationNotEmpty { path: dest.to_path_buf() }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(PackageError::Io { action: "reading", path: dest.to_path_buf(), source: e }),
+    }
+    let parent = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let limits = Limits::DEFAULT;
+    let meta = fs::metadata(archive).map_err(PackageError::io("opening", archive))?;
+    if !meta.is_file() {
+        return Err(PackageError::NotAnAgent { path: archive.to_path_buf() });
+    }
+    if meta.len() > limits.compressed {
+        return Err(archive_err(archive, ArchiveError::CompressedTooLarge { limit: limits.compressed }));
+    }
+    let temp = tempfile::Builder::new()
+        .prefix(".zot-unpack-")
+        .tempdir_in(&parent)
+        .map_err(PackageError::io("creating a temporary directory in", &parent))?;
+    let file = File::open(archive).map_err(PackageError::io("opening", archive))?;
+    let ex = extract_reader(file, temp.path(), &limits).map_err(|e| archive_err(archive, e))?;
+    let (manifest, warnings) = check_archive(archive, &ex)?;
+    fs::set_permissions(temp.path(), fs::Permissions::from_mode(0o755)).map_err(PackageError::io("writing", temp.path()))?;
+    // rename(2) replaces an empty directory atomically.
+    fs::rename(temp.path(), dest).map_err(PackageError::io("renaming into", dest))?;
+    let _ = temp.keep();
+    let mut entries = ex.entries.clone();
+    entries.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+    Ok(Summary {
+        source: archive.to_path_buf(),
+        kind: SourceKind::Archive,
+        manifest,
+        digest: ex.digest.clone(),
+        files: file_list(&entries),
+        entries,
+        warnings,
+        total_size: ex.total_size,
+        compressed_size: Some(ex.compressed_size),
+        compression: None,
+    })
+}
+
+// ---------------------------------------------------------------------------
+
+fn archive_err(path: &Path, source: ArchiveError) -> PackageError {
+    PackageError::Archive { path: path.to_path_buf(), source }
+}
+
+fn load_dir(path: &Path, limits: &Limits) -> Result<(PathBuf, Vec<tree::TreeEntry>), PackageError> {
+    let root = path.canonicalize().map_err(PackageError::io("resolving", path))?;
+    let entries = tree::walk(&root, None, limits)?;
+    check_tree_layout(&root, &entries)?;
+    Ok((root, entries))
+}
+
+fn digest_entries(entries: &[tree::TreeEntry]) -> Result<String, PackageError> {
+    let w = HashWriter { inner: io::sink(), hasher: Sha256::new(), count: 0 };
+    let w = tree::write_tar(entries, w)?;
+    Ok(format!("sha256:{}", hex::encode(w.hasher.finalize())))
+}
+
+fn file_list_tree(entries: &[tree::TreeEntry]) -> Vec<String> {
+    entries.iter().filter(|e| matches!(e.kind, tree::TreeKind::File { .. })).map(|e| e.rel.clone()).collect()
+}
+
+fn file_list(entries: &[EntryInfo]) -> Vec<String> {
+    let mut v: Vec<String> = entries.iter().filter(|e| e.kind == EntryKind::File).map(|e| e.path.clone()).collect();
+    v.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    v
+}
+
+/// `extensions/<x>/extension.json`, at any depth below `extensions/<x>`?
+/// The spec rejects "any bundled extension directory containing
+/// `extension.json`": we reject the file directly inside an extension dir.
+fn is_bundled_extension(path: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    parts.len() == 3 && parts[0] == "extensions" && parts[2] == "extension.json"
+}
+
+/// Layout rules shared by directories and archives.
+fn check_layout<'a>(
+    source: &Path,
+    entries: impl Iterator<Item = (&'a str, EntryKind)>,
+) -> Result<(), PackageError> {
+    let mut manifest_ok = false;
+    for (path, kind) in entries {
+        if is_bundled_extension(path) {
+            return Err(PackageError::BundledExtension { entry: path.to_string() });
+        }
+        if path == MANIFEST_FILE || path == AGENT_FILE {
+            if kind != EntryKind::File {
+                return Err(PackageError::NotRegular { path: source.to_path_buf(), entry: path.to_string() });
+            }
+            manifest_ok |= path == MANIFEST_FILE;
+        }
+    }
+    if !manifest_ok {
+        return Err(PackageError::MissingManifest { path: source.to_path_buf() });
+    }
+    Ok(())
+}
+
+fn check_tree_layout(root: &Path, entries: &[tree::TreeEntry]) -> Result<(), PackageError> {
+    check_layout(
+        root,
+        entries.iter().map(|e| {
+            (e.rel.as_str(), if matches!(e.kind, tree::TreeKind::Dir) { EntryKind::Directory } else { EntryKind::File })
+        }),
+    )
+}
+
+fn parse_manifest(path: &Path, bytes: &[u8]) -> Result<(Manifest, Vec<String>), PackageError> {
+    let parsed = zotfile::parse(bytes).map_err(|source| PackageError::Manifest { path: path.to_path_buf(), source })?;
+    let warnings = parsed.warnings.iter().map(|w| format!("{MANIFEST_FILE}: {w}")).collect();
+    Ok((parsed.manifest, warnings))
+}
+
+fn read_dir_manifest(root: &Path) -> Result<(Manifest, Vec<String>), PackageError> {
+    let path = root.join(MANIFEST_FILE);
+    let meta = match fs::symlink_metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(PackageError::MissingManifest { path: root.to_path_buf() })
+        }
+        Err(e) => return Err(PackageError::Io { action: "reading", path, source: e }),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(PackageError::Symlink { path });
+    }
+    if !meta.is_file() {
+        return Err(PackageError::NotRegular { path: root.to_path_buf(), entry: MANIFEST_FILE.into() });
+    }
+    if meta.len() > MAX_MANIFEST_SIZE {
+        return Err(PackageError::ManifestTooLarge { path, limit: MAX_MANIFEST_SIZE });
+    }
+    let mut bytes = Vec::new();
+    File::open(&path)
+        .and_then(|f| f.take(MAX_MANIFEST_SIZE + 1).read_to_end(&mut bytes))
+        .map_err(PackageError::io("reading", &path))?;
+    if bytes.len() as u64 > MAX_MANIFEST_SIZE {
+        return Err(PackageError::ManifestTooLarge { path, limit: MAX_MANIFEST_SIZE });
+    }
+    parse_manifest(&path, &bytes)
+}
+
+/// Layout + manifest checks on a streamed archive.
+fn check_archive(path: &Path, ex: &Extracted) -> Result<(Manifest, Vec<String>), PackageError> {
+    check_layout(path, ex.entries.iter().map(|e| (e.path.as_str(), e.kind)))?;
+    let Some(bytes) = ex.manifest.as_deref() else {
+        return Err(PackageError::ManifestTooLarge { path: path.join(MANIFEST_FILE), limit: MAX_MANIFEST_SIZE });
+    };
+    let (manifest, mut warnings) = parse_manifest(&path.join(MANIFEST_FILE), bytes)?;
+    for e in &ex.entries {
+        if let Some(t) = e.ignored_type {
+            warnings.push(format!("ignored {t} entry {:?} (only regular files and directories are extracted)", e.path));
+        }
+    }
+    Ok((manifest, warnings))
+}
+
+struct HashWriter<W> {
+    inner: W,
+    hasher: Sha256,
+    count: u64,
+}
+
+impl<W: Write> Write for HashWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.count += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}

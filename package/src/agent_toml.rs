@@ -1,0 +1,1 @@
+//! Everruns `agent.toml` package loading (owned by H5; to be filled).
