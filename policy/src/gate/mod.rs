@@ -1,8 +1,17 @@
-//! The shell risk gate: parses a shell command string, sees through wrapper
-//! programs, and decides whether it may run (`allow`), needs a human
-//! (`ask`), or must not run (`deny`), with reasons.
+//! The shell risk gate: parses a shell command string with a real bash
+//! grammar (tree-sitter-bash), extracts every simple command that would run,
+//! sees through wrapper programs (`env`, `nice`, `timeout`, `sh -c`, `find
+//! -exec`, `xargs`, ...), and decides whether it may run (`allow`), needs a
+//! human (`ask`), or must not run (`deny`), with reasons.
 //!
-//! Pure: no syscalls, no filesystem, no environment.
+//! Pure: no syscalls, no filesystem, no environment. Anything the walker
+//! does not fully understand is `ask` in ask mode and `deny` in allowlist
+//! mode, never `allow`.
+
+mod rules;
+mod walk;
+mod word;
+mod wrappers;
 
 use serde::{Deserialize, Serialize};
 
@@ -25,7 +34,9 @@ impl std::str::FromStr for GateMode {
             "none" => Ok(GateMode::None),
             "ask" => Ok(GateMode::Ask),
             "allowlist" => Ok(GateMode::Allowlist),
-            other => Err(format!("unknown bash mode `{other}` (expected none, ask or allowlist)")),
+            other => Err(format!(
+                "unknown bash mode `{other}` (expected none, ask or allowlist)"
+            )),
         }
     }
 }
@@ -61,9 +72,11 @@ impl Decision {
 /// One simple command that would execute.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParsedCommand {
-    /// Program name after quote removal (as written, may be a path).
+    /// Program name after quote removal, as written (may be a path). When
+    /// the name depends on an expansion, its source text.
     pub program: String,
-    /// Full argv after quote removal, `argv[0]` is the program.
+    /// Full argv after quote removal; `argv[0]` is the program. Words whose
+    /// value depends on an expansion keep their source text.
     pub argv: Vec<String>,
     /// Wrapper programs this command was reached through, outermost first.
     pub via: Vec<String>,
@@ -77,14 +90,110 @@ pub struct Verdict {
     pub commands: Vec<ParsedCommand>,
 }
 
+/// Inputs longer than this are not parsed.
+pub const MAX_INPUT_BYTES: usize = 1 << 20;
+
+/// What a finding does to the decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// The gate cannot tell what would run: ask / deny.
+    Unknown,
+    /// On the danger list: ask / deny.
+    Danger,
+    /// Outside what allowlist mode permits (only recorded in that mode).
+    Restricted,
+}
+
+/// Evaluation state shared by the walker, the wrapper table and the rules.
+pub(crate) struct Ctx<'a> {
+    pub mode: GateMode,
+    pub allow: &'a [String],
+    pub findings: Vec<(Kind, String)>,
+    pub commands: Vec<ParsedCommand>,
+}
+
+impl Ctx<'_> {
+    pub fn unknown(&mut self, why: impl Into<String>) {
+        self.add(Kind::Unknown, format!("not understood: {}", why.into()));
+    }
+
+    pub fn danger(&mut self, why: impl Into<String>) {
+        self.add(Kind::Danger, format!("dangerous: {}", why.into()));
+    }
+
+    /// Only recorded in allowlist mode.
+    pub fn restrict(&mut self, why: impl Into<String>) {
+        if self.mode == GateMode::Allowlist {
+            self.add(Kind::Restricted, format!("not allowed: {}", why.into()));
+        }
+    }
+
+    pub fn allowlist(&self) -> bool {
+        self.mode == GateMode::Allowlist
+    }
+
+    fn add(&mut self, kind: Kind, reason: String) {
+        if !self.findings.iter().any(|(_, r)| *r == reason) {
+            self.findings.push((kind, reason));
+        }
+    }
+}
+
 /// Evaluate `command` under `mode`; `allow` is the allowlist (used in
 /// allowlist mode only).
 pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
-    let _ = (command, allow);
-    let _ = mode;
-    Verdict {
-        decision: Decision::Deny,
-        reasons: vec!["risk gate not implemented yet".into()],
+    let mut ctx = Ctx {
+        mode,
+        allow,
+        findings: Vec::new(),
         commands: Vec::new(),
+    };
+    let empty = command.trim().is_empty();
+    if command.len() > MAX_INPUT_BYTES {
+        ctx.unknown(format!("command is longer than {MAX_INPUT_BYTES} bytes"));
+    } else if !empty {
+        walk::check_text(&mut ctx, command);
+        walk::parse_and_walk(&mut ctx, command, &[], 0);
+    }
+    let Ctx {
+        findings, commands, ..
+    } = ctx;
+    let mut reasons: Vec<String> = Vec::new();
+    let decision = match mode {
+        GateMode::None => {
+            reasons.push("bash is disabled (mode none)".into());
+            Decision::Deny
+        }
+        _ if empty => {
+            reasons.push("empty command".into());
+            Decision::Deny
+        }
+        GateMode::Ask => {
+            reasons.extend(findings.into_iter().map(|(_, r)| r));
+            if reasons.is_empty() {
+                Decision::Allow
+            } else {
+                Decision::Ask
+            }
+        }
+        GateMode::Allowlist => {
+            if allow.is_empty() {
+                reasons.push("the allowlist is empty".into());
+            }
+            reasons.extend(findings.into_iter().map(|(_, r)| r));
+            if commands.is_empty() && reasons.is_empty() {
+                reasons.push("no command to run".into());
+            }
+            if reasons.is_empty() {
+                Decision::Allow
+            } else {
+                Decision::Deny
+            }
+        }
+    };
+    Verdict {
+        decision,
+        reasons,
+        commands,
     }
 }

@@ -1,0 +1,398 @@
+//! Walks the tree-sitter-bash syntax tree and finds every simple command.
+
+use std::cell::RefCell;
+
+use tree_sitter::{Node, Parser, Tree};
+
+use super::rules;
+use super::word::{decode, node_text, Word};
+use super::Ctx;
+
+/// Deeper syntax trees are not walked.
+const MAX_DEPTH: usize = 256;
+/// How many times a string may be parsed again (`sh -c 'sh -c ...'`).
+pub(crate) const MAX_REPARSE: usize = 8;
+
+thread_local! {
+    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
+}
+
+fn parse(src: &str) -> Option<Tree> {
+    PARSER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            let mut parser = Parser::new();
+            parser
+                .set_language(&tree_sitter_bash::LANGUAGE.into())
+                .ok()?;
+            *slot = Some(parser);
+        }
+        let parser = slot.as_mut()?;
+        let tree = parser.parse(src, None);
+        if tree.is_none() {
+            parser.reset();
+        }
+        tree
+    })
+}
+
+/// Checks on the raw text, before parsing.
+pub(crate) fn check_text(ctx: &mut Ctx, src: &str) {
+    if src.contains('\0') {
+        ctx.unknown("the command contains a NUL byte");
+    }
+    if ctx.allowlist() {
+        if src.contains('\n') || src.contains('\r') {
+            ctx.restrict("newlines (only one command line is allowed)");
+        }
+        if src
+            .chars()
+            .any(|c| c.is_control() && c != '\t' && c != '\n' && c != '\r')
+        {
+            ctx.restrict("control characters");
+        }
+    }
+}
+
+/// Parse `src` and walk it. `via` are the wrappers the string was reached
+/// through (for `sh -c STRING`), `reparse` how deep such strings nest.
+pub(crate) fn parse_and_walk(ctx: &mut Ctx, src: &str, via: &[String], reparse: usize) {
+    let Some(tree) = parse(src) else {
+        ctx.unknown("the parser gave up on the command");
+        return;
+    };
+    let root = tree.root_node();
+    if root.has_error() {
+        ctx.unknown("the command does not parse as shell (syntax error or unbalanced quotes)");
+    }
+    let mut w = Walker {
+        ctx,
+        src,
+        via,
+        reparse,
+    };
+    w.walk(root, 0);
+}
+
+struct Walker<'c, 'a, 's, 'v> {
+    ctx: &'c mut Ctx<'a>,
+    src: &'s str,
+    via: &'v [String],
+    reparse: usize,
+}
+
+/// Named node kinds walked through without special handling.
+const CONTAINERS: &[&str] = &[
+    "program",
+    "list",
+    "compound_statement",
+    "do_group",
+    "if_statement",
+    "elif_clause",
+    "else_clause",
+    "while_statement",
+    "for_statement",
+    "c_style_for_statement",
+    "case_statement",
+    "case_item",
+    "negated_command",
+    "subshell",
+    "command_name",
+    "concatenation",
+    "string",
+    "translated_string",
+    "array",
+    "binary_expression",
+    "unary_expression",
+    "postfix_expression",
+    "ternary_expression",
+    "parenthesized_expression",
+    "subscript",
+    "brace_expression",
+    "number",
+    "heredoc_body",
+    "variable_assignments",
+    "ERROR",
+];
+
+/// Leaf kinds that run nothing.
+const LEAVES: &[&str] = &[
+    "word",
+    "raw_string",
+    "ansi_c_string",
+    "string_content",
+    "variable_name",
+    "special_variable_name",
+    "file_descriptor",
+    "heredoc_start",
+    "heredoc_content",
+    "heredoc_end",
+    "extglob_pattern",
+    "regex",
+    "test_operator",
+    "comment",
+];
+
+/// Named kinds that allowlist mode accepts; everything else is restricted.
+const ALLOWLIST_KINDS: &[&str] = &[
+    "program",
+    "list",
+    "pipeline",
+    "command",
+    "command_name",
+    "word",
+    "string",
+    "string_content",
+    "raw_string",
+    "concatenation",
+    "number",
+    "variable_assignment",
+    "variable_name",
+    "negated_command",
+];
+
+fn describe(kind: &str) -> String {
+    match kind {
+        "command_substitution" => "command substitution `$(...)`".into(),
+        "process_substitution" => "process substitution `<(...)`/`>(...)`".into(),
+        "simple_expansion" | "expansion" => "parameter expansion `$...`".into(),
+        "arithmetic_expansion" => "arithmetic expansion `$((...))`".into(),
+        "file_redirect" => "redirection (`<`, `>`, `>>`)".into(),
+        "heredoc_redirect" => "here-documents".into(),
+        "herestring_redirect" => "here-strings `<<<`".into(),
+        "redirected_statement" => "redirection (`<`, `>`, `>>`)".into(),
+        "subshell" => "subshells `( )`".into(),
+        "compound_statement" => "command groups `{ }` and `(( ))`".into(),
+        "function_definition" => "function definitions".into(),
+        "comment" => "comments".into(),
+        "ansi_c_string" => "`$'...'` strings".into(),
+        "test_command" => "`[[ ]]` tests".into(),
+        other => format!("`{}`", other.replace('_', " ")),
+    }
+}
+
+impl Walker<'_, '_, '_, '_> {
+    fn text(&self, node: Node) -> &str {
+        node_text(node, self.src)
+    }
+
+    fn walk_children(&mut self, node: Node, depth: usize) {
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            self.walk(child, depth + 1);
+        }
+    }
+
+    fn walk(&mut self, node: Node, depth: usize) {
+        if depth > MAX_DEPTH {
+            self.ctx
+                .unknown(format!("nesting deeper than {MAX_DEPTH} levels"));
+            return;
+        }
+        if node.is_missing() {
+            self.ctx.unknown(format!("missing `{}`", node.kind()));
+            return;
+        }
+        let kind = node.kind();
+        if !node.is_named() {
+            match kind {
+                "&" => self.ctx.restrict("background jobs `&`"),
+                "|&" => self.ctx.restrict("`|&` pipes"),
+                "`" => self.ctx.restrict("backticks"),
+                _ => {}
+            }
+            return;
+        }
+        if self.ctx.allowlist() && !ALLOWLIST_KINDS.contains(&kind) && kind != "ERROR" {
+            self.ctx.restrict(describe(kind));
+        }
+        match kind {
+            "command" => self.command(node, depth),
+            "pipeline" => self.pipeline(node, depth),
+            "redirected_statement" => self.walk_children(node, depth),
+            "file_redirect" => self.redirect(node, depth),
+            "heredoc_redirect" | "herestring_redirect" => self.walk_children(node, depth),
+            "function_definition" => self.function(node, depth),
+            "variable_assignment" => self.assignment(node, depth),
+            "declaration_command" | "unset_command" => self.declaration(node, depth),
+            "test_command" => {
+                self.record_builtin(node, "[[");
+                self.walk_children(node, depth);
+            }
+            "command_substitution"
+            | "process_substitution"
+            | "arithmetic_expansion"
+            | "expansion"
+            | "simple_expansion" => self.walk_children(node, depth),
+            k if CONTAINERS.contains(&k) => self.walk_children(node, depth),
+            k if LEAVES.contains(&k) => {}
+            other => {
+                self.ctx.unknown(format!("shell construct `{other}`"));
+                self.walk_children(node, depth);
+            }
+        }
+    }
+
+    fn command(&mut self, node: Node, depth: usize) {
+        let mut words: Vec<Word> = Vec::new();
+        let mut cursor = node.walk();
+        let mut children = Vec::new();
+        if cursor.goto_first_child() {
+            loop {
+                let child = cursor.node();
+                match cursor.field_name() {
+                    Some("name") => {
+                        let mut c2 = child.walk();
+                        let inner: Vec<Node> = child.named_children(&mut c2).collect();
+                        match inner.as_slice() {
+                            [one] => words.push(decode(*one, self.src)),
+                            _ => words.push(Word {
+                                text: self.text(child).to_string(),
+                                dynamic: true,
+                                pattern: false,
+                            }),
+                        }
+                    }
+                    Some("argument") => words.push(decode(child, self.src)),
+                    _ => {}
+                }
+                children.push(child);
+                if !cursor.goto_next_sibling() {
+                    break;
+                }
+            }
+        }
+        // Commands inside substitutions run first.
+        let before = self.ctx.commands.len();
+        for child in children {
+            self.walk(child, depth + 1);
+        }
+        let nested_download = self.ctx.commands[before..]
+            .iter()
+            .any(|c| rules::is_downloader(rules::basename(&c.program)));
+        let first = self.ctx.commands.len();
+        if words.is_empty() {
+            return;
+        }
+        self.ctx
+            .resolve(words, self.via.to_vec(), self.reparse, false);
+        if nested_download
+            && self.ctx.commands[first..]
+                .iter()
+                .any(|c| rules::runs_code(rules::basename(&c.program)))
+        {
+            self.ctx.danger("downloaded content is run as code");
+        }
+    }
+
+    fn pipeline(&mut self, node: Node, depth: usize) {
+        let mut stages: Vec<std::ops::Range<usize>> = Vec::new();
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            let before = self.ctx.commands.len();
+            self.walk(child, depth + 1);
+            if child.is_named() {
+                stages.push(before..self.ctx.commands.len());
+            }
+        }
+        let mut downloaded = false;
+        for stage in stages {
+            let cmds = &self.ctx.commands[stage];
+            if downloaded
+                && cmds
+                    .iter()
+                    .any(|c| rules::runs_code(rules::basename(&c.program)))
+            {
+                self.ctx
+                    .danger("downloaded content is piped into a shell or interpreter");
+                break;
+            }
+            downloaded |= cmds
+                .iter()
+                .any(|c| rules::is_downloader(rules::basename(&c.program)));
+        }
+    }
+
+    fn redirect(&mut self, node: Node, depth: usize) {
+        let mut cursor = node.walk();
+        let mut op = "";
+        let mut destinations = Vec::new();
+        if cursor.goto_first_child() {
+            loop {
+                let child = cursor.node();
+                if cursor.field_name() == Some("destination") {
+                    destinations.push(child);
+                } else if !child.is_named() && op.is_empty() {
+                    op = child.kind();
+                }
+                if !cursor.goto_next_sibling() {
+                    break;
+                }
+            }
+        }
+        if destinations.len() > 1 {
+            self.ctx.unknown("words after a redirection target");
+        }
+        let writes = matches!(op, ">" | ">>" | ">|" | "&>" | "&>>" | "<>" | ">&" | "&>|");
+        if writes {
+            for dest in &destinations {
+                let w = decode(*dest, self.src);
+                if rules::is_device_write_target(&w.text) {
+                    self.ctx.danger(format!("writes to device `{}`", w.text));
+                }
+            }
+        }
+        self.walk_children(node, depth);
+    }
+
+    fn function(&mut self, node: Node, depth: usize) {
+        let name = node
+            .child_by_field_name("name")
+            .map(|n| self.text(n).to_string());
+        let before = self.ctx.commands.len();
+        self.walk_children(node, depth);
+        if let Some(name) = name {
+            if self.ctx.commands[before..]
+                .iter()
+                .any(|c| c.program == name)
+            {
+                self.ctx.danger(format!(
+                    "function `{name}` calls itself (fork bomb pattern)"
+                ));
+            }
+        }
+    }
+
+    fn assignment(&mut self, node: Node, depth: usize) {
+        if let Some(name) = node.child_by_field_name("name") {
+            let name = self.text(name).to_string();
+            rules::check_assignment(self.ctx, &name);
+        }
+        self.walk_children(node, depth);
+    }
+
+    fn declaration(&mut self, node: Node, depth: usize) {
+        let keyword = node
+            .child(0)
+            .map(|n| self.text(n).to_string())
+            .unwrap_or_default();
+        self.record_builtin(node, &keyword);
+        self.walk_children(node, depth);
+    }
+
+    /// Records a builtin that the grammar does not parse as a command.
+    fn record_builtin(&mut self, node: Node, program: &str) {
+        let mut argv = vec![program.to_string()];
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            argv.push(decode(child, self.src).text);
+        }
+        let cmd = super::ParsedCommand {
+            program: program.to_string(),
+            argv,
+            via: self.via.to_vec(),
+        };
+        rules::check_listed(self.ctx, &cmd);
+        self.ctx.commands.push(cmd);
+    }
+}

@@ -1,0 +1,239 @@
+//! Shell words after quote removal, as far as the gate can know them.
+
+use tree_sitter::Node;
+
+/// One shell word. `text` is the value after quote removal when the word is
+/// fully known, otherwise its source text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Word {
+    pub text: String,
+    /// Depends on an expansion (`$x`, `$(..)`, `$((..))`, ...): value unknown.
+    pub dynamic: bool,
+    /// Unquoted glob, brace or tilde characters: the shell may turn it into
+    /// other or several words.
+    pub pattern: bool,
+}
+
+impl Word {
+    pub fn literal(text: impl Into<String>) -> Self {
+        Word {
+            text: text.into(),
+            dynamic: false,
+            pattern: false,
+        }
+    }
+
+    /// Known exactly: one word whose value is `text`.
+    pub fn is_static(&self) -> bool {
+        !self.dynamic && !self.pattern
+    }
+
+    /// The static value, if known.
+    pub fn value(&self) -> Option<&str> {
+        self.is_static().then_some(self.text.as_str())
+    }
+}
+
+/// Decode an argument-position node into a [`Word`].
+pub(crate) fn decode(node: Node, src: &str) -> Word {
+    let raw = node_text(node, src);
+    let mut acc = Acc::default();
+    acc.part(node, src, true);
+    let pattern = acc.pattern || (acc.open_brace && acc.close_brace);
+    if acc.dynamic {
+        Word {
+            text: raw.to_string(),
+            dynamic: true,
+            pattern,
+        }
+    } else {
+        Word {
+            text: acc.text,
+            dynamic: false,
+            pattern,
+        }
+    }
+}
+
+pub(crate) fn node_text<'a>(node: Node, src: &'a str) -> &'a str {
+    src.get(node.byte_range()).unwrap_or("")
+}
+
+#[derive(Default)]
+struct Acc {
+    text: String,
+    dynamic: bool,
+    pattern: bool,
+    open_brace: bool,
+    close_brace: bool,
+}
+
+impl Acc {
+    fn part(&mut self, node: Node, src: &str, first: bool) {
+        let raw = node_text(node, src);
+        match node.kind() {
+            "word" => self.unquoted(raw, first),
+            "number" if node.child_count() == 0 => self.unquoted(raw, first),
+            "raw_string" => match raw.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
+                Some(inner) => self.text.push_str(inner),
+                None => self.dynamic = true,
+            },
+            "ansi_c_string" => match raw.strip_prefix("$'").and_then(|r| r.strip_suffix('\'')) {
+                Some(inner) => match decode_ansi_c(inner) {
+                    Some(s) => self.text.push_str(&s),
+                    None => self.dynamic = true,
+                },
+                None => self.dynamic = true,
+            },
+            "string" => self.double_quoted(node, src),
+            "translated_string" => {
+                let mut cursor = node.walk();
+                let strings: Vec<Node> = node.named_children(&mut cursor).collect();
+                match strings.as_slice() {
+                    [s] if s.kind() == "string" => self.double_quoted(*s, src),
+                    _ => self.dynamic = true,
+                }
+            }
+            "concatenation" => {
+                let mut cursor = node.walk();
+                let mut first_part = first;
+                for child in node.children(&mut cursor) {
+                    self.part(child, src, first_part);
+                    first_part = false;
+                }
+            }
+            _ => self.dynamic = true,
+        }
+    }
+
+    fn unquoted(&mut self, raw: &str, first: bool) {
+        let mut chars = raw.chars().peekable();
+        let mut at_start = first;
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some('\n') | None => {}
+                    Some(n) => self.text.push(n),
+                },
+                '*' | '?' | '[' | ']' | '(' | ')' => {
+                    self.pattern = true;
+                    self.text.push(c);
+                }
+                '~' if at_start => {
+                    self.pattern = true;
+                    self.text.push(c);
+                }
+                '{' => {
+                    self.open_brace = true;
+                    self.text.push(c);
+                }
+                '}' => {
+                    self.close_brace = true;
+                    self.text.push(c);
+                }
+                '$' | '`' => {
+                    // The grammar should have made an expansion node; if it
+                    // did not, the value is not known.
+                    self.dynamic = true;
+                    self.text.push(c);
+                }
+                _ => self.text.push(c),
+            }
+            at_start = false;
+        }
+    }
+
+    fn double_quoted(&mut self, node: Node, src: &str) {
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            match child.kind() {
+                "\"" if !child.is_named() => {}
+                "string_content" => {
+                    let raw = node_text(child, src);
+                    let mut chars = raw.chars();
+                    while let Some(c) = chars.next() {
+                        if c == '\\' {
+                            match chars.next() {
+                                Some('\n') => {}
+                                Some(n @ ('$' | '`' | '"' | '\\')) => self.text.push(n),
+                                Some(n) => {
+                                    self.text.push('\\');
+                                    self.text.push(n);
+                                }
+                                None => self.text.push('\\'),
+                            }
+                        } else {
+                            if c == '$' || c == '`' {
+                                self.dynamic = true;
+                            }
+                            self.text.push(c);
+                        }
+                    }
+                }
+                _ => self.dynamic = true,
+            }
+        }
+    }
+}
+
+/// Decode the inside of `$'...'`. `None` for escapes we do not model.
+fn decode_ansi_c(s: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let e = chars.next()?;
+        match e {
+            'a' => out.push('\x07'),
+            'b' => out.push('\x08'),
+            'e' | 'E' => out.push('\x1b'),
+            'f' => out.push('\x0c'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            't' => out.push('\t'),
+            'v' => out.push('\x0b'),
+            '\\' | '\'' | '"' | '?' => out.push(e),
+            '0'..='7' => {
+                let mut v = e.to_digit(8)?;
+                for _ in 0..2 {
+                    match chars.peek().and_then(|c| c.to_digit(8)) {
+                        Some(d) => {
+                            v = v * 8 + d;
+                            chars.next();
+                        }
+                        None => break,
+                    }
+                }
+                out.push(char::from_u32(v & 0xff)?);
+            }
+            'x' | 'u' | 'U' => {
+                let max = match e {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let mut v = 0u32;
+                let mut n = 0;
+                while n < max {
+                    match chars.peek().and_then(|c| c.to_digit(16)) {
+                        Some(d) => {
+                            v = v * 16 + d;
+                            chars.next();
+                            n += 1;
+                        }
+                        None => break,
+                    }
+                }
+                if n == 0 {
+                    return None;
+                }
+                out.push(char::from_u32(v)?);
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
