@@ -91,7 +91,13 @@ impl Extracted {
 /// while streaming; nothing but regular files and directories is created.
 /// On error, `dest` may hold a partial tree: the caller removes it.
 pub fn extract_reader<R: Read>(reader: R, dest: &Path, limits: &Limits) -> Result<Extracted, ArchiveError> {
-    run(reader, &mut DirSink { root: dest.to_path_buf() }, limits)
+    run(
+        reader,
+        &mut DirSink {
+            root: dest.to_path_buf(),
+        },
+        limits,
+    )
 }
 
 /// Validate an archive stream without writing anything (for `verify` and
@@ -133,7 +139,10 @@ impl DirSink {
     fn mkdirs(&self, rel: &str) -> io::Result<()> {
         // The root is private and fresh and we never create symlinks, so
         // nothing on the way can redirect us outside it.
-        fs::DirBuilder::new().recursive(true).mode(0o755).create(self.root.join(rel))
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(self.root.join(rel))
     }
 }
 
@@ -168,7 +177,13 @@ pub(crate) struct HashCount<R> {
 
 impl<R: Read> HashCount<R> {
     pub(crate) fn new(inner: R, limit: u64) -> Self {
-        HashCount { inner, hasher: Sha256::new(), count: 0, limit, exceeded: false }
+        HashCount {
+            inner,
+            hasher: Sha256::new(),
+            count: 0,
+            limit,
+            exceeded: false,
+        }
     }
 }
 
@@ -245,7 +260,9 @@ fn run<R: Read>(reader: R, sink: &mut dyn Sink, limits: &Limits) -> Result<Extra
     let mut src = HashCount::new(reader, limits.compressed);
     let result = run_inner(&mut src, sink, limits);
     let result = match result {
-        Err(_) if src.exceeded => Err(ArchiveError::CompressedTooLarge { limit: limits.compressed }),
+        Err(_) if src.exceeded => Err(ArchiveError::CompressedTooLarge {
+            limit: limits.compressed,
+        }),
         other => other,
     };
     let mut ex = result?;
@@ -266,7 +283,12 @@ fn run_inner<R: Read>(src: &mut HashCount<R>, sink: &mut dyn Sink, limits: &Limi
         Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(raw).map_err(ArchiveError::Corrupt)?),
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::new(raw))),
     };
-    let mut cap = Cap { inner: decoder, count: 0, limit: stream_limit, exceeded: false };
+    let mut cap = Cap {
+        inner: decoder,
+        count: 0,
+        limit: stream_limit,
+        exceeded: false,
+    };
     let res = walk_tar(&mut cap, sink, limits);
     let res = match res {
         Err(_) if cap.exceeded => Err(ArchiveError::StreamTooLarge { limit: stream_limit }),
@@ -310,13 +332,22 @@ pub(crate) fn normalize_name(raw: &[u8]) -> Result<Option<String>, ArchiveError>
         return Err(ArchiveError::AbsolutePath { entry: s.into() });
     }
     if s.contains('\0') {
-        return Err(ArchiveError::BadPath { entry: s.into(), reason: "contains a NUL byte" });
+        return Err(ArchiveError::BadPath {
+            entry: s.into(),
+            reason: "contains a NUL byte",
+        });
     }
     if s.contains('\\') {
-        return Err(ArchiveError::BadPath { entry: s.into(), reason: "contains a backslash" });
+        return Err(ArchiveError::BadPath {
+            entry: s.into(),
+            reason: "contains a backslash",
+        });
     }
     if s.len() > 4096 {
-        return Err(ArchiveError::BadPath { entry: lossy().chars().take(64).collect(), reason: "path longer than 4096 bytes" });
+        return Err(ArchiveError::BadPath {
+            entry: lossy().chars().take(64).collect(),
+            reason: "path longer than 4096 bytes",
+        });
     }
     let mut parts = Vec::new();
     for comp in s.split('/') {
@@ -324,10 +355,16 @@ pub(crate) fn normalize_name(raw: &[u8]) -> Result<Option<String>, ArchiveError>
             "" | "." => {}
             ".." => return Err(ArchiveError::ParentTraversal { entry: s.into() }),
             c if c.len() > 255 => {
-                return Err(ArchiveError::BadPath { entry: s.into(), reason: "a path component is longer than 255 bytes" })
+                return Err(ArchiveError::BadPath {
+                    entry: s.into(),
+                    reason: "a path component is longer than 255 bytes",
+                })
             }
             c if c.chars().any(|ch| ch.is_control()) => {
-                return Err(ArchiveError::BadPath { entry: s.into(), reason: "contains a control character" })
+                return Err(ArchiveError::BadPath {
+                    entry: s.into(),
+                    reason: "contains a control character",
+                })
             }
             c => parts.push(c),
         }
@@ -375,18 +412,28 @@ fn walk_tar<R: Read>(stream: R, sink: &mut dyn Sink, limits: &Limits) -> Result<
             if etype.is_dir() {
                 continue; // `./` itself
             }
-            return Err(ArchiveError::BadPath { entry: String::from_utf8_lossy(&raw).into(), reason: "names the archive root" });
+            return Err(ArchiveError::BadPath {
+                entry: String::from_utf8_lossy(&raw).into(),
+                reason: "names the archive root",
+            });
         };
         if !seen.insert(name.clone()) {
             return Err(ArchiveError::Duplicate { entry: name });
         }
         let size = entry.size();
         if size > limits.entry {
-            return Err(ArchiveError::EntryTooLarge { entry: name, size, limit: limits.entry });
+            return Err(ArchiveError::EntryTooLarge {
+                entry: name,
+                size,
+                limit: limits.entry,
+            });
         }
         total = total.saturating_add(size);
         if total > limits.total {
-            return Err(ArchiveError::TotalTooLarge { entry: name, limit: limits.total });
+            return Err(ArchiveError::TotalTooLarge {
+                entry: name,
+                limit: limits.total,
+            });
         }
         let kind = if etype.is_file() {
             EntryKind::File
@@ -415,16 +462,22 @@ fn walk_tar<R: Read>(stream: R, sink: &mut dyn Sink, limits: &Limits) -> Result<
         match kind {
             EntryKind::Directory => {
                 dirs.insert(name.clone());
-                sink.dir(&name).map_err(|source| ArchiveError::Write { entry: name.clone(), source })?;
+                sink.dir(&name).map_err(|source| ArchiveError::Write {
+                    entry: name.clone(),
+                    source,
+                })?;
             }
             EntryKind::File => {
                 files.insert(name.clone(), ());
                 let written = if name == zot_policy::zotfile::MANIFEST_FILE && size <= MAX_MANIFEST_SIZE {
                     let mut buf = Vec::with_capacity(size as usize);
                     entry.read_to_end(&mut buf).map_err(ArchiveError::Corrupt)?;
-                    let n = sink
-                        .file(&name, executable, &mut buf.as_slice())
-                        .map_err(|source| ArchiveError::Write { entry: name.clone(), source })?;
+                    let n =
+                        sink.file(&name, executable, &mut buf.as_slice())
+                            .map_err(|source| ArchiveError::Write {
+                                entry: name.clone(),
+                                source,
+                            })?;
                     manifest = Some(buf);
                     n
                 } else {
@@ -435,7 +488,10 @@ fn walk_tar<R: Read>(stream: R, sink: &mut dyn Sink, limits: &Limits) -> Result<
                         ) {
                             ArchiveError::Corrupt(source)
                         } else {
-                            ArchiveError::Write { entry: name.clone(), source }
+                            ArchiveError::Write {
+                                entry: name.clone(),
+                                source,
+                            }
                         }
                     })?
                 };

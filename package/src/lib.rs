@@ -169,12 +169,20 @@ pub fn open_with(path: &Path, limits: &Limits) -> Result<Agent, PackageError> {
         })
     } else if meta.is_file() {
         if meta.len() > limits.compressed {
-            return Err(archive_err(path, ArchiveError::CompressedTooLarge { limit: limits.compressed }));
+            return Err(archive_err(
+                path,
+                ArchiveError::CompressedTooLarge {
+                    limit: limits.compressed,
+                },
+            ));
         }
         let temp = tempfile::Builder::new()
             .prefix("zot-agent-")
             .tempdir()
-            .map_err(PackageError::io("creating a temporary directory in", std::env::temp_dir()))?;
+            .map_err(PackageError::io(
+                "creating a temporary directory in",
+                std::env::temp_dir(),
+            ))?;
         fs::set_permissions(temp.path(), fs::Permissions::from_mode(0o700))
             .map_err(PackageError::io("securing", temp.path()))?;
         let file = File::open(path).map_err(PackageError::io("opening", path))?;
@@ -192,7 +200,9 @@ pub fn open_with(path: &Path, limits: &Limits) -> Result<Agent, PackageError> {
             _temp: Some(temp),
         })
     } else {
-        Err(PackageError::NotAnAgent { path: path.to_path_buf() })
+        Err(PackageError::NotAnAgent {
+            path: path.to_path_buf(),
+        })
     }
 }
 
@@ -243,7 +253,12 @@ pub fn inspect_with(path: &Path, limits: &Limits) -> Result<Summary, PackageErro
         })
     } else if meta.is_file() {
         if meta.len() > limits.compressed {
-            return Err(archive_err(path, ArchiveError::CompressedTooLarge { limit: limits.compressed }));
+            return Err(archive_err(
+                path,
+                ArchiveError::CompressedTooLarge {
+                    limit: limits.compressed,
+                },
+            ));
         }
         let file = File::open(path).map_err(PackageError::io("opening", path))?;
         let ex = validate_reader(file, limits).map_err(|e| archive_err(path, e))?;
@@ -266,7 +281,9 @@ pub fn inspect_with(path: &Path, limits: &Limits) -> Result<Summary, PackageErro
             }),
         })
     } else {
-        Err(PackageError::NotAnAgent { path: path.to_path_buf() })
+        Err(PackageError::NotAnAgent {
+            path: path.to_path_buf(),
+        })
     }
 }
 
@@ -290,7 +307,9 @@ pub fn pack(dir: &Path, out: Option<&Path>) -> Result<PackOutcome, PackageError>
 pub fn pack_with(dir: &Path, out: Option<&Path>, limits: &Limits) -> Result<PackOutcome, PackageError> {
     let meta = fs::metadata(dir).map_err(PackageError::io("opening", dir))?;
     if !meta.is_dir() {
-        return Err(PackageError::NotAnAgent { path: dir.to_path_buf() });
+        return Err(PackageError::NotAnAgent {
+            path: dir.to_path_buf(),
+        });
     }
     let root = dir.canonicalize().map_err(PackageError::io("resolving", dir))?;
     let (manifest, _warnings) = read_dir_manifest(&root)?;
@@ -307,13 +326,18 @@ pub fn pack_with(dir: &Path, out: Option<&Path>, limits: &Limits) -> Result<Pack
     };
     let file_name = out
         .file_name()
-        .ok_or_else(|| PackageError::BadName { path: out.clone(), reason: "output has no file name" })?
+        .ok_or_else(|| PackageError::BadName {
+            path: out.clone(),
+            reason: "output has no file name",
+        })?
         .to_owned();
     let parent = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let parent = parent.canonicalize().map_err(PackageError::io("resolving output directory", &parent))?;
+    let parent = parent
+        .canonicalize()
+        .map_err(PackageError::io("resolving output directory", &parent))?;
     let out_abs = parent.join(&file_name);
 
     let entries = tree::walk(&root, Some(&out_abs), limits)?;
@@ -326,32 +350,57 @@ pub fn pack_with(dir: &Path, out: Option<&Path>, limits: &Limits) -> Result<Pack
         .prefix(&prefix)
         .tempfile_in(&parent)
         .map_err(PackageError::io("creating a temporary file in", &parent))?;
-    let file = temp.as_file().try_clone().map_err(PackageError::io("writing", temp.path()))?;
+    let file = temp
+        .as_file()
+        .try_clone()
+        .map_err(PackageError::io("writing", temp.path()))?;
     let temp_path = temp.path().to_path_buf();
     let werr = PackageError::io("writing", temp_path.clone());
-    let sink = HashWriter { inner: BufWriter::with_capacity(1 << 20, file), hasher: Sha256::new(), count: 0 };
-    let mut enc = zstd::stream::write::Encoder::new(sink, ZSTD_LEVEL).map_err(PackageError::io("compressing", &root))?;
-    enc.include_checksum(true).map_err(PackageError::io("compressing", &root))?;
-    enc.multithread(ZSTD_WORKERS).map_err(PackageError::io("compressing", &root))?;
+    let sink = HashWriter {
+        inner: BufWriter::with_capacity(1 << 20, file),
+        hasher: Sha256::new(),
+        count: 0,
+    };
+    let mut enc =
+        zstd::stream::write::Encoder::new(sink, ZSTD_LEVEL).map_err(PackageError::io("compressing", &root))?;
+    enc.include_checksum(true)
+        .map_err(PackageError::io("compressing", &root))?;
+    enc.multithread(ZSTD_WORKERS)
+        .map_err(PackageError::io("compressing", &root))?;
     let enc = tree::write_tar(&entries, enc)?;
     let sink = match enc.finish() {
         Ok(s) => s,
         Err(e) => return Err(werr(e)),
     };
     let HashWriter { inner, hasher, count } = sink;
-    inner.into_inner().map_err(|e| PackageError::Io { action: "writing", path: temp.path().into(), source: e.into_error() })?;
+    inner.into_inner().map_err(|e| PackageError::Io {
+        action: "writing",
+        path: temp.path().into(),
+        source: e.into_error(),
+    })?;
     if count > limits.compressed {
-        return Err(PackageError::PackTooLarge { path: root, limit: limits.compressed });
+        return Err(PackageError::PackTooLarge {
+            path: root,
+            limit: limits.compressed,
+        });
     }
     let f = temp.as_file();
-    f.set_permissions(fs::Permissions::from_mode(0o644)).map_err(PackageError::io("writing", temp.path()))?;
+    f.set_permissions(fs::Permissions::from_mode(0o644))
+        .map_err(PackageError::io("writing", temp.path()))?;
     f.sync_all().map_err(PackageError::io("writing", temp.path()))?;
-    temp.persist(&out_abs).map_err(|e| PackageError::Io { action: "renaming into", path: out_abs.clone(), source: e.error })?;
+    temp.persist(&out_abs).map_err(|e| PackageError::Io {
+        action: "renaming into",
+        path: out_abs.clone(),
+        source: e.error,
+    })?;
     Ok(PackOutcome {
         out,
         digest: format!("sha256:{}", hex::encode(hasher.finalize())),
         size: count,
-        files: entries.iter().filter(|e| matches!(e.kind, tree::TreeKind::File { .. })).count(),
+        files: entries
+            .iter()
+            .filter(|e| matches!(e.kind, tree::TreeKind::File { .. }))
+            .count(),
     })
 }
 
@@ -364,12 +413,24 @@ pub fn unpack(archive: &Path, dest: &Path) -> Result<Summary, PackageError> {
         Ok(m) if m.is_dir() => {
             let mut rd = fs::read_dir(dest).map_err(PackageError::io("reading", dest))?;
             if rd.next().is_some() {
-                return Err(PackageError::DestinationNotEmpty { path: dest.to_path_buf() });
+                return Err(PackageError::DestinationNotEmpty {
+                    path: dest.to_path_buf(),
+                });
             }
         }
-        Ok(_) => return Err(PackageError::DestinationNotEmpty { path: dest.to_path_buf() }),
+        Ok(_) => {
+            return Err(PackageError::DestinationNotEmpty {
+                path: dest.to_path_buf(),
+            })
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(PackageError::Io { action: "reading", path: dest.to_path_buf(), source: e }),
+        Err(e) => {
+            return Err(PackageError::Io {
+                action: "reading",
+                path: dest.to_path_buf(),
+                source: e,
+            })
+        }
     }
     let parent = match dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -378,10 +439,17 @@ pub fn unpack(archive: &Path, dest: &Path) -> Result<Summary, PackageError> {
     let limits = Limits::DEFAULT;
     let meta = fs::metadata(archive).map_err(PackageError::io("opening", archive))?;
     if !meta.is_file() {
-        return Err(PackageError::NotAnAgent { path: archive.to_path_buf() });
+        return Err(PackageError::NotAnAgent {
+            path: archive.to_path_buf(),
+        });
     }
     if meta.len() > limits.compressed {
-        return Err(archive_err(archive, ArchiveError::CompressedTooLarge { limit: limits.compressed }));
+        return Err(archive_err(
+            archive,
+            ArchiveError::CompressedTooLarge {
+                limit: limits.compressed,
+            },
+        ));
     }
     let temp = tempfile::Builder::new()
         .prefix(".zot-unpack-")
@@ -390,7 +458,8 @@ pub fn unpack(archive: &Path, dest: &Path) -> Result<Summary, PackageError> {
     let file = File::open(archive).map_err(PackageError::io("opening", archive))?;
     let ex = extract_reader(file, temp.path(), &limits).map_err(|e| archive_err(archive, e))?;
     let (manifest, warnings) = check_archive(archive, &ex)?;
-    fs::set_permissions(temp.path(), fs::Permissions::from_mode(0o755)).map_err(PackageError::io("writing", temp.path()))?;
+    fs::set_permissions(temp.path(), fs::Permissions::from_mode(0o755))
+        .map_err(PackageError::io("writing", temp.path()))?;
     // rename(2) replaces an empty directory atomically.
     fs::rename(temp.path(), dest).map_err(PackageError::io("renaming into", dest))?;
     let _ = temp.keep();
@@ -413,7 +482,10 @@ pub fn unpack(archive: &Path, dest: &Path) -> Result<Summary, PackageError> {
 // ---------------------------------------------------------------------------
 
 fn archive_err(path: &Path, source: ArchiveError) -> PackageError {
-    PackageError::Archive { path: path.to_path_buf(), source }
+    PackageError::Archive {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 fn load_dir(path: &Path, limits: &Limits) -> Result<(PathBuf, Vec<tree::TreeEntry>), PackageError> {
@@ -424,17 +496,29 @@ fn load_dir(path: &Path, limits: &Limits) -> Result<(PathBuf, Vec<tree::TreeEntr
 }
 
 fn digest_entries(entries: &[tree::TreeEntry]) -> Result<String, PackageError> {
-    let w = HashWriter { inner: io::sink(), hasher: Sha256::new(), count: 0 };
+    let w = HashWriter {
+        inner: io::sink(),
+        hasher: Sha256::new(),
+        count: 0,
+    };
     let w = tree::write_tar(entries, w)?;
     Ok(format!("sha256:{}", hex::encode(w.hasher.finalize())))
 }
 
 fn file_list_tree(entries: &[tree::TreeEntry]) -> Vec<String> {
-    entries.iter().filter(|e| matches!(e.kind, tree::TreeKind::File { .. })).map(|e| e.rel.clone()).collect()
+    entries
+        .iter()
+        .filter(|e| matches!(e.kind, tree::TreeKind::File { .. }))
+        .map(|e| e.rel.clone())
+        .collect()
 }
 
 fn file_list(entries: &[EntryInfo]) -> Vec<String> {
-    let mut v: Vec<String> = entries.iter().filter(|e| e.kind == EntryKind::File).map(|e| e.path.clone()).collect();
+    let mut v: Vec<String> = entries
+        .iter()
+        .filter(|e| e.kind == EntryKind::File)
+        .map(|e| e.path.clone())
+        .collect();
     v.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
     v
 }
@@ -448,24 +532,28 @@ fn is_bundled_extension(path: &str) -> bool {
 }
 
 /// Layout rules shared by directories and archives.
-fn check_layout<'a>(
-    source: &Path,
-    entries: impl Iterator<Item = (&'a str, EntryKind)>,
-) -> Result<(), PackageError> {
+fn check_layout<'a>(source: &Path, entries: impl Iterator<Item = (&'a str, EntryKind)>) -> Result<(), PackageError> {
     let mut manifest_ok = false;
     for (path, kind) in entries {
         if is_bundled_extension(path) {
-            return Err(PackageError::BundledExtension { entry: path.to_string() });
+            return Err(PackageError::BundledExtension {
+                entry: path.to_string(),
+            });
         }
         if path == MANIFEST_FILE || path == AGENT_FILE {
             if kind != EntryKind::File {
-                return Err(PackageError::NotRegular { path: source.to_path_buf(), entry: path.to_string() });
+                return Err(PackageError::NotRegular {
+                    path: source.to_path_buf(),
+                    entry: path.to_string(),
+                });
             }
             manifest_ok |= path == MANIFEST_FILE;
         }
     }
     if !manifest_ok {
-        return Err(PackageError::MissingManifest { path: source.to_path_buf() });
+        return Err(PackageError::MissingManifest {
+            path: source.to_path_buf(),
+        });
     }
     Ok(())
 }
@@ -474,14 +562,28 @@ fn check_tree_layout(root: &Path, entries: &[tree::TreeEntry]) -> Result<(), Pac
     check_layout(
         root,
         entries.iter().map(|e| {
-            (e.rel.as_str(), if matches!(e.kind, tree::TreeKind::Dir) { EntryKind::Directory } else { EntryKind::File })
+            (
+                e.rel.as_str(),
+                if matches!(e.kind, tree::TreeKind::Dir) {
+                    EntryKind::Directory
+                } else {
+                    EntryKind::File
+                },
+            )
         }),
     )
 }
 
 fn parse_manifest(path: &Path, bytes: &[u8]) -> Result<(Manifest, Vec<String>), PackageError> {
-    let parsed = zotfile::parse(bytes).map_err(|source| PackageError::Manifest { path: path.to_path_buf(), source })?;
-    let warnings = parsed.warnings.iter().map(|w| format!("{MANIFEST_FILE}: {w}")).collect();
+    let parsed = zotfile::parse(bytes).map_err(|source| PackageError::Manifest {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let warnings = parsed
+        .warnings
+        .iter()
+        .map(|w| format!("{MANIFEST_FILE}: {w}"))
+        .collect();
     Ok((parsed.manifest, warnings))
 }
 
@@ -490,25 +592,42 @@ fn read_dir_manifest(root: &Path) -> Result<(Manifest, Vec<String>), PackageErro
     let meta = match fs::symlink_metadata(&path) {
         Ok(m) => m,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(PackageError::MissingManifest { path: root.to_path_buf() })
+            return Err(PackageError::MissingManifest {
+                path: root.to_path_buf(),
+            })
         }
-        Err(e) => return Err(PackageError::Io { action: "reading", path, source: e }),
+        Err(e) => {
+            return Err(PackageError::Io {
+                action: "reading",
+                path,
+                source: e,
+            })
+        }
     };
     if meta.file_type().is_symlink() {
         return Err(PackageError::Symlink { path });
     }
     if !meta.is_file() {
-        return Err(PackageError::NotRegular { path: root.to_path_buf(), entry: MANIFEST_FILE.into() });
+        return Err(PackageError::NotRegular {
+            path: root.to_path_buf(),
+            entry: MANIFEST_FILE.into(),
+        });
     }
     if meta.len() > MAX_MANIFEST_SIZE {
-        return Err(PackageError::ManifestTooLarge { path, limit: MAX_MANIFEST_SIZE });
+        return Err(PackageError::ManifestTooLarge {
+            path,
+            limit: MAX_MANIFEST_SIZE,
+        });
     }
     let mut bytes = Vec::new();
     File::open(&path)
         .and_then(|f| f.take(MAX_MANIFEST_SIZE + 1).read_to_end(&mut bytes))
         .map_err(PackageError::io("reading", &path))?;
     if bytes.len() as u64 > MAX_MANIFEST_SIZE {
-        return Err(PackageError::ManifestTooLarge { path, limit: MAX_MANIFEST_SIZE });
+        return Err(PackageError::ManifestTooLarge {
+            path,
+            limit: MAX_MANIFEST_SIZE,
+        });
     }
     parse_manifest(&path, &bytes)
 }
@@ -517,12 +636,18 @@ fn read_dir_manifest(root: &Path) -> Result<(Manifest, Vec<String>), PackageErro
 fn check_archive(path: &Path, ex: &Extracted) -> Result<(Manifest, Vec<String>), PackageError> {
     check_layout(path, ex.entries.iter().map(|e| (e.path.as_str(), e.kind)))?;
     let Some(bytes) = ex.manifest.as_deref() else {
-        return Err(PackageError::ManifestTooLarge { path: path.join(MANIFEST_FILE), limit: MAX_MANIFEST_SIZE });
+        return Err(PackageError::ManifestTooLarge {
+            path: path.join(MANIFEST_FILE),
+            limit: MAX_MANIFEST_SIZE,
+        });
     };
     let (manifest, mut warnings) = parse_manifest(&path.join(MANIFEST_FILE), bytes)?;
     for e in &ex.entries {
         if let Some(t) = e.ignored_type {
-            warnings.push(format!("ignored {t} entry {:?} (only regular files and directories are extracted)", e.path));
+            warnings.push(format!(
+                "ignored {t} entry {:?} (only regular files and directories are extracted)",
+                e.path
+            ));
         }
     }
     Ok((manifest, warnings))

@@ -49,7 +49,10 @@ fn check_component(path: &Path, name: &str) -> Result<(), PackageError> {
     } else {
         return Ok(());
     };
-    Err(PackageError::BadName { path: path.to_path_buf(), reason })
+    Err(PackageError::BadName {
+        path: path.to_path_buf(),
+        reason,
+    })
 }
 
 fn walk_into(
@@ -72,28 +75,50 @@ fn walk_into(
             return Err(PackageError::NonUtf8Name { path: abs });
         };
         check_component(&abs, name)?;
-        let rel = if prefix.is_empty() { name.to_string() } else { format!("{prefix}/{name}") };
+        let rel = if prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{prefix}/{name}")
+        };
         if rel.len() > 4096 {
-            return Err(PackageError::BadName { path: abs, reason: "path longer than 4096 bytes" });
+            return Err(PackageError::BadName {
+                path: abs,
+                reason: "path longer than 4096 bytes",
+            });
         }
         let meta = fs::symlink_metadata(&abs).map_err(PackageError::io("reading", &abs))?;
         let ft = meta.file_type();
         if ft.is_symlink() {
             return Err(PackageError::Symlink { path: abs });
         } else if ft.is_dir() {
-            out.push(TreeEntry { rel: rel.clone(), abs: abs.clone(), kind: TreeKind::Dir });
+            out.push(TreeEntry {
+                rel: rel.clone(),
+                abs: abs.clone(),
+                kind: TreeKind::Dir,
+            });
             walk_into(&abs, &rel, exclude, limits, total, out)?;
         } else if ft.is_file() {
             let size = meta.len();
             if size > limits.entry {
-                return Err(PackageError::FileTooLarge { path: abs, size, limit: limits.entry });
+                return Err(PackageError::FileTooLarge {
+                    path: abs,
+                    size,
+                    limit: limits.entry,
+                });
             }
             *total = total.saturating_add(size);
             if *total > limits.total {
-                return Err(PackageError::TreeTooLarge { path: dir.to_path_buf(), limit: limits.total });
+                return Err(PackageError::TreeTooLarge {
+                    path: dir.to_path_buf(),
+                    limit: limits.total,
+                });
             }
             let executable = meta.permissions().mode() & 0o111 != 0;
-            out.push(TreeEntry { rel, abs, kind: TreeKind::File { size, executable } });
+            out.push(TreeEntry {
+                rel,
+                abs,
+                kind: TreeKind::File { size, executable },
+            });
         } else {
             return Err(PackageError::SpecialFile { path: abs });
         }
@@ -123,7 +148,9 @@ fn open_regular(path: &Path, size: u64) -> Result<File, PackageError> {
         .map_err(PackageError::io("opening", path))?;
     let meta = f.metadata().map_err(PackageError::io("reading", path))?;
     if !meta.is_file() || meta.len() != size {
-        return Err(PackageError::Changed { path: path.to_path_buf() });
+        return Err(PackageError::Changed {
+            path: path.to_path_buf(),
+        });
     }
     Ok(f)
 }
@@ -131,7 +158,11 @@ fn open_regular(path: &Path, size: u64) -> Result<File, PackageError> {
 /// Write the canonical tar of `entries` to `out` and return `out`.
 pub(crate) fn write_tar<W: Write>(entries: &[TreeEntry], out: W) -> Result<W, PackageError> {
     let mut builder = tar::Builder::new(out);
-    let werr = |e: io::Error| PackageError::Io { action: "writing archive", path: PathBuf::new(), source: e };
+    let werr = |e: io::Error| PackageError::Io {
+        action: "writing archive",
+        path: PathBuf::new(),
+        source: e,
+    };
     for e in entries {
         let mut h = tar::Header::new_gnu();
         h.set_mtime(0);
@@ -142,19 +173,26 @@ pub(crate) fn write_tar<W: Write>(entries: &[TreeEntry], out: W) -> Result<W, Pa
                 h.set_entry_type(tar::EntryType::Directory);
                 h.set_mode(0o755);
                 h.set_size(0);
-                builder.append_data(&mut h, format!("{}/", e.rel), io::empty()).map_err(werr)?;
+                builder
+                    .append_data(&mut h, format!("{}/", e.rel), io::empty())
+                    .map_err(werr)?;
             }
             TreeKind::File { size, executable } => {
                 h.set_entry_type(tar::EntryType::Regular);
                 h.set_mode(if executable { 0o755 } else { 0o644 });
                 h.set_size(size);
                 let f = open_regular(&e.abs, size)?;
-                let mut data = Counted { inner: BufReader::with_capacity(256 * 1024, f.take(size)), n: 0 };
-                builder.append_data(&mut h, &e.rel, &mut data).map_err(|source| PackageError::Io {
-                    action: "packing",
-                    path: e.abs.clone(),
-                    source,
-                })?;
+                let mut data = Counted {
+                    inner: BufReader::with_capacity(256 * 1024, f.take(size)),
+                    n: 0,
+                };
+                builder
+                    .append_data(&mut h, &e.rel, &mut data)
+                    .map_err(|source| PackageError::Io {
+                        action: "packing",
+                        path: e.abs.clone(),
+                        source,
+                    })?;
                 if data.n != size {
                     return Err(PackageError::Changed { path: e.abs.clone() });
                 }

@@ -1,6 +1,137 @@
-#[derive(clap::Args)]
-pub struct Args {}
+//! `zot inspect REF [--json]`: identity, digest, permissions and files of a
+//! directory or archive, without running (or extracting) anything.
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("not implemented yet")
+use std::path::PathBuf;
+
+use anyhow::Context;
+use zot_policy::zotfile::{BashMode, Manifest};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// An agent directory or .zot archive
+    pub reference: PathBuf,
+    /// Print everything as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn list(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".to_string()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// The declared permissions, one `(label, value)` per line.
+pub fn permission_lines(m: &Manifest) -> Vec<(&'static str, String)> {
+    let p = &m.permissions;
+    let bash = match p.bash.mode {
+        BashMode::None => "none".to_string(),
+        BashMode::Ask => "ask (approved at launch)".to_string(),
+        BashMode::Allowlist => format!("allowlist: {}", p.bash.allow.join(", ")),
+    };
+    let mut net = list(&p.net.allow);
+    if !p.net.allow.is_empty() {
+        net.push_str(" (not enforced yet: `zot run` refuses this agent)");
+    }
+    let mut env = list(&p.env.read);
+    if !p.env.read.is_empty() {
+        env.push_str(" (not enforced yet: `zot run` refuses this agent)");
+    }
+    vec![
+        ("fs read", list(&p.fs.read)),
+        ("fs write", list(&p.fs.write)),
+        ("bash", bash),
+        ("net", net),
+        ("env", env),
+    ]
+}
+
+/// Write `text` to stdout; a closed pipe (`| head`) is not an error.
+pub fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    use std::fmt::Write;
+    let s =
+        zot_package::inspect(&args.reference).with_context(|| format!("inspecting {}", args.reference.display()))?;
+    if args.json {
+        emit(&format!("{}\n", serde_json::to_string_pretty(&s)?))?;
+        return Ok(0);
+    }
+    for w in &s.warnings {
+        eprintln!("zot: warning: {w}");
+    }
+    let mut o = String::new();
+    let m = &s.manifest;
+    writeln!(o, "name         {}", m.name);
+    writeln!(o, "version      {}", m.version.as_deref().unwrap_or("-"));
+    writeln!(o, "description  {}", m.description.as_deref().unwrap_or("-"));
+    if let Some(l) = &m.license {
+        writeln!(o, "license      {l}");
+    }
+    let kind = match s.kind {
+        zot_package::SourceKind::Directory => "directory".to_string(),
+        zot_package::SourceKind::Archive => {
+            format!(
+                "archive, {}, {} bytes",
+                s.compression.unwrap_or("?"),
+                s.compressed_size.unwrap_or(0)
+            )
+        }
+    };
+    writeln!(o, "source       {} ({kind})", s.source.display());
+    writeln!(o, "digest       {}", s.digest);
+    if let Some(v) = m.runtime.min_zot.as_deref().filter(|v| !v.is_empty()) {
+        writeln!(o, "min zot      {v}");
+    }
+    let mut model = Vec::new();
+    if !m.model.requires.is_empty() {
+        model.push(format!(
+            "requires {}",
+            m.model
+                .requires
+                .iter()
+                .map(|c| c.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if let Some(c) = m.model.min_context {
+        model.push(format!("min context {c}"));
+    }
+    if !m.model.preferred.is_empty() {
+        model.push(format!("preferred {}", m.model.preferred.join(", ")));
+    }
+    if !model.is_empty() {
+        writeln!(o, "model        {}", model.join("; "));
+    }
+    if !m.requirements.os.is_empty() || !m.requirements.bin.is_empty() {
+        writeln!(
+            o,
+            "requires     os: {}; bin: {}",
+            list(&m.requirements.os),
+            list(&m.requirements.bin)
+        );
+    }
+    writeln!(o, "permissions");
+    for (label, value) in permission_lines(m) {
+        writeln!(o, "  {label:<10} {value}");
+    }
+    if m.replace_system_prompt {
+        writeln!(o, "AGENT.md replaces the system prompt");
+    }
+    writeln!(o, "files ({}, {} bytes)", s.files.len(), s.total_size);
+    for f in &s.files {
+        writeln!(o, "  {f}");
+    }
+    emit(&o)?;
+    Ok(0)
 }

@@ -1,6 +1,24 @@
-#[derive(clap::Args)]
-pub struct Args {}
+//! `zot unpack ARCHIVE DIR`: extraction with the loader's safety.
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("not implemented yet")
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The .zot archive
+    pub archive: PathBuf,
+    /// Destination: must not exist, or be an empty directory
+    pub dir: PathBuf,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let s = zot_package::unpack(&args.archive, &args.dir)
+        .with_context(|| format!("unpacking {}", args.archive.display()))?;
+    for w in &s.warnings {
+        eprintln!("zot: warning: {w}");
+    }
+    println!("unpacked {} files into {}", s.files.len(), args.dir.display());
+    println!("digest {}", s.digest);
+    Ok(0)
 }

@@ -16,6 +16,9 @@ use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
+#[cfg(test)]
+mod tests;
+
 /// The only format version this runtime understands.
 pub const FORMAT_VERSION: u64 = 1;
 /// The manifest's file name, at the package root.
@@ -213,12 +216,22 @@ impl Manifest {
 
     /// The filesystem read scopes, parsed (they were validated by [`parse`]).
     pub fn fs_read_scopes(&self) -> Vec<FsScope> {
-        self.permissions.fs.read.iter().filter_map(|s| FsScope::parse(s).ok()).collect()
+        self.permissions
+            .fs
+            .read
+            .iter()
+            .filter_map(|s| FsScope::parse(s).ok())
+            .collect()
     }
 
     /// The filesystem write scopes, parsed (they were validated by [`parse`]).
     pub fn fs_write_scopes(&self) -> Vec<FsScope> {
-        self.permissions.fs.write.iter().filter_map(|s| FsScope::parse(s).ok()).collect()
+        self.permissions
+            .fs
+            .write
+            .iter()
+            .filter_map(|s| FsScope::parse(s).ok())
+            .collect()
     }
 }
 
@@ -324,7 +337,10 @@ pub fn validate_name(name: &str) -> Result<(), NameError> {
     if name.contains('\\') {
         return Err(NameError::PathLike(name.to_string()));
     }
-    if let Some(c) = name.chars().find(|c| !matches!(c, 'a'..='z' | '0'..='9' | '.' | '-' | '_')) {
+    if let Some(c) = name
+        .chars()
+        .find(|c| !matches!(c, 'a'..='z' | '0'..='9' | '.' | '-' | '_'))
+    {
         return Err(NameError::BadChar(c));
     }
     let first = name.chars().next().unwrap_or('a');
@@ -333,9 +349,6 @@ pub fn validate_name(name: &str) -> Result<(), NameError> {
         if !c.is_ascii_alphanumeric() {
             return Err(NameError::BadEdge(c));
         }
-    }
-    if name.contains("..") {
-        return Err(NameError::PathLike(name.to_string()));
     }
     Ok(())
 }
@@ -406,7 +419,10 @@ impl FsScope {
                 c => parts.push(c),
             }
         }
-        Ok(FsScope { base, rel: parts.join("/") })
+        Ok(FsScope {
+            base,
+            rel: parts.join("/"),
+        })
     }
 
     /// Resolve against concrete directories (no filesystem access).
@@ -446,11 +462,17 @@ pub fn check_min_zot(manifest: &Manifest, running_version: &str) -> Result<(), M
     let running = match semver::Version::parse(running_version) {
         Ok(v) => v,
         Err(_) => {
-            return Err(MinZotError::Unversioned { required: required.into(), running: running_version.into() })
+            return Err(MinZotError::Unversioned {
+                required: required.into(),
+                running: running_version.into(),
+            })
         }
     };
     if running < min {
-        return Err(MinZotError::TooOld { required: required.into(), running: running_version.into() });
+        return Err(MinZotError::TooOld {
+            required: required.into(),
+            running: running_version.into(),
+        });
     }
     Ok(())
 }
@@ -469,12 +491,18 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, Diagnostics> {
         }
     };
     let Value::Object(top) = value else {
-        cx.err("", format!("expected a JSON object at the top level, found {}", kind(&value)));
+        cx.err(
+            "",
+            format!("expected a JSON object at the top level, found {}", kind(&value)),
+        );
         return Err(cx.into_diagnostics());
     };
     let manifest = check_manifest(&mut cx, &top);
     if cx.errors.is_empty() {
-        Ok(Parsed { manifest, warnings: cx.warnings })
+        Ok(Parsed {
+            manifest,
+            warnings: cx.warnings,
+        })
     } else {
         Err(cx.into_diagnostics())
     }
@@ -502,7 +530,10 @@ fn check_manifest(cx: &mut Cx, top: &Map<String, Value>) -> Manifest {
         None | Some(Value::Null) => cx.err("zotfile", "required; set it to 1"),
         Some(v) => match v.as_u64() {
             Some(FORMAT_VERSION) => m.zotfile = FORMAT_VERSION,
-            Some(n) => cx.err("zotfile", format!("unsupported format version {n}; this zot understands 1")),
+            Some(n) => cx.err(
+                "zotfile",
+                format!("unsupported format version {n}; this zot understands 1"),
+            ),
             None => cx.err("zotfile", format!("expected the integer 1, found {}", kind(v))),
         },
     }
@@ -519,7 +550,10 @@ fn check_manifest(cx: &mut Cx, top: &Map<String, Value>) -> Manifest {
     m.version = cx.opt_string(top, "version", "version");
     if let Some(v) = &m.version {
         if !v.is_empty() && semver::Version::parse(v).is_err() {
-            cx.warn("version", format!("{v:?} is not a semver version (recommended, not required)"));
+            cx.warn(
+                "version",
+                format!("{v:?} is not a semver version (recommended, not required)"),
+            );
         }
     }
     m.description = cx.opt_string(top, "description", "description");
@@ -530,7 +564,10 @@ fn check_manifest(cx: &mut Cx, top: &Map<String, Value>) -> Manifest {
         m.runtime.min_zot = cx.opt_string(rt, "min_zot", "runtime.min_zot");
         if let Some(v) = m.runtime.min_zot.as_deref().filter(|v| !v.is_empty()) {
             if semver::Version::parse(v).is_err() {
-                cx.err("runtime.min_zot", format!("{v:?} is not a semver version (like \"0.3.0\")"));
+                cx.err(
+                    "runtime.min_zot",
+                    format!("{v:?} is not a semver version (like \"0.3.0\")"),
+                );
             }
         }
     }
@@ -555,7 +592,10 @@ fn check_manifest(cx: &mut Cx, top: &Map<String, Value>) -> Manifest {
     match top.get("replace_system_prompt") {
         None | Some(Value::Null) => {}
         Some(Value::Bool(b)) => m.replace_system_prompt = *b,
-        Some(v) => cx.err("replace_system_prompt", format!("expected true or false, found {}", kind(v))),
+        Some(v) => cx.err(
+            "replace_system_prompt",
+            format!("expected true or false, found {}", kind(v)),
+        ),
     }
     m
 }
@@ -567,7 +607,9 @@ fn check_model(cx: &mut Cx, model: &Map<String, Value>, out: &mut Model) {
         "tool_calling" | "tool-calling" | "tool_use" | "function_calling" => {
             Err(format!("{s:?} is not a capability; use \"tools\""))
         }
-        other => Err(format!("unknown capability {other:?} (known: tools, reasoning, vision)")),
+        other => Err(format!(
+            "unknown capability {other:?} (known: tools, reasoning, vision)"
+        )),
     });
     let mut seen = BTreeSet::new();
     for c in caps {
@@ -584,7 +626,10 @@ fn check_model(cx: &mut Cx, model: &Map<String, Value>, out: &mut Model) {
         None | Some(Value::Null) => {}
         Some(v) => match v.as_u64() {
             Some(n) => out.min_context = Some(n),
-            None => cx.err("model.min_context", format!("expected a non-negative integer, found {}", kind(v))),
+            None => cx.err(
+                "model.min_context",
+                format!("expected a non-negative integer, found {}", kind(v)),
+            ),
         },
     }
     out.preferred = cx.string_list(model, "preferred", "model.preferred", |s| {
@@ -596,7 +641,10 @@ fn check_model(cx: &mut Cx, model: &Map<String, Value>, out: &mut Model) {
     });
     out.min_tier = cx.opt_string(model, "min_tier", "model.min_tier");
     if let Some(t) = out.min_tier.as_deref().filter(|t| !t.is_empty()) {
-        cx.err("model.min_tier", format!("{t:?}: tiers are not supported by the local runtime; leave it empty or omit it"));
+        cx.err(
+            "model.min_tier",
+            format!("{t:?}: tiers are not supported by the local runtime; leave it empty or omit it"),
+        );
     }
 }
 
@@ -617,19 +665,31 @@ fn check_permissions(cx: &mut Cx, perms: &Map<String, Value>, out: &mut Permissi
             Some("allowlist") => BashMode::Allowlist,
             Some(other) => {
                 mode_ok = false;
-                cx.err("permissions.bash.mode", format!("unknown mode {other:?} (known: none, ask, allowlist)"));
+                cx.err(
+                    "permissions.bash.mode",
+                    format!("unknown mode {other:?} (known: none, ask, allowlist)"),
+                );
                 BashMode::None
             }
         };
         let present = matches!(bash.get("allow"), Some(v) if !v.is_null());
         out.bash.allow = cx.string_list(bash, "allow", "permissions.bash.allow", check_command_name);
-        if out.bash.mode == BashMode::Allowlist && out.bash.allow.is_empty() && !cx.has_error_at("permissions.bash.allow") {
-            cx.err("permissions.bash.allow", "mode \"allowlist\" needs at least one command");
+        if out.bash.mode == BashMode::Allowlist
+            && out.bash.allow.is_empty()
+            && !cx.has_error_at("permissions.bash.allow")
+        {
+            cx.err(
+                "permissions.bash.allow",
+                "mode \"allowlist\" needs at least one command",
+            );
         }
         if mode_ok && out.bash.mode != BashMode::Allowlist && present && !out.bash.allow.is_empty() {
             cx.warn(
                 "permissions.bash.allow",
-                format!("ignored: only used when mode is \"allowlist\" (mode is {:?})", out.bash.mode.as_str()),
+                format!(
+                    "ignored: only used when mode is \"allowlist\" (mode is {:?})",
+                    out.bash.mode.as_str()
+                ),
             );
         }
     }
@@ -653,7 +713,9 @@ fn check_os(s: &str) -> Result<(), String> {
         "linux" | "gnu/linux" => " (did you mean \"linux\"?)",
         _ => "",
     };
-    Err(format!("unknown operating system {s:?}{hint}; use Go OS names such as linux, darwin, windows"))
+    Err(format!(
+        "unknown operating system {s:?}{hint}; use Go OS names such as linux, darwin, windows"
+    ))
 }
 
 /// A bare command name: what `bash.allow` and `requirements.bin` hold.
@@ -663,9 +725,19 @@ fn check_command_name(s: &str) -> Result<(), String> {
     }
     if s.contains('/') {
         let base = s.rsplit('/').next().unwrap_or("");
-        return Err(format!("{s:?}: use the bare command name{}", if base.is_empty() { String::new() } else { format!(" ({base:?})") }));
+        return Err(format!(
+            "{s:?}: use the bare command name{}",
+            if base.is_empty() {
+                String::new()
+            } else {
+                format!(" ({base:?})")
+            }
+        ));
     }
-    if let Some(c) = s.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '+' | '@' | ':'))) {
+    if let Some(c) = s
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '+' | '@' | ':')))
+    {
         return Err(format!("{s:?}: {c:?} is not allowed in a command name"));
     }
     if s == "." || s == ".." {
@@ -678,8 +750,13 @@ fn check_host(s: &str) -> Result<(), String> {
     if s.is_empty() {
         return Err("empty host".into());
     }
-    if let Some(c) = s.chars().find(|c| c.is_whitespace() || c.is_control() || matches!(c, '/' | '\\' | '@' | '?' | '#')) {
-        return Err(format!("{s:?}: {c:?} is not allowed in a host (give a host name, optionally with :port)"));
+    if let Some(c) = s
+        .chars()
+        .find(|c| c.is_whitespace() || c.is_control() || matches!(c, '/' | '\\' | '@' | '?' | '#'))
+    {
+        return Err(format!(
+            "{s:?}: {c:?} is not allowed in a host (give a host name, optionally with :port)"
+        ));
     }
     Ok(())
 }
@@ -723,11 +800,17 @@ struct Cx {
 
 impl Cx {
     fn err(&mut self, path: &str, message: impl Into<String>) {
-        self.errors.push(Diagnostic { path: path.to_string(), message: message.into() });
+        self.errors.push(Diagnostic {
+            path: path.to_string(),
+            message: message.into(),
+        });
     }
 
     fn warn(&mut self, path: &str, message: impl Into<String>) {
-        self.warnings.push(Diagnostic { path: path.to_string(), message: message.into() });
+        self.warnings.push(Diagnostic {
+            path: path.to_string(),
+            message: message.into(),
+        });
     }
 
     fn has_error_at(&self, path: &str) -> bool {
@@ -735,7 +818,10 @@ impl Cx {
     }
 
     fn into_diagnostics(self) -> Diagnostics {
-        Diagnostics { errors: self.errors, warnings: self.warnings }
+        Diagnostics {
+            errors: self.errors,
+            warnings: self.warnings,
+        }
     }
 
     fn unknown_keys(&mut self, map: &Map<String, Value>, known: &[&str], path: &str) {
