@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use zot_package::agent_toml::{load, AgentPackage, UnsupportedAction};
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/agent_toml").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/agent_toml")
+        .join(name)
 }
 
 fn ok(name: &str) -> AgentPackage {
@@ -17,7 +19,10 @@ fn ok(name: &str) -> AgentPackage {
 }
 
 fn file<'a>(p: &'a AgentPackage, dest: &str) -> &'a zot_package::agent_toml::RuntimeFile {
-    p.files.iter().find(|f| f.dest == dest).unwrap_or_else(|| panic!("no runtime file {dest}: {:?}", dests(p)))
+    p.files
+        .iter()
+        .find(|f| f.dest == dest)
+        .unwrap_or_else(|| panic!("no runtime file {dest}: {:?}", dests(p)))
 }
 
 fn dests(p: &AgentPackage) -> Vec<&str> {
@@ -28,33 +33,54 @@ fn dests(p: &AgentPackage) -> Vec<&str> {
 fn minimal_reads_instructions_md() {
     let p = ok("minimal");
     assert_eq!(p.name, "my-agent");
-    assert_eq!(p.instructions.trim(), "Help the user with clear, accurate answers.");
-    assert!(p.files.is_empty(), "instructions.md must not become a session file");
+    assert_eq!(
+        p.instructions.trim(),
+        "Help the user with clear, accurate answers."
+    );
+    assert!(
+        p.files.is_empty(),
+        "instructions.md must not become a session file"
+    );
     assert!(p.model().is_none());
 }
 
 #[test]
 fn self_contained_inline_instructions() {
     let p = ok("self-contained");
-    assert_eq!(p.instructions, "Help the user with clear, accurate answers.");
+    assert_eq!(
+        p.instructions,
+        "Help the user with clear, accurate answers."
+    );
 }
 
 #[test]
 fn instructions_file_is_read() {
-    assert_eq!(ok("instructions-file").instructions.trim(), "Answer from the prompts folder.");
+    assert_eq!(
+        ok("instructions-file").instructions.trim(),
+        "Answer from the prompts folder."
+    );
 }
 
 #[test]
 fn directory_contract_selects_only_declared_files() {
     let p = ok("directory-contract");
     assert_eq!(dests(&p), ["data/example.csv", "runbook.md"]);
-    assert!(p.files.iter().all(|f| f.readonly), "source-selected files default to read-only");
+    assert!(
+        p.files.iter().all(|f| f.readonly),
+        "source-selected files default to read-only"
+    );
     assert_eq!(p.skills.len(), 1);
     let s = &p.skills[0];
     assert_eq!(s.name, "investigate");
     let paths: Vec<&str> = s.files.iter().map(|f| f.path.as_str()).collect();
-    assert_eq!(paths, ["SKILL.md", "references/checklist.md", "scripts/check.py"]);
-    assert!(p.capabilities().contains(&"skills".to_string()), "discovery adds the skills capability");
+    assert_eq!(
+        paths,
+        ["SKILL.md", "references/checklist.md", "scripts/check.py"]
+    );
+    assert!(
+        p.capabilities().contains(&"skills".to_string()),
+        "discovery adds the skills capability"
+    );
 }
 
 #[test]
@@ -80,11 +106,23 @@ fn inline_files_decode_and_default_writable() {
 fn model_and_capabilities() {
     let p = ok("model-capabilities");
     let m = p.model().unwrap();
-    assert_eq!((m.provider.as_str(), m.model.as_str()), ("openai", "your-enabled-model"));
+    assert_eq!(
+        (m.provider.as_str(), m.model.as_str()),
+        ("openai", "your-enabled-model")
+    );
     assert_eq!(p.capabilities(), ["current_time", "session_file_system"]);
-    let refused: Vec<_> = p.unsupported().into_iter().filter(|u| u.action == UnsupportedAction::Refuse).collect();
+    let refused: Vec<_> = p
+        .unsupported()
+        .into_iter()
+        .filter(|u| u.action == UnsupportedAction::Refuse)
+        .collect();
     assert_eq!(refused.len(), 1, "{refused:?}");
-    assert!(refused[0].message.contains("current_time") && refused[0].message.contains("requires a host implementation"));
+    assert!(
+        refused[0].message.contains("current_time")
+            && refused[0]
+                .message
+                .contains("requires a host implementation")
+    );
 }
 
 #[test]
@@ -94,7 +132,9 @@ fn mcp_examples() {
     let p = ok("mcp-inline");
     assert_eq!(p.manifest.mcp_servers.len(), 2);
     let u = p.unsupported();
-    assert!(u.iter().any(|u| u.path == "mcpServers.docs" && u.action == UnsupportedAction::Refuse));
+    assert!(u
+        .iter()
+        .any(|u| u.path == "mcpServers.docs" && u.action == UnsupportedAction::Refuse));
 }
 
 #[test]
@@ -102,7 +142,9 @@ fn channel_example_is_ignored_locally() {
     let p = ok("channels");
     assert_eq!(p.manifest.channels["chat"].kind, "ag_ui");
     let u = p.unsupported();
-    assert!(u.iter().any(|u| u.path == "channels" && u.action == UnsupportedAction::Ignore));
+    assert!(u
+        .iter()
+        .any(|u| u.path == "channels" && u.action == UnsupportedAction::Ignore));
     assert!(u.iter().all(|u| u.action == UnsupportedAction::Ignore));
 }
 
@@ -117,7 +159,10 @@ fn presentation_and_network() {
 
 #[test]
 fn skill_examples() {
-    assert_eq!(ok("skill-example").skills[0].description, "Investigate an issue using the bundled runbook and checklist.");
+    assert_eq!(
+        ok("skill-example").skills[0].description,
+        "Investigate an issue using the bundled runbook and checklist."
+    );
     assert_eq!(ok("team-skills").skills[0].name, "triage");
 }
 
@@ -125,7 +170,10 @@ fn skill_examples() {
 fn client_side_tool() {
     let p = ok("tools");
     assert_eq!(p.manifest.tools[0].name, "lookup_ticket");
-    assert!(p.unsupported().iter().any(|u| u.path == "tools[0]" && u.action == UnsupportedAction::Refuse));
+    assert!(p
+        .unsupported()
+        .iter()
+        .any(|u| u.path == "tools[0]" && u.action == UnsupportedAction::Refuse));
 }
 
 #[test]
@@ -137,8 +185,14 @@ fn alternative_encodings() {
     let j = ok("json");
     assert_eq!(j.manifest.parallel_tool_calls, Some(true));
     let m = ok("markdown");
-    assert_eq!(m.instructions, "Help the user with clear, accurate answers.");
-    assert_eq!(m.manifest.description.as_deref(), Some("Markdown manifest."));
+    assert_eq!(
+        m.instructions,
+        "Help the user with clear, accurate answers."
+    );
+    assert_eq!(
+        m.manifest.description.as_deref(),
+        Some("Markdown manifest.")
+    );
 }
 
 #[test]
@@ -147,8 +201,15 @@ fn legacy_markdown_and_folders() {
     assert_eq!(p.name, "legacy-agent");
     assert_eq!(p.instructions, "Legacy body becomes the instructions.");
     assert_eq!(p.manifest.harness.as_deref(), Some("worker-base"));
-    assert_eq!(dests(&p), ["data/seed.txt"], "legacy files/ maps to the runtime root");
-    assert_eq!(p.skills[0].name, "old", "legacy skills/ maps to .agents/skills/");
+    assert_eq!(
+        dests(&p),
+        ["data/seed.txt"],
+        "legacy files/ maps to the runtime root"
+    );
+    assert_eq!(
+        p.skills[0].name, "old",
+        "legacy skills/ maps to .agents/skills/"
+    );
     assert!(p.manifest.mcp_servers.contains_key("issues"));
 }
 
@@ -163,10 +224,14 @@ fn legacy_aliases() {
 
 #[test]
 fn example_incident_desk_loads_and_runs_locally() {
-    let p = match load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/incident-desk")) {
+    let p = match load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/incident-desk"))
+    {
         Ok(p) => p,
         Err(d) => panic!("{d}"),
     };
     assert_eq!(p.name, "incident-desk");
-    assert!(p.unsupported().iter().all(|u| u.action == UnsupportedAction::Ignore));
+    assert!(p
+        .unsupported()
+        .iter()
+        .all(|u| u.action == UnsupportedAction::Ignore));
 }
