@@ -127,6 +127,14 @@ pub fn plan(policy: &SandboxPolicy, launcher: &Path) -> BwrapPlan {
     // Write roots, shallowest first.
     let mut roots: Vec<&PathBuf> = policy.write_roots.iter().collect();
     roots.sort_by_key(|x| depth(x));
+    // A read-only cwd inside a hidden dir (e.g. /tmp/x in read-only mode)
+    // stays visible, read-only.
+    if matches!(policy.read, ReadScope::FullDisk)
+        && under_private(&policy.cwd)
+        && !roots.iter().any(|r| policy.cwd.starts_with(r))
+    {
+        p.op("--ro-bind", &policy.cwd, &policy.cwd);
+    }
     for root in &roots {
         p.op("--bind", root, root);
     }

@@ -537,7 +537,7 @@ pub fn tcp_loopback(ctx: &Ctx) {
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     let prog = format!(
-        "import socket\ns=socket.socket()\ns.settimeout(2)\ntry:\n s.connect(('127.0.0.1',{port})); print('ESCAPED')\nexcept OSError as e:\n print('BLOCKED', e)\n"
+        "import socket\ntry:\n s=socket.socket()\n s.settimeout(2)\n s.connect(('127.0.0.1',{port})); print('ESCAPED')\nexcept OSError as e:\n print('BLOCKED', e)\n"
     );
     let o = ctx.py("workspace-write", &[], &prog);
     expect_blocked(ctx, "tcp connect to host loopback", &o);
@@ -920,6 +920,33 @@ pub fn exit_code_mapping(ctx: &Ctx) {
     assert_eq!(code(&o), Some(125), "{}", text(&o));
 }
 
+/// The suite can fail: the same attacks escape when nothing confines them.
+pub fn sanity_unconfined_escapes(ctx: &Ctx) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!(
+        "echo x > {new} && echo ESCAPED-write; echo evil > .git/hooks/pre-commit && echo ESCAPED-hooks; \
+         cat \"$HOME/.ssh/id_test\"; {py} -c 'import socket; socket.create_connection((\"127.0.0.1\", {port})); print(\"ESCAPED-net\")'",
+        new = q(&ctx.outside.join("new")),
+        py = PYTHON
+    );
+    let o = ctx.sh("danger-full-access", &[], &script);
+    let out = String::from_utf8_lossy(&o.stdout);
+    for m in [
+        "ESCAPED-write",
+        "ESCAPED-hooks",
+        "SECRET-KEY-MATERIAL",
+        "ESCAPED-net",
+    ] {
+        assert!(
+            out.contains(m),
+            "unconfined run should show {m}:\n{}",
+            text(&o)
+        );
+    }
+    assert!(ctx.outside.join("new").exists());
+}
+
 pub fn report_is_printed(ctx: &Ctx) {
     let o = ctx.sh("workspace-write", &["--report"], "true");
     let err = String::from_utf8_lossy(&o.stderr);
@@ -959,7 +986,7 @@ macro_rules! attack_tests {
             host_process_ptrace_kill_environ, host_pids_invisible, parent_secret_env, mount_refused,
             nested_userns_refused, chroot_refused, io_uring_refused, no_new_privs_and_seccomp_on, tiocsti_injection,
             orphan_grandchild_dies, timeout_kills_tree, output_flood_capped, signal_forwarding, exit_code_mapping,
-            report_is_printed,
+            report_is_printed, sanity_unconfined_escapes,
         );
     };
 }
