@@ -1,2 +1,273 @@
-//! End-to-end tests (to be filled).
+//! End-to-end: `zot pack / inspect / verify / unpack` through the real binary.
 mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn zot(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(common::zot_bin())
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/code-reviewer")
+}
+
+/// A copy of the example agent in a temp dir.
+fn copy_example(dst: &Path) {
+    fn copy(src: &Path, dst: &Path) {
+        fs::create_dir_all(dst).unwrap();
+        for e in fs::read_dir(src).unwrap() {
+            let e = e.unwrap();
+            let to = dst.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                copy(&e.path(), &to);
+            } else {
+                fs::copy(e.path(), &to).unwrap();
+            }
+        }
+    }
+    copy(&example(), dst);
+}
+
+#[test]
+fn pack_inspect_verify_unpack_the_example() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("reviewer");
+    copy_example(&src);
+
+    // pack with the default output name, in the current directory
+    let o = zot(t.path(), &["pack", "reviewer"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let mut lines = out.lines();
+    assert_eq!(lines.next(), Some("wrote code-reviewer.zot"));
+    let digest = lines
+        .next()
+        .unwrap()
+        .strip_prefix("digest sha256:")
+        .expect("digest line")
+        .to_string();
+    assert_eq!(digest.len(), 64);
+    let archive = t.path().join("code-reviewer.zot");
+    assert!(archive.is_file());
+
+    // pack again: byte-identical
+    let again = t.path().join("again.zot");
+    let o = zot(t.path(), &["pack", "reviewer", again.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(fs::read(&archive).unwrap(), fs::read(&again).unwrap());
+
+    // inspect the archive
+    let o = zot(t.path(), &["inspect", "code-reviewer.zot"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.contains("code-reviewer"), "{out}");
+    assert!(out.contains("0.1.0"), "{out}");
+    assert!(out.contains(&format!("sha256:{digest}")), "{out}");
+    assert!(out.contains("fs read    ${workspace}"), "{out}");
+    assert!(out.contains("bash       none"), "{out}");
+    assert!(out.contains("skills/code-review/SKILL.md"), "{out}");
+
+    // inspect --json
+    let o = zot(t.path(), &["inspect", "--json", "code-reviewer.zot"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["manifest"]["name"], "code-reviewer");
+    assert_eq!(v["digest"], format!("sha256:{digest}"));
+    assert_eq!(v["kind"], "archive");
+    assert_eq!(
+        v["files"],
+        serde_json::json!(["AGENT.md", "manifest.json", "skills/code-review/SKILL.md"])
+    );
+    assert_eq!(v["manifest"]["permissions"]["bash"]["mode"], "none");
+
+    // inspect the directory: a different (canonical tar) digest
+    let o = zot(t.path(), &["inspect", "--json", "reviewer"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["kind"], "directory");
+    assert_ne!(v["digest"], format!("sha256:{digest}"));
+
+    // verify: plain statement that no signature is checked
+    let o = zot(t.path(), &["verify", "code-reviewer.zot"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.contains(&format!("digest sha256:{digest}")), "{out}");
+    assert!(out.contains("no signature was checked"), "{out}");
+    let o = zot(t.path(), &["verify", "--json", "code-reviewer.zot"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["signature"]["checked"], false);
+    assert_eq!(v["digest"], format!("sha256:{digest}"));
+
+    // unpack, then the tree packs back to the same bytes
+    let o = zot(t.path(), &["unpack", "code-reviewer.zot", "out"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    assert_eq!(
+        fs::read(t.path().join("out/AGENT.md")).unwrap(),
+        fs::read(src.join("AGENT.md")).unwrap()
+    );
+    let o = zot(t.path(), &["pack", "out", "repacked.zot"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        fs::read(&archive).unwrap(),
+        fs::read(t.path().join("repacked.zot")).unwrap()
+    );
+
+    // unpack refuses a non-empty directory
+    let o = zot(t.path(), &["unpack", "code-reviewer.zot", "out"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err.starts_with("zot: ") && err.contains("not an empty directory"),
+        "{err}"
+    );
+}
+
+#[test]
+fn failures_exit_1_with_the_cause_chain() {
+    let t = tempfile::tempdir().unwrap();
+    // garbage archive
+    fs::write(t.path().join("junk.zot"), b"this is not an archive").unwrap();
+    for cmd in ["inspect", "verify"] {
+        let o = zot(t.path(), &[cmd, "junk.zot"]);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{cmd}");
+        assert!(
+            err.starts_with("zot: ") && err.contains("junk.zot") && err.contains("unknown format"),
+            "{err}"
+        );
+    }
+    let o = zot(t.path(), &["verify", "--json", "junk.zot"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    assert!(v["error"].as_str().unwrap().contains("unknown format"));
+
+    // an invalid manifest lists every error with its field
+    let bad = t.path().join("bad");
+    fs::create_dir(&bad).unwrap();
+    fs::write(
+        bad.join("manifest.json"),
+        r#"{"zotfile":1,"name":"Bad Name","model":{"requires":["tool_calling"]},"permissions":{"bash":{"mode":"allowlist","allow":[]}}}"#,
+    )
+    .unwrap();
+    let o = zot(t.path(), &["pack", "bad", "bad.zot"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err.contains("name: "), "{err}");
+    assert!(err.contains("model.requires: "), "{err}");
+    assert!(err.contains("permissions.bash.allow: "), "{err}");
+    assert!(!t.path().join("bad.zot").exists());
+    let leftovers: Vec<_> = fs::read_dir(t.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(
+        !leftovers.iter().any(|n| n.to_string_lossy().contains(".tmp")),
+        "{leftovers:?}"
+    );
+
+    // a symlink is named
+    let src = t.path().join("linked");
+    copy_example(&src);
+    std::os::unix::fs::symlink("/etc/passwd", src.join("passwd")).unwrap();
+    let o = zot(t.path(), &["pack", "linked"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err.contains("passwd") && err.contains("symlink"), "{err}");
+
+    // missing path
+    let o = zot(t.path(), &["inspect", "nope"]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn hostile_archive_is_refused_by_every_command() {
+    let t = tempfile::tempdir().unwrap();
+    // Build a traversal archive with raw headers (the tar crate refuses to).
+    let mut tar = Vec::new();
+    for (name, data) in [
+        ("manifest.json", &br#"{"zotfile":1,"name":"x"}"#[..]),
+        ("../escaped", b"pwned"),
+    ] {
+        let mut h = [0u8; 512];
+        h[..name.len()].copy_from_slice(name.as_bytes());
+        h[100..108].copy_from_slice(b"0000644\0");
+        h[108..116].copy_from_slice(b"0000000\0");
+        h[116..124].copy_from_slice(b"0000000\0");
+        h[124..136].copy_from_slice(format!("{:011o}\0", data.len()).as_bytes());
+        h[136..148].copy_from_slice(b"00000000000\0");
+        h[156] = b'0';
+        h[257..263].copy_from_slice(b"ustar\0");
+        h[263..265].copy_from_slice(b"00");
+        h[148..156].copy_from_slice(b"        ");
+        let sum: u32 = h.iter().map(|&b| b as u32).sum();
+        h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+        tar.extend_from_slice(&h);
+        tar.extend_from_slice(data);
+        tar.resize(tar.len().div_ceil(512) * 512, 0);
+    }
+    tar.extend_from_slice(&[0u8; 1024]);
+    let zst = zstd_compress(&tar);
+    let work = t.path().join("work");
+    fs::create_dir(&work).unwrap();
+    fs::write(work.join("evil.zot"), zst).unwrap();
+    for args in [
+        &["inspect", "evil.zot"][..],
+        &["verify", "evil.zot"],
+        &["unpack", "evil.zot", "dest"],
+    ] {
+        let o = zot(&work, args);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(err.contains(".."), "{args:?}: {err}");
+    }
+    assert!(!t.path().join("escaped").exists());
+    assert!(!work.join("dest").exists());
+}
+
+fn zstd_compress(data: &[u8]) -> Vec<u8> {
+    let mut child = Command::new("zstd")
+        .args(["-q", "-c"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("zstd binary (installed by ci/setup.sh)");
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(data).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    o.stdout
+}
+
+#[test]
+fn help_version_and_usage_errors() {
+    let t = tempfile::tempdir().unwrap();
+    let o = zot(t.path(), &["--version"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(text(&o).0.contains(env!("CARGO_PKG_VERSION")));
+    for cmd in ["pack", "inspect", "verify", "unpack"] {
+        let o = zot(t.path(), &[cmd, "--help"]);
+        assert_eq!(o.status.code(), Some(0), "{cmd}");
+        assert!(text(&o).0.contains("Usage"), "{cmd}");
+    }
+    let o = zot(t.path(), &["inspect"]);
+    assert_eq!(o.status.code(), Some(2), "missing argument is a usage error");
+    let o = zot(t.path(), &["verify", "--bogus", "x"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = zot(t.path(), &["unpack", "only-one"]);
+    assert_eq!(o.status.code(), Some(2));
+}
