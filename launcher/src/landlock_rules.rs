@@ -10,7 +10,7 @@ use landlock::{
 use serde::{Deserialize, Serialize};
 use zot_policy::sandbox::ReadScope;
 
-use crate::{LandlockMode, LaunchError, LaunchSpec};
+use crate::{BackendKind, LandlockMode, LaunchError, LaunchSpec};
 
 /// Highest ABI whose filesystem rights we ask for (best effort beyond v1).
 const TARGET_ABI: ABI = ABI::V6;
@@ -90,10 +90,7 @@ pub(crate) fn apply(spec: &LaunchSpec) -> Result<LandlockReport, LaunchError> {
         .create()
         .map_err(LaunchError::Landlock)?;
 
-    let mut reads: Vec<PathBuf> = match &spec.policy.read {
-        ReadScope::FullDisk => vec![PathBuf::from("/")],
-        ReadScope::Restricted { paths } => paths.clone(),
-    };
+    let mut reads: Vec<PathBuf> = read_rules(spec);
     reads.extend(spec.landlock_read.iter().cloned());
     let mut ruleset = ruleset;
     for p in &reads {
@@ -130,4 +127,76 @@ pub(crate) fn apply(spec: &LaunchSpec) -> Result<LandlockReport, LaunchError> {
         ));
     }
     Ok(report)
+}
+
+/// The read rules: the restricted paths, `/` for a full-disk view, or, on
+/// the landlock backend (no mounts to mask deny-read paths), every sibling
+/// along the way to each deny-read path. The ancestors themselves get no
+/// rule (so listing `/` or `$HOME` fails there: the price of hiding).
+pub fn read_rules(spec: &LaunchSpec) -> Vec<PathBuf> {
+    match &spec.policy.read {
+        ReadScope::Restricted { paths } => paths.clone(),
+        ReadScope::FullDisk
+            if spec.backend == BackendKind::Landlock && !spec.policy.deny_read.is_empty() =>
+        {
+            let denied: Vec<&Path> = spec
+                .policy
+                .deny_read
+                .iter()
+                .map(|p| p.as_path())
+                .filter(|p| p.exists())
+                .collect();
+            let mut out = Vec::new();
+            carve(Path::new("/"), &denied, &mut out);
+            out
+        }
+        ReadScope::FullDisk => vec![PathBuf::from("/")],
+    }
+}
+
+fn carve(dir: &Path, denied: &[&Path], out: &mut Vec<PathBuf>) {
+    if denied.iter().any(|d| *d == dir) {
+        return;
+    }
+    if !denied.iter().any(|d| d.starts_with(dir)) {
+        out.push(dir.to_path_buf());
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut children: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    children.sort();
+    for child in children {
+        carve(&child, denied, out);
+    }
+}
+
+/// One line per rule, for `zot debug sandbox --explain`.
+pub fn describe(spec: &LaunchSpec) -> Vec<(PathBuf, &'static str)> {
+    if spec.landlock == LandlockMode::Off {
+        return Vec::new();
+    }
+    let mut out: Vec<(PathBuf, &'static str)> = Vec::new();
+    out.extend(
+        read_rules(spec)
+            .into_iter()
+            .chain(spec.landlock_read.iter().cloned())
+            .map(|p| (p, "read, execute")),
+    );
+    out.extend(
+        spec.landlock_dev
+            .iter()
+            .cloned()
+            .map(|p| (p, "read, write, ioctl (devices)")),
+    );
+    out.extend(
+        spec.policy
+            .write_roots
+            .iter()
+            .chain(spec.landlock_write.iter())
+            .cloned()
+            .map(|p| (p, "read, write, create, remove")),
+    );
+    out
 }

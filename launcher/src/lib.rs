@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use zot_policy::sandbox::SandboxPolicy;
 
 mod harden;
-mod landlock_rules;
+pub mod landlock_rules;
 pub mod native;
 pub mod seccomp;
 
@@ -64,6 +64,11 @@ pub enum LandlockMode {
 pub struct SeccompSpec {
     /// Deny `socket`/`socketpair` for every family but `AF_UNIX`.
     pub deny_network: bool,
+    /// Deny `connect` and `sendto` with an address (reaching sockets the
+    /// command did not create; for backends without a private /tmp and /run).
+    /// `sendmsg` stays allowed (its address is behind a pointer).
+    #[serde(default)]
+    pub deny_unix_connect: bool,
 }
 
 /// Everything the launcher needs, passed by the supervisor.

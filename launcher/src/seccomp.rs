@@ -143,6 +143,18 @@ pub fn compile(spec: &SeccompSpec) -> Result<Vec<BpfProgram>, LaunchError> {
             eperm.insert(nr, r);
         }
     }
+    if spec.deny_unix_connect {
+        eperm.insert(libc::SYS_connect, Vec::new());
+        eperm.insert(
+            libc::SYS_sendto,
+            vec![rule(vec![cond(
+                4,
+                SeccompCmpArgLen::Qword,
+                SeccompCmpOp::Ne,
+                0,
+            )?])?],
+        );
+    }
     let eperm = SeccompFilter::new(
         eperm,
         SeccompAction::Allow,
@@ -215,4 +227,96 @@ pub fn install(spec: &SeccompSpec) -> Result<(), LaunchError> {
         seccompiler::apply_filter(&prog).map_err(LaunchError::Seccomp)?;
     }
     Ok(())
+}
+
+/// One line per rule, for `zot debug sandbox --explain`.
+pub fn describe(spec: &SeccompSpec) -> Vec<String> {
+    let mut out = vec![
+        "architecture: other than the native one -> kill".to_string(),
+        "clone3: ENOSYS (libc falls back to clone)".to_string(),
+        "unshare, clone: EPERM with any namespace flag".to_string(),
+        "ioctl TIOCSTI, TIOCLINUX: EPERM (request compared as 32 bits)".to_string(),
+        "ptrace, process_vm_*, mount family, pivot_root, chroot, setns, keyctl/add_key/request_key, bpf, perf_event_open, \
+         userfaultfd, io_uring_*, module/kexec/swap/reboot/acct: EPERM"
+            .to_string(),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    out.push("x32 syscall numbers: ENOSYS".to_string());
+    if spec.deny_network {
+        out.push("socket, socketpair: EPERM unless AF_UNIX".to_string());
+    }
+    if spec.deny_unix_connect {
+        out.push("connect, sendto with an address: EPERM".to_string());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Install the filter in a forked child (never in the test process) and
+    /// check what the calls return there.
+    fn in_child(spec: SeccompSpec, check: fn() -> bool) -> bool {
+        // Compiled before fork: the child must not allocate (threads).
+        let progs = compile(&spec).unwrap();
+        // SAFETY: the child only makes raw syscalls and exits.
+        match unsafe { libc::fork() } {
+            0 => {
+                unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
+                let ok = progs.iter().all(|p| seccompiler::apply_filter(p).is_ok()) && check();
+                unsafe { libc::_exit(if ok { 0 } else { 1 }) }
+            }
+            pid => {
+                let mut st = 0;
+                unsafe { libc::waitpid(pid, &mut st, 0) };
+                libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0
+            }
+        }
+    }
+
+    fn errno() -> i32 {
+        std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+    }
+
+    #[test]
+    fn denies_what_it_should() {
+        let spec = SeccompSpec {
+            deny_network: true,
+            deny_unix_connect: false,
+        };
+        assert!(in_child(spec, || unsafe {
+            let inet =
+                libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) == -1 && errno() == libc::EPERM;
+            let unix = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0) >= 0;
+            let clone3 = libc::syscall(libc::SYS_clone3, 0, 0) == -1 && errno() == libc::ENOSYS;
+            let userns = libc::unshare(libc::CLONE_NEWUSER) == -1 && errno() == libc::EPERM;
+            let files = libc::unshare(libc::CLONE_FILES) == 0;
+            let tiocsti = libc::syscall(libc::SYS_ioctl, 0, (1u64 << 32) | libc::TIOCSTI as u64, 0)
+                == -1
+                && errno() == libc::EPERM;
+            let x32 =
+                libc::syscall(0x4000_0000 | libc::SYS_getpid) == -1 && errno() == libc::ENOSYS;
+            inet && unix && clone3 && userns && files && tiocsti && x32
+        }));
+    }
+
+    #[test]
+    fn unix_connect_denial_is_optional() {
+        let spec = SeccompSpec {
+            deny_network: false,
+            deny_unix_connect: true,
+        };
+        assert!(in_child(spec, || unsafe {
+            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+            let mut addr: libc::sockaddr_un = std::mem::zeroed();
+            addr.sun_family = libc::AF_UNIX as u16;
+            let r = libc::connect(
+                fd,
+                &addr as *const _ as *const libc::sockaddr,
+                std::mem::size_of::<libc::sa_family_t>() as u32 + 1,
+            );
+            r == -1 && errno() == libc::EPERM
+        }));
+    }
 }

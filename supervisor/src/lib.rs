@@ -17,13 +17,15 @@ use serde::Serialize;
 use zot_policy::sandbox::{SandboxMode, SandboxPolicy};
 
 pub mod bwrap;
+pub mod check; // H4
 mod env;
+pub mod explain; // H4
 mod process;
 mod repos;
 pub mod resolve;
 
 pub use env::command_env;
-pub use process::run;
+pub use process::{launch_spec, run};
 pub use repos::find_nested_repos;
 pub use resolve::{Backend, Resolved};
 

@@ -316,7 +316,14 @@ fn launcher_exe() -> Result<PathBuf, SupervisorError> {
     std::env::current_exe().map_err(SupervisorError::CurrentExe)
 }
 
-fn spec_for(req: &RunRequest, backend: BackendKind, env: Vec<(OsString, OsString)>) -> LaunchSpec {
+/// The launch spec a run of `req` on `backend` gets (also shown by
+/// `zot debug sandbox --explain`). `env` is the command's final environment
+/// (see [`crate::command_env`]).
+pub fn launch_spec(
+    req: &RunRequest,
+    backend: BackendKind,
+    env: Vec<(OsString, OsString)>,
+) -> LaunchSpec {
     let restricted = matches!(req.policy.read, ReadScope::Restricted { .. });
     let private_tmp = backend != BackendKind::Landlock;
     LaunchSpec {
@@ -342,6 +349,9 @@ fn spec_for(req: &RunRequest, backend: BackendKind, env: Vec<(OsString, OsString
         landlock_dev: vec!["/dev".into()],
         seccomp: SeccompSpec {
             deny_network: req.policy.network == NetworkPolicy::Off,
+            // Without a private /tmp and /run, host sockets stay reachable by path.
+            deny_unix_connect: backend == BackendKind::Landlock
+                && req.policy.network == NetworkPolicy::Off,
         },
     }
 }
@@ -407,7 +417,7 @@ fn prepare_bwrap(
 ) -> Result<Prepared, SupervisorError> {
     let exe = launcher_exe()?;
     let plan = bwrap::plan(&req.policy, &exe);
-    let spec = spec_for(req, BackendKind::Bwrap, env);
+    let spec = launch_spec(req, BackendKind::Bwrap, env);
     let mut cmd = Command::new(bwrap_path);
     cmd.env_clear();
     let (info_read, info_write) = pipe()?;
@@ -434,7 +444,7 @@ fn prepare_direct(
     env: Vec<(OsString, OsString)>,
 ) -> Result<Prepared, SupervisorError> {
     let exe = launcher_exe()?;
-    let spec = spec_for(req, kind, env);
+    let spec = launch_spec(req, kind, env);
     let mut cmd = Command::new(&exe);
     cmd.env_clear();
     if kind == BackendKind::Landlock {
