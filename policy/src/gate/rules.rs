@@ -225,7 +225,8 @@ pub(crate) fn is_device_write_target(text: &str) -> bool {
 
 /// `/`, `~`, `$HOME` or a top-level system directory (also as glob).
 pub(crate) fn is_dangerous_path(w: &Word) -> bool {
-    let t = w.text.trim_matches('"');
+    let unquoted = w.text.replace('"', "");
+    let t = unquoted.as_str();
     let home_forms = ["~", "$HOME", "${HOME}"];
     for h in home_forms {
         if let Some(rest) = t.strip_prefix(h) {

@@ -178,7 +178,12 @@ impl Walker<'_, '_, '_, '_> {
 
     fn walk_children(&mut self, node: Node, depth: usize) {
         let mut cursor = node.walk();
+        let in_case = node.kind() == "case_item";
         for child in node.children(&mut cursor) {
+            if !in_case && !child.is_named() && matches!(child.kind(), ";;" | ";&" | ";;&") {
+                self.ctx
+                    .unknown(format!("`{}` outside `case`", child.kind()));
+            }
             self.walk(child, depth + 1);
         }
     }
@@ -216,7 +221,11 @@ impl Walker<'_, '_, '_, '_> {
             "variable_assignment" => self.assignment(node, depth),
             "declaration_command" | "unset_command" => self.declaration(node, depth),
             "test_command" => {
-                self.record_builtin(node, "[[");
+                let open = node
+                    .child(0)
+                    .map(|n| self.text(n).to_string())
+                    .unwrap_or_default();
+                self.record_builtin(node, &open);
                 self.walk_children(node, depth);
             }
             "command_substitution"

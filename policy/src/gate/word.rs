@@ -39,7 +39,8 @@ pub(crate) fn decode(node: Node, src: &str) -> Word {
     let raw = node_text(node, src);
     let mut acc = Acc::default();
     acc.part(node, src, true);
-    let pattern = acc.pattern || (acc.open_brace && acc.close_brace);
+    // `{a,b}` and `{1..3}` expand to several words; `{}` stays literal.
+    let pattern = acc.pattern || (acc.open_brace && acc.close_brace && acc.brace_sep);
     if acc.dynamic {
         Word {
             text: raw.to_string(),
@@ -66,6 +67,7 @@ struct Acc {
     pattern: bool,
     open_brace: bool,
     close_brace: bool,
+    brace_sep: bool,
 }
 
 impl Acc {
@@ -129,6 +131,14 @@ impl Acc {
                 }
                 '}' => {
                     self.close_brace = true;
+                    self.text.push(c);
+                }
+                ',' => {
+                    self.brace_sep = true;
+                    self.text.push(c);
+                }
+                '.' if chars.peek() == Some(&'.') => {
+                    self.brace_sep = true;
                     self.text.push(c);
                 }
                 '$' | '`' => {
