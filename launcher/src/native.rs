@@ -118,7 +118,6 @@ const PRIVATE_DIRS: [(&str, u32); 3] = [("/tmp", 0o1777), ("/var/tmp", 0o1777), 
 /// (existence, file type, symlink targets), changes nothing.
 pub fn plan(policy: &SandboxPolicy) -> Result<Vec<MountOp>, NativeError> {
     let mut ops = Vec::new();
-    let exists = |p: &Path| p.symlink_metadata().is_ok();
     match &policy.read {
         ReadScope::FullDisk => ops.push(MountOp::Bind {
             src: "/".into(),
@@ -187,35 +186,38 @@ pub fn plan(policy: &SandboxPolicy) -> Result<Vec<MountOp>, NativeError> {
         });
     }
     for p in &policy.protected {
-        if exists(p) {
-            let c = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
-            if c.exists() {
-                ops.push(MountOp::Bind {
+        let Some(root) = roots.iter().rev().find(|r| p.starts_with(r)) else {
+            // Outside every write root nothing can write it: already read-only.
+            continue;
+        };
+        let op = match protection_for(root, p) {
+            Some(Protection::ReadOnly(at)) => {
+                let c = std::fs::canonicalize(&at).unwrap_or(at);
+                MountOp::Bind {
                     src: c.clone(),
                     dst: c,
                     writable: false,
-                });
-                continue;
+                }
             }
-            // A dangling symlink: protect the link itself by blocking the path.
-        }
-        let first = first_missing(p);
-        if first.as_os_str().is_empty() {
-            continue;
-        }
-        if !roots.iter().any(|r| first.starts_with(r)) {
-            // Outside every write root nothing can create it: already read-only.
-            continue;
-        }
-        let op = MountOp::BlockCreate {
-            dst: first,
-            protected: p.clone(),
+            Some(Protection::Missing(at)) => MountOp::BlockCreate {
+                dst: at,
+                protected: p.clone(),
+            },
+            None => continue,
         };
-        if !ops.contains(&op)
-            && !ops.iter().any(
-                |o| matches!(o, MountOp::BlockCreate { dst, .. } if p.starts_with(dst) && dst != p),
-            )
-        {
+        let dup = ops.iter().any(|o| match (o, &op) {
+            (
+                MountOp::Bind {
+                    dst: a,
+                    writable: false,
+                    ..
+                },
+                MountOp::Bind { dst: b, .. },
+            ) => a == b,
+            (MountOp::BlockCreate { dst: a, .. }, MountOp::BlockCreate { dst: b, .. }) => a == b,
+            _ => false,
+        });
+        if !dup {
             ops.push(op);
         }
     }
@@ -223,6 +225,9 @@ pub fn plan(policy: &SandboxPolicy) -> Result<Vec<MountOp>, NativeError> {
         let Ok(c) = std::fs::canonicalize(p) else {
             continue;
         };
+        if is_under_private(&c) && !roots.iter().any(|r| c.starts_with(r)) {
+            continue; // hidden by the private /tmp, /var/tmp or /run already
+        }
         let Ok(meta) = std::fs::metadata(&c) else {
             continue;
         };
@@ -254,20 +259,32 @@ fn sort_by_depth(v: &mut [PathBuf]) {
     });
 }
 
-/// The first component of `p` (absolute) that does not exist, as a full
-/// path; empty when everything exists. Symlinks are not followed for the
-/// last existing component.
-fn first_missing(p: &Path) -> PathBuf {
-    let mut cur = PathBuf::from("/");
-    for c in p.components() {
-        if let Component::Normal(n) = c {
+enum Protection {
+    /// Bind this existing path read-only onto itself.
+    ReadOnly(PathBuf),
+    /// This component is missing: block its creation.
+    Missing(PathBuf),
+}
+
+/// Where to block writes to `protected` inside `root` (same rule as the
+/// bwrap backend): the first missing component, else a non-directory
+/// ancestor (e.g. a `.git` file of a worktree), else the path itself.
+fn protection_for(root: &Path, protected: &Path) -> Option<Protection> {
+    let rel = protected.strip_prefix(root).ok()?;
+    let mut cur = root.to_path_buf();
+    for comp in rel.components() {
+        if let Component::Normal(n) = comp {
             cur.push(n);
-            if cur.symlink_metadata().is_err() {
-                return cur;
-            }
+        } else {
+            return None;
+        }
+        match cur.symlink_metadata() {
+            Err(_) => return Some(Protection::Missing(cur)),
+            Ok(m) if cur != protected && !m.is_dir() => return Some(Protection::ReadOnly(cur)),
+            Ok(_) => {}
         }
     }
-    PathBuf::new()
+    Some(Protection::ReadOnly(cur))
 }
 
 // ------------------------------------------------------------ execution
@@ -706,6 +723,9 @@ fn apply(op: &MountOp, created: &mut Vec<PathBuf>) -> Result<(), NativeError> {
         }
         MountOp::MaskFile { dst } => {
             let d = in_root(NEWROOT, dst);
+            if d.symlink_metadata().is_err() {
+                return Ok(()); // not in the view (e.g. under the private /tmp): nothing to read
+            }
             mount_raw(
                 Some(Path::new("/oldroot/dev/null")),
                 &d,
@@ -718,6 +738,9 @@ fn apply(op: &MountOp, created: &mut Vec<PathBuf>) -> Result<(), NativeError> {
         }
         MountOp::MaskDir { dst } => {
             let d = in_root(NEWROOT, dst);
+            if d.symlink_metadata().is_err() {
+                return Ok(()); // not in the view: nothing to read
+            }
             mount_raw(
                 Some(Path::new("tmpfs")),
                 &d,
@@ -1042,9 +1065,19 @@ mod tests {
     }
 
     #[test]
-    fn first_missing_component() {
+    fn protection_rules() {
         let d = tempfile::tempdir().unwrap();
-        assert_eq!(first_missing(&d.path().join("a/b")), d.path().join("a"));
-        assert_eq!(first_missing(d.path()), PathBuf::new());
+        let r = d.path();
+        assert!(
+            matches!(protection_for(r, &r.join("a/b")), Some(Protection::Missing(p)) if p == r.join("a"))
+        );
+        std::fs::write(r.join("f"), "gitdir: x").unwrap();
+        assert!(
+            matches!(protection_for(r, &r.join("f/hooks")), Some(Protection::ReadOnly(p)) if p == r.join("f"))
+        );
+        std::fs::create_dir(r.join("d")).unwrap();
+        assert!(
+            matches!(protection_for(r, &r.join("d")), Some(Protection::ReadOnly(p)) if p == r.join("d"))
+        );
     }
 }

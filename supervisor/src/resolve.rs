@@ -1,14 +1,18 @@
-//! Backend resolution: which backend runs a policy here, and what it can
-//! enforce. First version (bwrap; native and landlock pinned by hand); the
-//! native/landlock work extends it with probes and the fallback order.
+//! Backend resolution: which backend runs a policy here, what it can
+//! enforce, and why the better ones were not chosen.
 //!
-//! The happy path is cheap: no probe runs bwrap up front. When a bwrap
-//! launch fails before the launcher reports, [`bwrap_failure_hint`] runs the
-//! probes to say why.
+//! Fallback order with `--backend auto`: bwrap -> native -> landlock ->
+//! refuse with a specific hint. `danger-full-access` needs no backend.
+//!
+//! The happy path is cheap: bwrap is found on PATH without running it, and
+//! one forked child checks that user namespaces work (a setuid bwrap skips
+//! even that). When a bwrap launch still fails before the launcher reports,
+//! [`bwrap_failure_hint`] runs the full probes to say why.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
 use zot_policy::sandbox::{NetworkPolicy, SandboxMode, SandboxPolicy};
 
 use crate::{BackendChoice, EnforcementReport, Level, SupervisorError};
@@ -37,36 +41,85 @@ impl Backend {
     }
 }
 
+/// A backend that was considered and not chosen, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Considered {
+    pub backend: &'static str,
+    pub reason: String,
+}
+
 /// A resolved backend and what it will enforce (the launcher's Landlock and
 /// seccomp status is filled in after the run).
 #[derive(Debug, Clone)]
 pub struct Resolved {
     pub backend: Backend,
     pub report: EnforcementReport,
+    /// Better backends that were not chosen (also in `report.reasons`).
+    pub considered: Vec<Considered>,
 }
+
+impl Resolved {
+    /// The mode is enforced as defined: filesystem full, and the network
+    /// cut off when the policy says so. (No PID namespace on the landlock
+    /// backend is reported but does not make a mode unenforced.)
+    pub fn ok_without_degraded(&self) -> bool {
+        self.backend == Backend::Unconfined
+            || (self.report.filesystem == Level::Full && self.report.network != Level::Partial)
+    }
+}
+
+/// Whether the launcher's seccomp filter refuses unix-socket `connect` on
+/// the landlock backend (hides host sockets without a mount namespace).
+const LANDLOCK_DENIES_UNIX_CONNECT: bool = false;
 
 fn report(backend: &Backend, policy: &SandboxPolicy) -> EnforcementReport {
     let confined = *backend != Backend::Unconfined;
-    let network = match (policy.network.clone(), confined) {
-        (NetworkPolicy::Off, true) => Level::Full,
-        _ => Level::None,
+    let net_off = policy.network == NetworkPolicy::Off;
+    let mut network = if net_off && confined {
+        Level::Full
+    } else {
+        Level::None
     };
     let mut reasons = Vec::new();
     if policy.network == NetworkPolicy::On && confined {
         reasons.push("network: host network allowed by the policy".to_string());
     }
-    let (filesystem, pid) = match backend {
+    let (mut filesystem, pid) = match backend {
         Backend::Unconfined => (Level::None, Level::None),
         Backend::Bwrap { .. } | Backend::Native => (Level::Full, Level::Full),
         Backend::Landlock => {
+            let mut fs = Level::Full;
+            if policy.mode == SandboxMode::WorkspaceWrite {
+                fs = Level::Partial;
+                reasons.push(
+                    "filesystem: landlock cannot keep protected paths (.git/hooks, .git/config, .zot, .agents) read-only inside writable roots"
+                        .to_string(),
+                );
+            }
+            if !policy.deny_read.is_empty() {
+                reasons.push(
+                    "filesystem: deny-read paths are excluded from the Landlock read rules (no masks without a mount namespace)"
+                        .to_string(),
+                );
+            }
             reasons.push(
-                "filesystem: landlock cannot keep protected paths read-only inside writable roots nor hide deny-read paths"
+                "pid: no pid namespace, host processes are visible (seccomp still blocks ptrace)"
                     .to_string(),
             );
-            reasons.push("pid: no pid namespace, host processes are visible".to_string());
-            (Level::Partial, Level::None)
+            (fs, Level::None)
         }
     };
+    if *backend == Backend::Landlock && !LANDLOCK_DENIES_UNIX_CONNECT {
+        reasons.push(
+            "network: host unix sockets (docker, ssh-agent, dbus) stay reachable by path without a mount namespace"
+                .to_string(),
+        );
+        if net_off {
+            network = Level::Partial;
+        } else {
+            filesystem = filesystem.min_level(Level::Partial);
+        }
+    }
     EnforcementReport {
         backend: backend.name().to_string(),
         mode: policy.mode,
@@ -76,6 +129,25 @@ fn report(backend: &Backend, policy: &SandboxPolicy) -> EnforcementReport {
         seccomp: if confined { Level::Full } else { Level::None },
         landlock: if confined { Level::Full } else { Level::None },
         reasons,
+    }
+}
+
+trait MinLevel {
+    fn min_level(self, other: Level) -> Level;
+}
+
+impl MinLevel for Level {
+    fn min_level(self, other: Level) -> Level {
+        let rank = |l: Level| match l {
+            Level::Full => 2,
+            Level::Partial => 1,
+            Level::None => 0,
+        };
+        if rank(self) <= rank(other) {
+            self
+        } else {
+            other
+        }
     }
 }
 
@@ -99,7 +171,7 @@ pub fn find_bwrap(policy: &SandboxPolicy) -> Result<PathBuf, String> {
         let Ok(real) = std::fs::canonicalize(&cand) else {
             continue;
         };
-        match trust(&real, &roots) {
+        match trust(&cand, &real, &roots) {
             Ok(()) => return Ok(real),
             Err(why) => refused.push(format!("{}: {why}", cand.display())),
         }
@@ -111,12 +183,14 @@ pub fn find_bwrap(policy: &SandboxPolicy) -> Result<PathBuf, String> {
     }
 }
 
-fn trust(path: &Path, roots: &[PathBuf]) -> Result<(), String> {
-    if let Some(root) = roots
-        .iter()
-        .find(|r| r.as_os_str() != "/" && path.starts_with(r))
-    {
-        return Err(format!("lies inside {} (never trusted)", root.display()));
+fn trust(cand: &Path, path: &Path, roots: &[PathBuf]) -> Result<(), String> {
+    for p in [cand, path] {
+        if let Some(root) = roots
+            .iter()
+            .find(|r| r.as_os_str() != "/" && p.starts_with(r))
+        {
+            return Err(format!("lies inside {} (never trusted)", root.display()));
+        }
     }
     let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
     if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
@@ -132,6 +206,89 @@ fn trust(path: &Path, roots: &[PathBuf]) -> Result<(), String> {
     Ok(())
 }
 
+fn is_setuid_root(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.uid() == 0 && m.permissions().mode() & 0o4000 != 0)
+}
+
+/// Can user namespaces (with mount/pid/net/ipc/uts, uid mapping and a
+/// fresh /proc) be created here? Err carries the reason and the hint.
+fn namespaces_usable() -> Result<(), (String, String)> {
+    let host = zot_probes::host();
+    if host.wsl1() {
+        return Err((
+            "WSL1 has no Linux namespaces".into(),
+            "use WSL2 (wsl --set-version <distro> 2)".into(),
+        ));
+    }
+    let u = host.userns();
+    if !u.available {
+        let err = u
+            .error
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "unknown error".into());
+        return Err((
+            format!("user namespaces unavailable: {err}"),
+            u.hint.clone().unwrap_or_default(),
+        ));
+    }
+    if !u.proc.available {
+        return Err((
+            format!(
+                "cannot mount a fresh /proc: {}",
+                u.proc.error.clone().unwrap_or_default()
+            ),
+            u.proc.hint.clone().unwrap_or_default(),
+        ));
+    }
+    Ok(())
+}
+
+fn landlock_usable() -> Result<(), (String, String)> {
+    let host = zot_probes::host();
+    if host.wsl1() {
+        return Err((
+            "WSL1 has no Landlock".into(),
+            "use WSL2 (wsl --set-version <distro> 2)".into(),
+        ));
+    }
+    let l = host.landlock();
+    if !l.available() {
+        let err = match l.error {
+            Some(zot_probes::LandlockError::NotImplemented) => {
+                "not implemented by the kernel (ENOSYS)".to_string()
+            }
+            Some(zot_probes::LandlockError::NotEnabled) => {
+                "disabled at boot (EOPNOTSUPP)".to_string()
+            }
+            Some(zot_probes::LandlockError::Other(e)) => format!("errno {e}"),
+            None => "unavailable".into(),
+        };
+        return Err((
+            format!("landlock {err}"),
+            l.hint.clone().unwrap_or_default(),
+        ));
+    }
+    let s = host.seccomp();
+    if !s.available {
+        return Err((
+            format!(
+                "seccomp filters unavailable: {}",
+                s.error.clone().unwrap_or_default()
+            ),
+            s.hint.clone().unwrap_or_default(),
+        ));
+    }
+    Ok(())
+}
+
+fn no_backend(policy: &SandboxPolicy, reason: String, hint: String) -> SupervisorError {
+    SupervisorError::NoBackend {
+        mode: policy.mode,
+        reason,
+        hint,
+    }
+}
+
 /// Pick the backend for `policy`.
 pub fn resolve(
     policy: &SandboxPolicy,
@@ -143,35 +300,153 @@ pub fn resolve(
         return Ok(Resolved {
             report: report(&backend, policy),
             backend,
+            considered: Vec::new(),
         });
     }
-    let backend =
-        match choice {
-            BackendChoice::Auto | BackendChoice::Bwrap => match find_bwrap(policy) {
-                Ok(path) => Backend::Bwrap { path },
-                Err(reason) => return Err(SupervisorError::NoBackend {
-                    mode: policy.mode,
+    let mut considered: Vec<Considered> = Vec::new();
+    let backend = match choice {
+        BackendChoice::Bwrap => match find_bwrap(policy) {
+            Ok(path) => Backend::Bwrap { path },
+            Err(reason) => {
+                return Err(no_backend(
+                    policy,
                     reason,
-                    hint:
-                        "install bubblewrap (e.g. apt install bubblewrap), or pick --backend native"
-                            .into(),
-                }),
-            },
-            BackendChoice::Native => Backend::Native,
-            BackendChoice::Landlock => Backend::Landlock,
-        };
-    let report = report(&backend, policy);
-    if report.filesystem != Level::Full || report.pid != Level::Full {
-        if !allow_degraded {
-            return Err(SupervisorError::Degraded {
-                backend: backend.name().to_string(),
-                mode: policy.mode,
-                reason: report.reasons.join("; "),
-                hint: "use --allow-degraded to run anyway, or a host where bwrap or user namespaces work".into(),
-            });
+                    "install bubblewrap (e.g. apt install bubblewrap), or use --backend auto"
+                        .into(),
+                ))
+            }
+        },
+        BackendChoice::Native => match namespaces_usable() {
+            Ok(()) => Backend::Native,
+            Err((reason, hint)) => {
+                return Err(no_backend(
+                    policy,
+                    format!("native backend: {reason}"),
+                    hint,
+                ))
+            }
+        },
+        BackendChoice::Landlock => match landlock_usable() {
+            Ok(()) => Backend::Landlock,
+            Err((reason, hint)) => {
+                return Err(no_backend(
+                    policy,
+                    format!("landlock backend: {reason}"),
+                    hint,
+                ))
+            }
+        },
+        BackendChoice::Auto => {
+            let mut chosen = None;
+            let mut hints = Vec::new();
+            let ns = match find_bwrap(policy) {
+                Ok(path) if is_setuid_root(&path) => {
+                    chosen = Some(Backend::Bwrap { path });
+                    None
+                }
+                Ok(path) => {
+                    let ns = namespaces_usable();
+                    match &ns {
+                        Ok(()) => chosen = Some(Backend::Bwrap { path }),
+                        Err((r, _)) => considered.push(Considered {
+                            backend: "bwrap",
+                            reason: r.clone(),
+                        }),
+                    }
+                    Some(ns)
+                }
+                Err(reason) => {
+                    considered.push(Considered {
+                        backend: "bwrap",
+                        reason,
+                    });
+                    None
+                }
+            };
+            if chosen.is_none() {
+                match ns.unwrap_or_else(namespaces_usable) {
+                    Ok(()) => chosen = Some(Backend::Native),
+                    Err((reason, hint)) => {
+                        considered.push(Considered {
+                            backend: "native",
+                            reason,
+                        });
+                        hints.push(hint);
+                    }
+                }
+            }
+            if chosen.is_none() {
+                match landlock_usable() {
+                    Ok(()) => chosen = Some(Backend::Landlock),
+                    Err((reason, hint)) => {
+                        considered.push(Considered {
+                            backend: "landlock",
+                            reason,
+                        });
+                        hints.push(hint);
+                    }
+                }
+            }
+            match chosen {
+                Some(b) => b,
+                None => {
+                    let reason = considered
+                        .iter()
+                        .map(|c| format!("{}: {}", c.backend, c.reason))
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    hints.retain(|h| !h.is_empty());
+                    hints.dedup();
+                    return Err(no_backend(policy, reason, hints.join("; or ")));
+                }
+            }
         }
+    };
+    let mut report = report(&backend, policy);
+    let mut reasons: Vec<String> = considered
+        .iter()
+        .map(|c| format!("backend: {} not used: {}", c.backend, c.reason))
+        .collect();
+    reasons.append(&mut report.reasons);
+    report.reasons = reasons;
+    let resolved = Resolved {
+        backend,
+        report,
+        considered,
+    };
+    if !resolved.ok_without_degraded() && !allow_degraded {
+        let r = &resolved.report;
+        let why: Vec<&str> = r
+            .reasons
+            .iter()
+            .filter(|s| s.starts_with("filesystem:") || s.starts_with("network:"))
+            .map(String::as_str)
+            .collect();
+        let mut hint = "use --allow-degraded to run anyway".to_string();
+        if let Err((_, h)) = namespaces_usable() {
+            if !h.is_empty() {
+                hint.push_str(&format!(
+                    ", or enable user namespaces for the native/bwrap backend: {h}"
+                ));
+            }
+        }
+        return Err(SupervisorError::Degraded {
+            backend: resolved.backend.name().to_string(),
+            mode: policy.mode,
+            reason: why.join("; "),
+            hint,
+        });
     }
-    Ok(Resolved { backend, report })
+    if allow_degraded && !resolved.ok_without_degraded() {
+        let mut resolved = resolved;
+        resolved.report.reasons.push(format!(
+            "degraded: mode {} is not fully enforced on {} (--allow-degraded)",
+            policy.mode,
+            resolved.backend.name()
+        ));
+        return Ok(resolved);
+    }
+    Ok(resolved)
 }
 
 /// Explain a bwrap launch that failed before the launcher started: runs the
@@ -185,4 +460,76 @@ pub fn bwrap_failure_hint() -> String {
         return hint;
     }
     "run `zot debug sandbox --check` for a diagnosis".to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zot_policy::sandbox::{EnvPolicy, ReadScope};
+
+    fn policy(mode: SandboxMode) -> SandboxPolicy {
+        SandboxPolicy {
+            mode,
+            cwd: "/w".into(),
+            read: ReadScope::FullDisk,
+            write_roots: vec!["/w".into()],
+            protected: vec![],
+            deny_read: vec![],
+            network: NetworkPolicy::Off,
+            env: EnvPolicy::default(),
+        }
+    }
+
+    #[test]
+    fn danger_needs_no_backend() {
+        let r = resolve(
+            &policy(SandboxMode::DangerFullAccess),
+            BackendChoice::Landlock,
+            false,
+        )
+        .unwrap();
+        assert_eq!(r.backend, Backend::Unconfined);
+    }
+
+    #[test]
+    fn landlock_workspace_write_is_partial_and_refused_without_degraded() {
+        let rep = report(&Backend::Landlock, &policy(SandboxMode::WorkspaceWrite));
+        assert_eq!(rep.filesystem, Level::Partial);
+        assert_eq!(rep.pid, Level::None);
+        if zot_probes::host().landlock().available() && zot_probes::host().seccomp().available {
+            let err = resolve(
+                &policy(SandboxMode::WorkspaceWrite),
+                BackendChoice::Landlock,
+                false,
+            )
+            .unwrap_err();
+            assert!(matches!(err, SupervisorError::Degraded { .. }), "{err}");
+            let ok = resolve(
+                &policy(SandboxMode::WorkspaceWrite),
+                BackendChoice::Landlock,
+                true,
+            )
+            .unwrap();
+            assert!(ok.report.reasons.iter().any(|r| r.starts_with("degraded:")));
+        }
+    }
+
+    #[test]
+    fn native_report_is_full() {
+        let rep = report(&Backend::Native, &policy(SandboxMode::WorkspaceWrite));
+        assert_eq!(
+            (rep.filesystem, rep.network, rep.pid),
+            (Level::Full, Level::Full, Level::Full)
+        );
+    }
+
+    #[test]
+    fn bwrap_inside_workspace_is_never_trusted() {
+        let d = tempfile::tempdir().unwrap();
+        let b = d.path().join("bwrap");
+        std::fs::write(&b, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&b, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let err = trust(&b, &b, &[d.path().to_path_buf()]).unwrap_err();
+        assert!(err.contains("never trusted"), "{err}");
+    }
 }

@@ -1,6 +1,223 @@
-#[derive(clap::Args)]
-pub struct Args {}
+//! `zot debug sandbox --check | --explain`: the deployment gate and the
+//! audit view of the sandbox on this host.
+//!
+//! `--check` exits 0 only when every required feature is fully enforced and
+//! every escape attempt was refused; 1 otherwise. `--explain` runs nothing.
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("not implemented yet")
+use std::path::PathBuf;
+
+use anyhow::Context;
+use zot_policy::sandbox::SandboxMode;
+use zot_supervisor::check::{self, CheckReport, CheckRequest, Feature};
+use zot_supervisor::explain::{self, Explanation};
+use zot_supervisor::BackendChoice;
+
+#[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("action").required(true).args(["check", "explain", "run_attempts"])))]
+pub struct Args {
+    /// Probe the host, resolve the backend and run real escape attempts
+    #[arg(long)]
+    check: bool,
+    /// Show what a mode (or an agent) resolves to here; runs nothing
+    #[arg(long)]
+    explain: bool,
+    /// Sandbox mode (default: workspace-write for --check, read-only for --explain)
+    #[arg(long)]
+    mode: Option<SandboxMode>,
+    /// auto, bwrap, native or landlock
+    #[arg(long, default_value = "auto")]
+    backend: BackendChoice,
+    /// Features that must be fully enforced (comma-separated: fs,net,pid,seccomp,landlock)
+    #[arg(long, value_delimiter = ',', requires = "check")]
+    require: Vec<Feature>,
+    /// Working directory to explain a mode for (default: the current directory)
+    #[arg(long, requires = "explain")]
+    cwd: Option<PathBuf>,
+    /// Print a JSON document
+    #[arg(long)]
+    json: bool,
+    /// An agent (directory, .zot, name or GitHub reference) to explain
+    #[arg(value_name = "REF", requires = "explain", conflicts_with = "mode")]
+    reference: Option<String>,
+    /// Internal: run the escape attempts inside the sandbox
+    #[arg(long = "run-attempts", hide = true, value_name = "JSON")]
+    run_attempts: Option<String>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    if let Some(json) = &args.run_attempts {
+        let spec: check::AttemptSpec =
+            serde_json::from_str(json).context("invalid attempt spec")?;
+        let out = check::run_attempts(&spec);
+        println!("{}", serde_json::to_string(&out)?);
+        return Ok(0);
+    }
+    if args.check {
+        return run_check(&args);
+    }
+    run_explain(&args)
+}
+
+fn run_check(args: &Args) -> anyhow::Result<u8> {
+    let req = CheckRequest {
+        mode: args.mode.unwrap_or(SandboxMode::WorkspaceWrite),
+        backend: args.backend,
+        require: args.require.clone(),
+        zot_exe: std::env::current_exe().context("cannot find the zot executable")?,
+    };
+    let report = check::check(&req).context("sandbox check")?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", check_text(&report));
+    }
+    Ok(if report.ok { 0 } else { 1 })
+}
+
+fn check_text(r: &CheckReport) -> String {
+    let mut s = format!(
+        "zot sandbox check: mode {}, backend {}\n",
+        r.mode, r.backend
+    );
+    for reason in &r.backend_reasons {
+        s.push_str(&format!("  note: {reason}\n"));
+    }
+    let enforced: Vec<String> = r.enforced.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    if !enforced.is_empty() {
+        s.push_str(&format!("  enforced: {}\n", enforced.join(", ")));
+    }
+    let req: Vec<&str> = r.required.iter().map(|f| f.as_str()).collect();
+    s.push_str(&format!("  required: {}\n", req.join(", ")));
+    if !r.checks.is_empty() {
+        s.push_str(&format!(
+            "  {:<13} {:<9} {}\n",
+            "RESULT", "FEATURE", "ATTEMPT"
+        ));
+        for c in &r.checks {
+            s.push_str(&format!(
+                "  {:<13} {:<9} {}",
+                c.result,
+                c.feature.as_str(),
+                c.name
+            ));
+            if matches!(
+                c.result.as_str(),
+                "allowed" | "failed" | "error" | "not-enforced"
+            ) {
+                s.push_str(&format!("  ({})", c.detail));
+            }
+            s.push('\n');
+        }
+    }
+    if r.ok {
+        s.push_str(&format!(
+            "ok: everything required is enforced ({} ms)\n",
+            r.duration_ms
+        ));
+    } else {
+        let mut why = Vec::new();
+        if !r.missing.is_empty() {
+            let m: Vec<&str> = r.missing.iter().map(|f| f.as_str()).collect();
+            why.push(format!("not fully enforced: {}", m.join(", ")));
+        }
+        let bad = r
+            .checks
+            .iter()
+            .filter(|c| matches!(c.result.as_str(), "allowed" | "failed" | "error"))
+            .count();
+        if bad > 0 {
+            why.push(format!("{bad} attempt(s) not refused or controls failed"));
+        }
+        s.push_str(&format!(
+            "FAILED: {} ({} ms)\n",
+            why.join("; "),
+            r.duration_ms
+        ));
+    }
+    s
+}
+
+fn run_explain(args: &Args) -> anyhow::Result<u8> {
+    let policy = match &args.reference {
+        Some(reference) => {
+            let here = std::env::current_dir().context("cannot read the current directory")?;
+            let ws = args.cwd.as_ref().map(|c| here.join(c)).unwrap_or(here);
+            let ws = std::fs::canonicalize(&ws)
+                .with_context(|| format!("workspace {}", ws.display()))?;
+            zot_agent::compile_policy(reference, &ws)
+                .with_context(|| format!("agent {reference}"))?
+        }
+        None => super::sandbox::policy_from_args(
+            args.mode.unwrap_or(SandboxMode::ReadOnly),
+            args.cwd.as_deref(),
+            &[],
+            &[],
+            &[],
+            false,
+            &[],
+        )?,
+    };
+    let exe = std::env::current_exe().context("cannot find the zot executable")?;
+    let ex = explain::explain(&policy, args.backend, &exe);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&ex)?);
+    } else {
+        print!("{}", explain_text(&ex));
+    }
+    Ok(if ex.error.is_some() { 1 } else { 0 })
+}
+
+fn explain_text(e: &Explanation) -> String {
+    let mut s = format!("mode {}: backend {}\n", e.mode, e.backend);
+    if let Some(err) = &e.error {
+        s.push_str(&format!("  error: {err}\n"));
+    }
+    for r in &e.reasons {
+        s.push_str(&format!("  note: {r}\n"));
+    }
+    if let Some(rep) = &e.enforced {
+        s.push_str(&format!(
+            "enforced: filesystem {}, network {}, pid {}, seccomp {}, landlock {}\n",
+            rep.filesystem, rep.network, rep.pid, rep.seccomp, rep.landlock
+        ));
+    }
+    s.push_str(&format!(
+        "working directory: {}\n",
+        e.working_directory.display()
+    ));
+    if !e.namespaces.is_empty() {
+        s.push_str(&format!("namespaces: {}\n", e.namespaces.join(", ")));
+    }
+    if !e.mounts.is_empty() {
+        s.push_str("mounts (in order):\n");
+        for (i, m) in e.mounts.iter().enumerate() {
+            s.push_str(&format!("  {:>2}. {m}\n", i + 1));
+        }
+    }
+    if !e.landlock.is_empty() {
+        s.push_str("landlock rules:\n");
+        for r in &e.landlock {
+            s.push_str(&format!("  {}: {}\n", r.path.display(), r.rights.join(" ")));
+        }
+        s.push_str(&format!("  scopes: {}\n", e.landlock_scopes.join(", ")));
+    }
+    if !e.seccomp.is_empty() {
+        s.push_str("seccomp:\n");
+        for r in &e.seccomp {
+            s.push_str(&format!("  {r}\n"));
+        }
+    }
+    s.push_str(&format!(
+        "env kept: {}\n",
+        if e.env_kept.is_empty() {
+            "(none)".into()
+        } else {
+            e.env_kept.join(" ")
+        }
+    ));
+    s.push_str(&format!("env allowed: {}\n", e.env_allowed.join(" ")));
+    let set: Vec<String> = e.env_set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    s.push_str(&format!("env set: {}\n", set.join(" ")));
+    s.push_str(&format!("network: {}\n", e.network));
+    s
 }

@@ -1,0 +1,728 @@
+//! `zot debug sandbox --check`: the deployment gate. Probes the host,
+//! resolves the backend for a mode, then runs real escape attempts under it
+//! in a temporary workspace and says whether everything required was
+//! enforced and every attempt refused.
+//!
+//! The attempts run inside the sandbox as one process: the `zot` binary
+//! re-executed with a hidden argument ([`ATTEMPTS_ARG`]) that calls
+//! [`run_attempts`] and prints one JSON array. Nothing here prints.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use zot_policy::sandbox::{compile, NetworkPolicy, SandboxMode, SandboxOptions, SandboxPolicy};
+use zot_probes::HostReport;
+
+use crate::resolve::{self, Backend};
+use crate::{BackendChoice, Level, Output, RunRequest, Stdin, SupervisorError};
+
+/// Hidden CLI arguments that turn `zot` into the attempt runner:
+/// `zot debug sandbox --run-attempts <json AttemptSpec>`.
+pub const ATTEMPTS_ARG: &str = "--run-attempts";
+
+/// A confinement feature that can be required.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Feature {
+    Fs,
+    Net,
+    Pid,
+    Seccomp,
+    Landlock,
+}
+
+impl Feature {
+    pub const ALL: [Feature; 5] = [
+        Feature::Fs,
+        Feature::Net,
+        Feature::Pid,
+        Feature::Seccomp,
+        Feature::Landlock,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Feature::Fs => "fs",
+            Feature::Net => "net",
+            Feature::Pid => "pid",
+            Feature::Seccomp => "seccomp",
+            Feature::Landlock => "landlock",
+        }
+    }
+}
+
+impl FromStr for Feature {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Feature::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| {
+                format!("unknown feature {s:?} (expected fs, net, pid, seccomp or landlock)")
+            })
+    }
+}
+
+/// What `--check` is asked to do.
+#[derive(Debug, Clone)]
+pub struct CheckRequest {
+    pub mode: SandboxMode,
+    pub backend: BackendChoice,
+    /// Features that must be fully enforced. Empty: what the mode defines
+    /// (filesystem, network, seccomp).
+    pub require: Vec<Feature>,
+    /// The `zot` binary that runs the attempts inside the sandbox.
+    pub zot_exe: PathBuf,
+}
+
+/// One line of the check table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckLine {
+    pub name: String,
+    pub feature: Feature,
+    /// `refused` (attack blocked), `ok` (control worked), `allowed` (attack
+    /// succeeded: an escape), `failed` (control did not work),
+    /// `not-enforced` (attack succeeded where the backend makes no claim and
+    /// nothing requires it), `error` (the attempt could not run).
+    pub result: String,
+    pub detail: String,
+}
+
+/// The `--check` document (`--json` prints it as is).
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReport {
+    pub host: HostReport,
+    pub mode: SandboxMode,
+    /// `bwrap`, `native`, `landlock` or `none`.
+    pub backend: String,
+    /// Why this backend, and why each better one was not chosen.
+    pub backend_reasons: Vec<String>,
+    /// Level per feature: `fs`, `net`, `pid`, `seccomp`, `landlock`.
+    pub enforced: std::collections::BTreeMap<String, crate::Level>,
+    pub required: Vec<Feature>,
+    /// Required features not fully enforced.
+    pub missing: Vec<Feature>,
+    pub checks: Vec<CheckLine>,
+    pub ok: bool,
+    pub duration_ms: u64,
+}
+
+/// Parameters of the in-sandbox attempt runner.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AttemptSpec {
+    pub workspace: PathBuf,
+    pub outside: PathBuf,
+    pub secret: PathBuf,
+    pub secret_token: String,
+    pub link: PathBuf,
+    pub control_read: PathBuf,
+    pub port: Option<u16>,
+    pub host_pid: i32,
+    pub host_starttime: u64,
+}
+
+/// One attempt's raw outcome, as the runner prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptOutcome {
+    pub name: String,
+    /// The operation succeeded.
+    pub succeeded: bool,
+    pub detail: String,
+}
+
+/// Static description of an attempt.
+struct Attempt {
+    name: &'static str,
+    feature: Feature,
+    /// Only mount-based backends (bwrap, native) enforce it.
+    needs_mounts: bool,
+    /// A control: must succeed (ws-write only for writes inside the workspace).
+    control: bool,
+}
+
+fn attempts(mode: SandboxMode) -> Vec<Attempt> {
+    let ws_write = mode == SandboxMode::WorkspaceWrite;
+    let a = |name, feature, needs_mounts, control| Attempt {
+        name,
+        feature,
+        needs_mounts,
+        control,
+    };
+    vec![
+        a("control: read inside workspace", Feature::Fs, false, true),
+        a("control: read a system file", Feature::Fs, false, true),
+        a(
+            if ws_write {
+                "control: write inside workspace"
+            } else {
+                "write inside workspace (read-only mode)"
+            },
+            Feature::Fs,
+            false,
+            ws_write,
+        ),
+        a("write outside workspace", Feature::Fs, false, false),
+        a("write /etc", Feature::Fs, false, false),
+        a(
+            "write through symlink to outside",
+            Feature::Fs,
+            false,
+            false,
+        ),
+        a("read planted ~/.ssh secret", Feature::Fs, true, false),
+        a("write protected .git/config", Feature::Fs, true, false),
+        a("create .git/hooks entry", Feature::Fs, true, false),
+        a(
+            "tcp connect to host loopback listener",
+            Feature::Net,
+            false,
+            false,
+        ),
+        a("see a host process", Feature::Pid, true, false),
+        a("ptrace a host process", Feature::Seccomp, false, false),
+        a("mount tmpfs", Feature::Seccomp, false, false),
+        a("unshare user namespace", Feature::Seccomp, false, false),
+        a("io_uring_setup", Feature::Seccomp, false, false),
+        a("run without no_new_privs", Feature::Seccomp, false, false),
+    ]
+}
+
+/// Run the check. Errors only for local failures (temp dirs, listener);
+/// a backend that can't run is a failed report, not an error.
+pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
+    let start = Instant::now();
+    let host = zot_probes::host().report();
+    let required: Vec<Feature> = if req.require.is_empty() {
+        vec![Feature::Fs, Feature::Net, Feature::Seccomp]
+    } else {
+        let mut r = req.require.clone();
+        r.sort();
+        r.dedup();
+        r
+    };
+    let fixture = Fixture::create()?;
+    let policy = fixture.policy(req.mode)?;
+    let mut report = CheckReport {
+        host,
+        mode: req.mode,
+        backend: "none".into(),
+        backend_reasons: Vec::new(),
+        enforced: Default::default(),
+        required: required.clone(),
+        missing: Vec::new(),
+        checks: Vec::new(),
+        ok: false,
+        duration_ms: 0,
+    };
+    let resolved = match resolve::resolve(&policy, req.backend, true) {
+        Ok(r) => r,
+        Err(e) => {
+            report.backend_reasons.push(crate_error_chain(&e));
+            report.missing = required;
+            report.duration_ms = start.elapsed().as_millis() as u64;
+            return Ok(report);
+        }
+    };
+    report.backend = resolved.backend.name().to_string();
+    report.backend_reasons = resolved.report.reasons.clone();
+    if resolved.backend == Backend::Unconfined {
+        report
+            .backend_reasons
+            .push("danger-full-access confines nothing: no attempt was run".into());
+        for f in Feature::ALL {
+            report.enforced.insert(f.as_str().into(), Level::None);
+        }
+        report.missing = required;
+        report.duration_ms = start.elapsed().as_millis() as u64;
+        return Ok(report);
+    }
+
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(SupervisorError::io(
+        "binding a loopback listener for the check",
+    ))?;
+    listener.set_nonblocking(true).ok();
+    let port = listener.local_addr().ok().map(|a| a.port());
+    let spec = fixture.attempt_spec(port);
+    let json = serde_json::to_string(&spec).map_err(|e| SupervisorError::Io {
+        what: "encoding the attempt spec".into(),
+        source: e.into(),
+    })?;
+    let mut run = RunRequest::new(
+        policy.clone(),
+        vec![
+            req.zot_exe.clone().into_os_string(),
+            "debug".into(),
+            "sandbox".into(),
+            ATTEMPTS_ARG.into(),
+            json.into(),
+        ],
+    );
+    run.backend = match resolved.backend {
+        Backend::Bwrap { .. } => BackendChoice::Bwrap,
+        Backend::Native => BackendChoice::Native,
+        _ => BackendChoice::Landlock,
+    };
+    run.allow_degraded = true;
+    run.timeout = Some(Duration::from_secs(20));
+    run.output = Output::Capture { max_bytes: 1 << 20 };
+    run.stdin = Stdin::Null;
+    let outcome = match crate::run(run) {
+        Ok(o) => o,
+        Err(e) => {
+            report.backend_reasons.push(format!(
+                "the sandbox could not start: {}",
+                crate_error_chain(&e)
+            ));
+            report.missing = required;
+            report.duration_ms = start.elapsed().as_millis() as u64;
+            return Ok(report);
+        }
+    };
+    // Drain whatever reached the listener (nothing should).
+    let leaked = listener.accept().is_ok();
+    let e = &outcome.report;
+    report.backend_reasons = e.reasons.clone();
+    for (f, level) in [
+        (Feature::Fs, e.filesystem),
+        (Feature::Net, e.network),
+        (Feature::Pid, e.pid),
+        (Feature::Seccomp, e.seccomp),
+        (Feature::Landlock, e.landlock),
+    ] {
+        report.enforced.insert(f.as_str().into(), level);
+    }
+    let level_of = |f: Feature| {
+        report
+            .enforced
+            .get(f.as_str())
+            .copied()
+            .unwrap_or(Level::None)
+    };
+    report.missing = required
+        .iter()
+        .copied()
+        .filter(|f| level_of(*f) != Level::Full)
+        .collect();
+
+    let outcomes: Vec<AttemptOutcome> = match serde_json::from_slice(&outcome.stdout) {
+        Ok(v) => v,
+        Err(_) => {
+            let err = String::from_utf8_lossy(&outcome.stderr);
+            report.checks.push(CheckLine {
+                name: "attempt runner".into(),
+                feature: Feature::Fs,
+                result: "error".into(),
+                detail: format!(
+                    "exit code {}; {}",
+                    outcome.exit_code,
+                    err.lines().last().unwrap_or("no output")
+                ),
+            });
+            report.duration_ms = start.elapsed().as_millis() as u64;
+            return Ok(report);
+        }
+    };
+    let mounts = matches!(resolved.backend, Backend::Bwrap { .. } | Backend::Native);
+    let mut all_fine = true;
+    for a in attempts(req.mode) {
+        let Some(o) = outcomes.iter().find(|o| o.name == a.name) else {
+            all_fine = false;
+            report.checks.push(CheckLine {
+                name: a.name.into(),
+                feature: a.feature,
+                result: "error".into(),
+                detail: "no result from the runner".into(),
+            });
+            continue;
+        };
+        let mut succeeded = o.succeeded;
+        let mut detail = o.detail.clone();
+        if a.feature == Feature::Net && a.name.starts_with("tcp") && leaked {
+            succeeded = true;
+            detail.push_str(" (the listener saw a connection)");
+        }
+        let result = if a.control {
+            if succeeded {
+                "ok"
+            } else {
+                "failed"
+            }
+        } else if !succeeded {
+            "refused"
+        } else if required.contains(&a.feature) && level_of(a.feature) != Level::Full {
+            "allowed" // required but not enforced: counts against ok
+        } else if (a.needs_mounts && !mounts) || level_of(a.feature) == Level::None {
+            "not-enforced"
+        } else {
+            "allowed"
+        };
+        if matches!(result, "failed" | "allowed" | "error") {
+            all_fine = false;
+        }
+        report.checks.push(CheckLine {
+            name: a.name.into(),
+            feature: a.feature,
+            result: result.into(),
+            detail,
+        });
+    }
+    if policy.network == NetworkPolicy::On {
+        report.backend_reasons.push("network: on by policy".into());
+    }
+    report.ok = all_fine && report.missing.is_empty();
+    report.duration_ms = start.elapsed().as_millis() as u64;
+    Ok(report)
+}
+
+fn crate_error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+/// The temporary workspace, outside dir and fake home of a check.
+struct Fixture {
+    _root: tempfile::TempDir,
+    workspace: PathBuf,
+    outside: PathBuf,
+    home: PathBuf,
+    token: String,
+    etc_probe: PathBuf,
+}
+
+impl Fixture {
+    fn create() -> Result<Fixture, SupervisorError> {
+        // Prefer a place the sandbox does not replace (unlike /tmp), so the
+        // masks and binds are really exercised.
+        let base = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .map(|h| h.join(".cache"))
+            .filter(|c| c.is_dir() && tempfile::tempdir_in(c).is_ok());
+        let root = match base {
+            Some(b) => tempfile::Builder::new().prefix("zot-check-").tempdir_in(b),
+            None => tempfile::Builder::new().prefix("zot-check-").tempdir(),
+        }
+        .map_err(SupervisorError::io("creating the check workspace"))?;
+        let r = std::fs::canonicalize(root.path())
+            .map_err(SupervisorError::io("resolving the check workspace"))?;
+        let workspace = r.join("ws");
+        let outside = r.join("outside");
+        let home = r.join("home");
+        let token = format!(
+            "zot-check-secret-{}-{}",
+            std::process::id(),
+            r.display().to_string().len()
+        );
+        let io = SupervisorError::io;
+        std::fs::create_dir_all(workspace.join(".git"))
+            .map_err(io("creating the check workspace"))?;
+        std::fs::write(workspace.join(".git/config"), "[core]\n")
+            .map_err(io("planting .git/config"))?;
+        std::fs::write(workspace.join("readme.txt"), "hello\n")
+            .map_err(io("planting a workspace file"))?;
+        std::fs::create_dir_all(&outside).map_err(io("creating the outside dir"))?;
+        std::fs::create_dir_all(home.join(".ssh")).map_err(io("creating the fake home"))?;
+        std::fs::write(home.join(".ssh/id_ed25519"), &token)
+            .map_err(io("planting the fake secret"))?;
+        std::os::unix::fs::symlink(&outside, workspace.join("link"))
+            .map_err(io("planting the symlink"))?;
+        let etc_probe = PathBuf::from(format!("/etc/zot-check-{}", std::process::id()));
+        Ok(Fixture {
+            _root: root,
+            workspace,
+            outside,
+            home,
+            token,
+            etc_probe,
+        })
+    }
+
+    fn policy(&self, mode: SandboxMode) -> Result<SandboxPolicy, SupervisorError> {
+        let opts = SandboxOptions {
+            cwd: self.workspace.clone(),
+            home: Some(self.home.clone()),
+            ..Default::default()
+        };
+        let mut p = compile(mode, &opts).map_err(|e| SupervisorError::Io {
+            what: "compiling the check policy".into(),
+            source: std::io::Error::other(e),
+        })?;
+        let ssh = self.home.join(".ssh");
+        if !p.deny_read.contains(&ssh) && mode != SandboxMode::DangerFullAccess {
+            p.deny_read.push(ssh);
+        }
+        Ok(p)
+    }
+
+    fn attempt_spec(&self, port: Option<u16>) -> AttemptSpec {
+        let control_read = ["/etc/os-release", "/etc/passwd", "/etc/hostname"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| std::fs::File::open(p).is_ok())
+            .unwrap_or_else(|| PathBuf::from("/etc/passwd"));
+        AttemptSpec {
+            workspace: self.workspace.clone(),
+            outside: self.outside.clone(),
+            secret: self.home.join(".ssh/id_ed25519"),
+            secret_token: self.token.clone(),
+            link: self.workspace.join("link"),
+            control_read,
+            port,
+            host_pid: std::process::id() as i32,
+            host_starttime: starttime(std::process::id() as i32).unwrap_or(0),
+        }
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        // Only present if an attack escaped; never leave it behind.
+        let _ = std::fs::remove_file(&self.etc_probe);
+    }
+}
+
+fn starttime(pid: i32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &s[s.rfind(')')? + 2..];
+    after.split(' ').nth(19)?.parse().ok()
+}
+
+// ------------------------------------------------------------ the runner
+
+/// Run every attempt (inside the sandbox) and return the outcomes. Each
+/// attempt that changes process state runs in a forked child.
+pub fn run_attempts(spec: &AttemptSpec) -> Vec<AttemptOutcome> {
+    let mut out = Vec::new();
+    let mut push = |name: &str, r: Result<String, String>| {
+        let (succeeded, detail) = match r {
+            Ok(d) => (true, d),
+            Err(d) => (false, d),
+        };
+        out.push(AttemptOutcome {
+            name: name.into(),
+            succeeded,
+            detail,
+        });
+    };
+    let ws = &spec.workspace;
+    push(
+        "control: read inside workspace",
+        read_file(&ws.join("readme.txt")).map(|_| "read".into()),
+    );
+    push(
+        "control: read a system file",
+        read_file(&spec.control_read).map(|_| format!("read {}", spec.control_read.display())),
+    );
+    let inside = write_file(&ws.join("zot-check-inside.txt"));
+    push("control: write inside workspace", inside.clone());
+    push("write inside workspace (read-only mode)", inside);
+    push(
+        "write outside workspace",
+        write_file(&spec.outside.join("pwned")),
+    );
+    push(
+        "write /etc",
+        write_file(&PathBuf::from(format!("/etc/zot-check-{}", spec.host_pid))),
+    );
+    push(
+        "write through symlink to outside",
+        write_file(&spec.link.join("pwned-via-link")),
+    );
+    push(
+        "read planted ~/.ssh secret",
+        match read_file(&spec.secret) {
+            Ok(s) if s.contains(&spec.secret_token) => Ok("secret content read".into()),
+            Ok(_) => Err("masked (content not visible)".into()),
+            Err(e) => Err(e),
+        },
+    );
+    push(
+        "write protected .git/config",
+        write_file(&ws.join(".git/config")),
+    );
+    push(
+        "create .git/hooks entry",
+        std::fs::create_dir_all(ws.join(".git/hooks"))
+            .map_err(|e| format!("mkdir .git/hooks: {e}"))
+            .and_then(|_| write_file(&ws.join(".git/hooks/pre-commit"))),
+    );
+    push(
+        "tcp connect to host loopback listener",
+        match spec.port {
+            Some(port) => std::net::TcpStream::connect_timeout(
+                &std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+                Duration::from_millis(500),
+            )
+            .map(|_| format!("connected to 127.0.0.1:{port}"))
+            .map_err(|e| e.to_string()),
+            None => Err("no listener".into()),
+        },
+    );
+    push(
+        "see a host process",
+        match starttime(spec.host_pid) {
+            Some(t) if t == spec.host_starttime && t != 0 => Ok(format!(
+                "/proc/{} is the host's check process",
+                spec.host_pid
+            )),
+            Some(_) => Err("pid exists but is another process".into()),
+            None => Err("not visible".into()),
+        },
+    );
+    let host_pid = spec.host_pid;
+    push(
+        "ptrace a host process",
+        in_child(move || {
+            // SAFETY: plain syscall; the child exits right after.
+            let r = unsafe { libc::ptrace(libc::PTRACE_ATTACH, host_pid, 0, 0) };
+            if r == 0 {
+                unsafe { libc::ptrace(libc::PTRACE_DETACH, host_pid, 0, 0) };
+            }
+            r as libc::c_int
+        }),
+    );
+    let mnt = ws.join("zot-check-mnt");
+    let _ = std::fs::create_dir(&mnt);
+    let mnt_c = std::ffi::CString::new(mnt.as_os_str().as_encoded_bytes()).unwrap_or_default();
+    push(
+        "mount tmpfs",
+        in_child(move || {
+            // SAFETY: valid C strings.
+            unsafe {
+                libc::mount(
+                    c"tmpfs".as_ptr(),
+                    mnt_c.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    0,
+                    std::ptr::null(),
+                )
+            }
+        }),
+    );
+    push(
+        "unshare user namespace",
+        in_child(|| {
+            // SAFETY: flags only.
+            unsafe { libc::unshare(libc::CLONE_NEWUSER) }
+        }),
+    );
+    push(
+        "io_uring_setup",
+        in_child(|| {
+            let mut params = [0u8; 120];
+            // SAFETY: params is a zeroed io_uring_params-sized buffer.
+            let r = unsafe { libc::syscall(libc::SYS_io_uring_setup, 4u32, params.as_mut_ptr()) };
+            if r >= 0 {
+                0
+            } else {
+                -1
+            }
+        }),
+    );
+    push(
+        "run without no_new_privs",
+        // SAFETY: query only.
+        match unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) } {
+            0 => Ok("no_new_privs is off".into()),
+            _ => Err("no_new_privs is set".into()),
+        },
+    );
+    out
+}
+
+fn read_file(p: &Path) -> Result<String, String> {
+    let mut s = String::new();
+    std::fs::File::open(p)
+        .and_then(|mut f| f.read_to_string(&mut s))
+        .map(|_| s)
+        .map_err(|e| format!("{}: {e}", p.display()))
+}
+
+fn write_file(p: &Path) -> Result<String, String> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(p)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"zot-check\n"))
+        .map(|_| format!("wrote {}", p.display()))
+        .map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// Run `f` in a forked child; Ok when it returned 0.
+fn in_child(f: impl FnOnce() -> libc::c_int) -> Result<String, String> {
+    // SAFETY: the runner is single-threaded; the child makes one syscall
+    // and exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        let r = f();
+        let code = if r == 0 {
+            0
+        } else {
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(1)
+                .clamp(1, 255)
+        };
+        // SAFETY: leave the child without unwinding.
+        unsafe { libc::_exit(code) };
+    }
+    let mut st = 0;
+    // SAFETY: our child.
+    unsafe { libc::waitpid(pid, &mut st, 0) };
+    if libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0 {
+        Ok("succeeded".into())
+    } else if libc::WIFEXITED(st) {
+        Err(std::io::Error::from_raw_os_error(libc::WEXITSTATUS(st)).to_string())
+    } else {
+        Err(format!("killed by signal {}", libc::WTERMSIG(st)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn features_parse() {
+        assert_eq!("fs".parse::<Feature>().unwrap(), Feature::Fs);
+        assert!("disk".parse::<Feature>().unwrap_err().contains("fs, net"));
+    }
+
+    #[test]
+    fn runner_outside_a_sandbox_reports_escapes() {
+        // Unconfined, the runner must see its own attacks succeed: proves
+        // the attempts can fail (no hard-coded answers).
+        let f = Fixture::create().unwrap();
+        let spec = f.attempt_spec(None);
+        let out = run_attempts(&spec);
+        let get = |n: &str| out.iter().find(|o| o.name == n).unwrap().succeeded;
+        assert!(get("control: read inside workspace"));
+        assert!(get("control: write inside workspace"));
+        assert!(get("write outside workspace"));
+        assert!(get("write through symlink to outside"));
+        assert!(get("read planted ~/.ssh secret"));
+        assert!(get("write protected .git/config"));
+        assert!(get("see a host process"));
+        assert!(!get("tcp connect to host loopback listener")); // no listener given
+                                                                // every attempt of the table has a runner result
+        for a in attempts(SandboxMode::WorkspaceWrite)
+            .iter()
+            .chain(attempts(SandboxMode::ReadOnly).iter())
+        {
+            assert!(out.iter().any(|o| o.name == a.name), "{}", a.name);
+        }
+    }
+}
