@@ -124,7 +124,10 @@ pub fn to_zotfile(pkg: &AgentPackage) -> Result<Conversion, String> {
     }
     nc.push("permissions: none granted (agent.toml has no filesystem or bash permissions); edit manifest.json to grant access".into());
 
-    let json = serde_json::to_string_pretty(&z)
+    let mut value =
+        serde_json::to_value(&z).map_err(|e| format!("cannot render manifest.json: {e}"))?;
+    prune(&mut value);
+    let json = serde_json::to_string_pretty(&value)
         .map_err(|e| format!("cannot render manifest.json: {e}"))?
         + "\n";
     if let Err(d) = zotfile::parse(json.as_bytes()) {
@@ -266,4 +269,22 @@ pub fn from_zotfile(path: &Path) -> Result<(AgentPackage, Vec<String>), String> 
         skills,
     };
     Ok((pkg, nc))
+}
+
+/// Drop nulls, `false`, empty arrays and empty tables (the zotfile
+/// defaults), keeping the required top-level fields.
+fn prune(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    if let Value::Object(map) = v {
+        for child in map.values_mut() {
+            prune(child);
+        }
+        map.retain(|k, child| {
+            k == "zotfile"
+                || k == "name"
+                || !matches!(child, Value::Null | Value::Bool(false))
+                    && !matches!(child, Value::Array(a) if a.is_empty())
+                    && !matches!(child, Value::Object(o) if o.is_empty())
+        });
+    }
 }
