@@ -206,9 +206,7 @@ pub fn validate(path: &Path) -> Report {
         ));
     }
     if meta.is_dir() {
-        let src = FsSource {
-            root: path.to_path_buf(),
-        };
+        let src = FsSource::new(path.to_path_buf());
         finish(path, PackageKind::Directory, Collector::new(&src))
     } else if meta.is_file() {
         if meta.len() > MAX_PACKAGE_BYTES {
@@ -522,6 +520,23 @@ impl AgentPackage {
             fs::write(&target, &f.bytes)?;
             let mode = if f.readonly { 0o444 } else { 0o644 };
             fs::set_permissions(&target, fs::Permissions::from_mode(mode))?;
+        }
+        Ok(())
+    }
+}
+
+impl AgentPackage {
+    /// Write the bundled skills under `dir/.agents/skills/<name>/`, where
+    /// skill discovery finds them. `dir` must exist.
+    pub fn seed_skills(&self, dir: &Path) -> io::Result<()> {
+        for s in &self.skills {
+            for f in &s.files {
+                let target = dir.join(SKILLS_ROOT).join(&s.name).join(&f.path);
+                if let Some(parent) = target.parent() {
+                    fs::create_dir_all(parent)?;
+                }
+                fs::write(&target, &f.bytes)?;
+            }
         }
         Ok(())
     }

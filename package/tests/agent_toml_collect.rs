@@ -571,3 +571,27 @@ fn walk(p: &Path) -> Vec<String> {
     v.sort();
     v
 }
+
+#[test]
+fn seeding_a_session_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let (sp, sb) = skill("s", "s");
+    let p = ok(&pkg(
+        "files = [\"r.md\", { path = \"d/w.md\", content = \"w\" }]\n",
+        &[("r.md", b"r"), (&sp, &sb)],
+    ));
+    let out = tempfile::tempdir().unwrap();
+    p.seed_files(out.path()).unwrap();
+    p.seed_skills(out.path()).unwrap();
+    let mode = |rel: &str| {
+        fs::metadata(out.path().join(rel))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("r.md"), 0o444);
+    assert_eq!(mode("d/w.md"), 0o644);
+    assert_eq!(fs::read(out.path().join("d/w.md")).unwrap(), b"w");
+    assert!(out.path().join(".agents/skills/s/SKILL.md").is_file());
+}

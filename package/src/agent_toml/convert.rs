@@ -240,9 +240,7 @@ pub fn from_zotfile(path: &Path) -> Result<(AgentPackage, Vec<String>), String> 
     if has_skills {
         m.skills = Some(vec!["skills".to_string()]);
     }
-    let src = FsSource {
-        root: agent.root.clone(),
-    };
+    let src = FsSource::new(agent.root.clone());
     let mut c = Collector::new(&src);
     let skills = c.skills(&m);
     if !c.d.is_empty() {

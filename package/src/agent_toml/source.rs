@@ -3,8 +3,10 @@
 //! path, limit and credential rules apply to each.
 
 use std::collections::BTreeMap;
+use std::ffi::CString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
@@ -39,12 +41,66 @@ pub(crate) fn join(dir: &str, name: &str) -> String {
     }
 }
 
-/// A folder on disk. Nothing is followed: symlinks anywhere are reported.
+/// A folder on disk. Nothing is followed: symlinks anywhere are reported,
+/// and file reads go through `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`
+/// from a descriptor of the root, so a component swapped for a symlink
+/// after it was checked still cannot lead outside the package.
 pub(crate) struct FsSource {
     pub root: PathBuf,
+    root_fd: Option<OwnedFd>,
 }
 
 impl FsSource {
+    pub fn new(root: PathBuf) -> Self {
+        let root_fd = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&root)
+            .ok()
+            .map(OwnedFd::from);
+        FsSource { root, root_fd }
+    }
+
+    /// Open `rel` for reading strictly beneath the root. `None` when the
+    /// kernel has no `openat2` (then the caller falls back to `O_NOFOLLOW`
+    /// after the component-by-component check).
+    fn open_beneath(&self, rel: &str) -> Option<io::Result<File>> {
+        let dirfd = self.root_fd.as_ref()?;
+        let Ok(path) = CString::new(rel) else {
+            return Some(Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "path contains NUL",
+            )));
+        };
+        // SAFETY: open_how is a plain C struct; all-zero is a valid value.
+        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+        how.flags = (libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC) as u64;
+        how.resolve =
+            libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+        // SAFETY: valid fd, NUL-terminated path, `how` lives across the call.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dirfd.as_raw_fd(),
+                path.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: the kernel returned a fresh descriptor we now own.
+            return Some(Ok(unsafe { File::from_raw_fd(fd as i32) }));
+        }
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::ENOSYS) => None,
+            Some(libc::ELOOP) | Some(libc::EXDEV) => Some(Err(io::Error::other(
+                "is a symlink or leads outside the package",
+            ))),
+            _ => Some(Err(err)),
+        }
+    }
+
     fn path(&self, rel: &str) -> PathBuf {
         if rel.is_empty() {
             self.root.clone()
@@ -127,10 +183,13 @@ impl Source for FsSource {
         if self.node(rel)? == Some(Node::Symlink) {
             return Err(io::Error::other("is a symlink"));
         }
-        let file: File = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(self.path(rel))?;
+        let file: File = match self.open_beneath(rel) {
+            Some(f) => f?,
+            None => OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+                .open(self.path(rel))?,
+        };
         if !file.metadata()?.is_file() {
             return Err(io::Error::other("is not a regular file"));
         }
@@ -190,5 +249,37 @@ impl Source for MemSource {
             Some(MemNode::Dir) => Err(io::Error::other("is a directory")),
             None => Err(io::Error::from(io::ErrorKind::NotFound)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    /// The race-proof open refuses symlinked parents and escapes even
+    /// without the component-by-component check in front of it.
+    #[test]
+    fn open_beneath_refuses_symlinks_and_escapes() {
+        let t = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("secret"), "s").unwrap();
+        fs::create_dir(t.path().join("d")).unwrap();
+        fs::write(t.path().join("d/ok"), "ok").unwrap();
+        symlink(outside.path(), t.path().join("link")).unwrap();
+        symlink(outside.path().join("secret"), t.path().join("d/file-link")).unwrap();
+        let src = FsSource::new(t.path().to_path_buf());
+        let Some(ok) = src.open_beneath("d/ok") else {
+            eprintln!("SKIP: openat2 unavailable");
+            return;
+        };
+        assert!(ok.is_ok());
+        assert!(src.open_beneath("link/secret").unwrap().is_err());
+        assert!(src.open_beneath("d/file-link").unwrap().is_err());
+        assert!(src.open_beneath("../secret").unwrap().is_err());
+        assert!(src
+            .open_beneath(outside.path().join("secret").to_str().unwrap())
+            .unwrap()
+            .is_err());
     }
 }
