@@ -405,10 +405,10 @@ impl AgentPackage {
         }
         let mut decls = Vec::new();
         for f in &self.files {
-            let inline = is_reserved_root_name(&f.dest)
-                || f.dest.starts_with(".agents/")
-                || f.dest == "skills"
-                || f.dest.starts_with("skills/")
+            let first = f.dest.split('/').next().unwrap_or("");
+            let inline = is_reserved_root_name(first)
+                || first == ".agents"
+                || first == "skills"
                 || is_credential_path(&f.dest)
                 || is_glob(&f.dest);
             if inline {

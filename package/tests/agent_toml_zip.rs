@@ -241,6 +241,13 @@ fn duplicate_names_rejected() {
     ]);
     assert_eq!(replace_all(&mut bytes, b"agent.tomZ", b"agent.toml"), 2);
     rejected(&bytes, "duplicate entry name");
+    // Names equal after normalization.
+    let bytes = zip_of(&[
+        ("agent.toml", MANIFEST),
+        ("data/a", b"a"),
+        ("./data/a", b"evil"),
+    ]);
+    rejected(&bytes, "duplicate entry name");
     // A file and a folder of the same name.
     let bytes = zip_of(&[
         ("agent.toml", MANIFEST),
@@ -355,4 +362,20 @@ fn zip_rules_match_folder_rules() {
     ]);
     let d = rejected(&bytes, "matches no file");
     assert!(d.mentions("does not match the folder name"), "{d}");
+}
+
+#[test]
+fn runtime_file_named_like_the_skills_folder_round_trips() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(t.path().join("agent.toml"), "schema_version = 1\nname = \"r\"\nfiles = [{ path = \".agents\", content = \"a file\" }, { path = \"instructions.md/x\", content = \"y\" }]\n").unwrap();
+    std::fs::create_dir_all(t.path().join(".agents/skills/s")).unwrap();
+    std::fs::write(
+        t.path().join(".agents/skills/s/SKILL.md"),
+        "---\nname: s\ndescription: d\n---\n",
+    )
+    .unwrap();
+    std::fs::write(t.path().join("instructions.md"), "i").unwrap();
+    let p = load(t.path()).unwrap();
+    let back = load_bytes(&p.to_zip_bytes().unwrap()).unwrap_or_else(|d| panic!("{d}"));
+    same(&p, &back);
 }

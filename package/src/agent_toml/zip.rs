@@ -173,9 +173,19 @@ pub(crate) fn read_zip(bytes: &[u8]) -> Result<MemSource, Diagnostics> {
             }
             continue;
         }
-        if matches!(src.nodes.get(&rel), Some(MemNode::Dir)) {
-            d.push(&rel, "entry is both a file and a folder");
-            continue;
+        match src.nodes.get(&rel) {
+            Some(MemNode::Dir) => {
+                d.push(&rel, "entry is both a file and a folder");
+                continue;
+            }
+            Some(MemNode::File(_)) => {
+                d.push(
+                    &rel,
+                    "duplicate entry name in the ZIP (after normalization)",
+                );
+                continue;
+            }
+            None => {}
         }
         let remaining = MAX_PACKAGE_BYTES.saturating_sub(inflated);
         let mut buf = Vec::new();
