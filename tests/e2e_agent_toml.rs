@@ -269,3 +269,41 @@ fn convert_refuses_invalid_sources_and_writes_nothing() {
     let o = zot(&["convert", s(&src), "--to", "yaml", s(&out)]);
     assert_eq!(o.status.code(), Some(2), "bad --to is a usage error");
 }
+
+#[test]
+fn convert_to_a_packed_zot() {
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("desk.zot");
+    let o = zot(&[
+        "convert",
+        s(&repo().join("examples/incident-desk")),
+        "--to",
+        "zotfile",
+        s(&out),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout(&o).contains("digest sha256:"));
+    let o = zot(&["validate", "--json", s(&out)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["format"].as_str(), v["name"].as_str()),
+        (Some("zotfile"), Some("incident-desk"))
+    );
+    // Back from the archive.
+    let back = t.path().join("back");
+    let o = zot(&["convert", s(&out), "--to", "agent-toml", s(&back)]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(back.join(".agents/skills/investigate/SKILL.md").is_file());
+}
