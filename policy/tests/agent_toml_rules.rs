@@ -748,7 +748,7 @@ fn tools() {
         "missing required field",
     );
     bad(
-        &format!("{t}{}", t.replace("[[tools]]", "[[tools]]")),
+        &format!("{t}{t}"),
         "tools[1].name",
         "duplicate tool",
     );

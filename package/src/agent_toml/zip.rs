@@ -109,12 +109,12 @@ pub(crate) fn read_zip(bytes: &[u8]) -> Result<MemSource, Diagnostics> {
 
     let mut src = MemSource::default();
     let mut inflated: u64 = 0;
-    for i in 0..archive.len() {
+    for (i, central_name) in names.iter().enumerate() {
         let mut entry = match archive.by_index(i) {
             Ok(e) => e,
             Err(e) => {
                 d.push(
-                    String::from_utf8_lossy(&names[i]).to_string(),
+                    String::from_utf8_lossy(central_name).to_string(),
                     format!("cannot read entry: {e}"),
                 );
                 continue;
@@ -122,7 +122,7 @@ pub(crate) fn read_zip(bytes: &[u8]) -> Result<MemSource, Diagnostics> {
         };
         let Ok(raw_name) = std::str::from_utf8(entry.name_raw()).map(str::to_string) else {
             d.push(
-                String::from_utf8_lossy(&names[i]).to_string(),
+                String::from_utf8_lossy(central_name).to_string(),
                 "entry name is not valid UTF-8",
             );
             continue;

@@ -372,11 +372,10 @@ impl P {
         }
         match v {
             Value::Null => self.err(path, "null is not allowed (TOML has no null)"),
-            Value::String(s) => {
-                if looks_like_secret(s) {
-                    self.err(path, "looks like a literal credential; bind credentials at the destination or use a `${ENV_NAME}` binding");
-                }
-            }
+            Value::String(s) if looks_like_secret(s) => self.err(
+                path,
+                "looks like a literal credential; bind credentials at the destination or use a `${ENV_NAME}` binding",
+            ),
             Value::Array(a) => {
                 for (i, item) in a.iter().enumerate() {
                     self.scan(item, &idx(path, i), depth + 1);
