@@ -379,3 +379,40 @@ fn runtime_file_named_like_the_skills_folder_round_trips() {
     let back = load_bytes(&p.to_zip_bytes().unwrap()).unwrap_or_else(|d| panic!("{d}"));
     same(&p, &back);
 }
+
+#[test]
+fn mutated_archives_never_panic() {
+    // A cheap fuzz pass: flip bytes of a valid archive (headers, names,
+    // sizes, data) and load each result. Any outcome but a panic is fine.
+    let base = zip_of(&[
+        ("agent.toml", MANIFEST),
+        ("data/", b""),
+        ("data/a.csv", b"a,b\n1,2\n"),
+        (
+            ".agents/skills/s/SKILL.md",
+            b"---\nname: s\ndescription: d\n---\n",
+        ),
+    ]);
+    let mut x: u64 = 0x2545f4914f6cdd1d;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut accepted = 0;
+    for _ in 0..3000 {
+        let mut b = base.clone();
+        for _ in 0..(1 + next() % 4) {
+            let i = (next() as usize) % b.len();
+            b[i] = next() as u8;
+        }
+        if load_bytes(&b).is_ok() {
+            accepted += 1;
+        }
+    }
+    assert!(
+        accepted < 3000,
+        "mutations must be able to break the archive"
+    );
+}

@@ -747,11 +747,7 @@ fn tools() {
         "tools[0].description",
         "missing required field",
     );
-    bad(
-        &format!("{t}{t}"),
-        "tools[1].name",
-        "duplicate tool",
-    );
+    bad(&format!("{t}{t}"), "tools[1].name", "duplicate tool");
     bad(
         &t.replace("name = \"lookup\"", "name = \"bad name\""),
         "tools[0].name",
@@ -849,4 +845,27 @@ fn canonical_toml_round_trips() {
     assert_eq!(again, m, "{text}");
     assert_eq!(to_toml(&again), text, "canonical output is stable");
     assert!(text.starts_with("#:schema "));
+}
+
+#[test]
+fn top_level_key_swallowed_by_a_free_form_table_is_flagged() {
+    // The spec's channel example ends with `[channels.chat.config]`: a key
+    // added below it lands in the config.
+    bad(
+        "[channels.chat]\ntype = \"ag_ui\"\n[channels.chat.config]\ntool_visibility = \"generic\"\nmax_iterations = 10\n",
+        "channels.chat.config.max_iterations",
+        "top-level field",
+    );
+    bad(
+        "[environments.prod]\nregion = \"eu\"\nstarters = []\n",
+        "environments.prod.starters",
+        "move `starters` above",
+    );
+    // YAML has no such ambiguity, and ordinary config keys pass.
+    parse_manifest(
+        "schema_version: 1\nname: a\nchannels:\n  c:\n    type: api\n    config:\n      files: 3\n",
+        ManifestFormat::Yaml,
+    )
+    .unwrap();
+    ok("[channels.chat]\ntype = \"ag_ui\"\n[channels.chat.config]\nname = \"x\"\n");
 }

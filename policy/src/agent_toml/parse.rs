@@ -110,6 +110,7 @@ pub fn parse_manifest(text: &str, format: ManifestFormat) -> Result<Manifest, Di
 pub fn check_manifest(text: &str, format: ManifestFormat) -> (Option<Manifest>, Diagnostics) {
     let mut p = P {
         d: Diagnostics::new(),
+        toml: format == ManifestFormat::Toml,
     };
     let (doc, body) = match decode(text, format) {
         Ok(v) => v,
@@ -245,7 +246,34 @@ fn idx(path: &str, i: usize) -> String {
 
 struct P {
     d: Diagnostics,
+    /// TOML: free-form tables may swallow top-level keys written after
+    /// their `[header]`.
+    toml: bool,
 }
+
+/// Top-level fields distinctive enough that finding one at the top of a
+/// free-form table (channel config, environments) means it was written
+/// after that table's `[header]` by mistake.
+const MISPLACEABLE: [&str; 18] = [
+    "schema_version",
+    "display_name",
+    "instructions",
+    "instructions_file",
+    "harness",
+    "capabilities",
+    "files",
+    "skills",
+    "mcpServers",
+    "channels",
+    "network_access",
+    "max_iterations",
+    "parallel_tool_calls",
+    "communication",
+    "tools",
+    "intro_markdown",
+    "short_description",
+    "starters",
+];
 
 impl P {
     fn err(&mut self, path: &str, msg: impl Into<String>) {
@@ -362,6 +390,23 @@ impl P {
             }
         }
         self.err(&path, msg);
+    }
+
+    /// In TOML, flag top-level fields found at the top of a free-form table.
+    fn misplaced(&mut self, t: &Map<String, Value>, table_path: &str) {
+        if !self.toml {
+            return;
+        }
+        for k in t.keys() {
+            if MISPLACEABLE.contains(&k.as_str()) {
+                self.err(
+                    &join(table_path, k),
+                    format!(
+                        "`{k}` is a top-level field: in TOML, keys after a `[table]` header belong to that table, so move `{k}` above the first table"
+                    ),
+                );
+            }
+        }
     }
 
     /// Reject nulls and literal credentials anywhere inside a free-form value.
@@ -593,6 +638,12 @@ impl P {
         if let Some((path, v)) = fields.get("environments") {
             if let Some(t) = self.table(v, path) {
                 self.scan(v, path, 0);
+                self.misplaced(t, path);
+                for (name, env) in t {
+                    if let Value::Object(e) = env {
+                        self.misplaced(e, &join(path, name));
+                    }
+                }
                 m.environments = Some(t.clone());
             }
         }
@@ -1083,7 +1134,8 @@ impl P {
                     "type" => kind = self.enumeration(v, &kp, &CHANNEL_TYPES),
                     "enabled" => enabled = self.boolean(v, &kp).unwrap_or(false),
                     "config" => {
-                        if self.table(v, &kp).is_some() {
+                        if let Some(t) = self.table(v, &kp) {
+                            self.misplaced(t, &kp);
                             self.channel_config(v, &kp, 0);
                         }
                     }
