@@ -71,11 +71,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     let mut o = String::new();
     let m = &s.manifest;
-    writeln!(o, "name         {}", m.name);
-    writeln!(o, "version      {}", m.version.as_deref().unwrap_or("-"));
-    writeln!(o, "description  {}", m.description.as_deref().unwrap_or("-"));
+    writeln!(o, "name         {}", m.name)?;
+    writeln!(o, "version      {}", m.version.as_deref().unwrap_or("-"))?;
+    writeln!(o, "description  {}", m.description.as_deref().unwrap_or("-"))?;
     if let Some(l) = &m.license {
-        writeln!(o, "license      {l}");
+        writeln!(o, "license      {l}")?;
     }
     let kind = match s.kind {
         zot_package::SourceKind::Directory => "directory".to_string(),
@@ -87,10 +87,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             )
         }
     };
-    writeln!(o, "source       {} ({kind})", s.source.display());
-    writeln!(o, "digest       {}", s.digest);
+    writeln!(o, "source       {} ({kind})", s.source.display())?;
+    writeln!(o, "digest       {}", s.digest)?;
     if let Some(v) = m.runtime.min_zot.as_deref().filter(|v| !v.is_empty()) {
-        writeln!(o, "min zot      {v}");
+        writeln!(o, "min zot      {v}")?;
     }
     let mut model = Vec::new();
     if !m.model.requires.is_empty() {
@@ -111,7 +111,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         model.push(format!("preferred {}", m.model.preferred.join(", ")));
     }
     if !model.is_empty() {
-        writeln!(o, "model        {}", model.join("; "));
+        writeln!(o, "model        {}", model.join("; "))?;
     }
     if !m.requirements.os.is_empty() || !m.requirements.bin.is_empty() {
         writeln!(
@@ -119,18 +119,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             "requires     os: {}; bin: {}",
             list(&m.requirements.os),
             list(&m.requirements.bin)
-        );
+        )?;
     }
-    writeln!(o, "permissions");
+    writeln!(o, "permissions")?;
     for (label, value) in permission_lines(m) {
-        writeln!(o, "  {label:<10} {value}");
+        writeln!(o, "  {label:<10} {value}")?;
     }
     if m.replace_system_prompt {
-        writeln!(o, "AGENT.md replaces the system prompt");
+        writeln!(o, "AGENT.md replaces the system prompt")?;
     }
-    writeln!(o, "files ({}, {} bytes)", s.files.len(), s.total_size);
+    writeln!(o, "files ({}, {} bytes)", s.files.len(), s.total_size)?;
     for f in &s.files {
-        writeln!(o, "  {f}");
+        writeln!(o, "  {f}")?;
     }
     emit(&o)?;
     Ok(0)
