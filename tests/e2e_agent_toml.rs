@@ -307,3 +307,13 @@ fn convert_to_a_packed_zot() {
     );
     assert!(back.join(".agents/skills/investigate/SKILL.md").is_file());
 }
+
+#[test]
+fn validate_accepts_the_manifest_path() {
+    let o = zot(&[
+        "validate",
+        s(&repo().join("examples/incident-desk/agent.toml")),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("valid agent.toml package incident-desk"));
+}

@@ -55,6 +55,18 @@ fn one(format: &'static str, message: String) -> Output {
 }
 
 fn check(path: &Path) -> Output {
+    // `zot validate pkg/agent.toml` (or manifest.json) means the package.
+    let is_manifest = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+        n == zot_policy::zotfile::MANIFEST_FILE
+            || zot_policy::agent_toml::ManifestFormat::from_file_name(n).is_some()
+    });
+    if is_manifest && path.is_file() {
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        return check(parent);
+    }
     if std::fs::symlink_metadata(path).is_err() {
         return one("unknown", format!("{} does not exist", path.display()));
     }
