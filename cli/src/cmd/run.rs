@@ -1,6 +1,89 @@
-#[derive(clap::Args)]
-pub struct Args {}
+//! `zot run REF [PROMPT...]`: run an agent (see docs/run.md).
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("not implemented yet")
+use std::path::PathBuf;
+
+use zot_agent::{OutputMode, RunOptions, SessionChoice};
+
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("output").args(["print", "stream", "json"])))]
+#[command(group(clap::ArgGroup::new("sess").args(["continue_", "resume", "session", "no_session"])))]
+pub struct Args {
+    /// The agent: a directory, a .zot file, a local name, owner/repo[/path]
+    /// or a GitHub URL
+    pub reference: String,
+    /// The prompt (words are joined with spaces); default: the agent's
+    /// entry.default_prompt
+    pub prompt: Vec<String>,
+    /// Consent to the agent's permissions without asking (also
+    /// ZOT_AGENT_CONSENT=1)
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Print only the final answer
+    #[arg(short = 'p', long)]
+    pub print: bool,
+    /// Stream the answer to stdout, tool activity to stderr
+    #[arg(long)]
+    pub stream: bool,
+    /// Print NDJSON events (schema in docs/run.md)
+    #[arg(long)]
+    pub json: bool,
+    /// Model id (default: the agent's preference, else a compatible model)
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Replay this JSON script with the sim model
+    #[arg(long, value_name = "FILE")]
+    pub sim_script: Option<PathBuf>,
+    /// Workspace directory (default: the current directory)
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Continue the agent's most recent session
+    #[arg(short = 'c', long = "continue")]
+    pub continue_: bool,
+    /// Resume the agent's session with this id
+    #[arg(short = 'r', long, value_name = "ID")]
+    pub resume: Option<String>,
+    /// Use this session file
+    #[arg(long, value_name = "PATH")]
+    pub session: Option<PathBuf>,
+    /// Do not record a session
+    #[arg(long)]
+    pub no_session: bool,
+    /// Sandbox backend for bash: auto, bwrap, native, landlock
+    #[arg(long, value_name = "B")]
+    pub backend: Option<String>,
+}
+
+pub fn run(a: Args) -> anyhow::Result<u8> {
+    let output = if a.print {
+        OutputMode::Print
+    } else if a.stream {
+        OutputMode::Stream
+    } else if a.json {
+        OutputMode::Json
+    } else {
+        OutputMode::Interactive
+    };
+    let session = if a.no_session {
+        SessionChoice::Off
+    } else if a.continue_ {
+        SessionChoice::Continue
+    } else if let Some(id) = a.resume {
+        SessionChoice::Resume(id)
+    } else if let Some(p) = a.session {
+        SessionChoice::Path(p)
+    } else {
+        SessionChoice::New
+    };
+    let opts = RunOptions {
+        reference: a.reference,
+        prompt: if a.prompt.is_empty() { None } else { Some(a.prompt.join(" ")) },
+        yes: a.yes,
+        model: a.model,
+        sim_script: a.sim_script,
+        output,
+        cwd: a.cwd,
+        session,
+        backend: a.backend,
+    };
+    Ok(zot_agent::run(opts)?)
 }

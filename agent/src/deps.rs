@@ -1,0 +1,242 @@
+//! The one place where `zot run` meets the other crates: manifest loading
+//! (`zot_package` / `zot_policy::zotfile`), the risk gate
+//! (`zot_policy::gate`), the agent sandbox policy (`zot_policy::sandbox`) and
+//! the supervisor. Everything else in this crate uses only the types here.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::RunError;
+
+/// `permissions.bash.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BashMode {
+    #[default]
+    None,
+    Ask,
+    Allowlist,
+}
+
+impl BashMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BashMode::None => "none",
+            BashMode::Ask => "ask",
+            BashMode::Allowlist => "allowlist",
+        }
+    }
+}
+
+/// What `zot run` needs from a manifest.
+#[derive(Debug, Clone, Default)]
+pub struct AgentSpec {
+    pub name: String,
+    pub version: Option<String>,
+    pub description: Option<String>,
+    pub min_zot: Option<String>,
+    pub model_requires: Vec<String>,
+    pub min_context: Option<u64>,
+    pub preferred: Vec<String>,
+    pub fs_read: Vec<String>,
+    pub fs_write: Vec<String>,
+    pub bash_mode: BashMode,
+    pub bash_allow: Vec<String>,
+    pub net_allow: Vec<String>,
+    pub env_read: Vec<String>,
+    pub req_os: Vec<String>,
+    pub req_bin: Vec<String>,
+    pub entry_pre: Option<String>,
+    pub default_prompt: Option<String>,
+    pub replace_system_prompt: bool,
+}
+
+/// A loaded agent: its files on disk (a directory, or a private extraction
+/// that lives as long as this value), manifest and artifact digest.
+pub struct LoadedAgent {
+    pub root: PathBuf,
+    pub spec: AgentSpec,
+    pub digest: String,
+    /// Loader warnings (shown, never fatal).
+    pub warnings: Vec<String>,
+    /// Keeps an archive's extraction alive.
+    pub _package: Option<zot_package::Agent>,
+    /// Keeps a downloaded repository alive.
+    pub _guard: Option<tempfile::TempDir>,
+}
+
+fn spec_of(m: &zot_policy::zotfile::Manifest) -> AgentSpec {
+    use zot_policy::zotfile::BashMode as B;
+    AgentSpec {
+        name: m.name.clone(),
+        version: m.version.clone().filter(|v| !v.is_empty()),
+        description: m.description.clone(),
+        min_zot: m.runtime.min_zot.clone().filter(|v| !v.is_empty()),
+        model_requires: m.model.requires.iter().map(|c| c.as_str().to_string()).collect(),
+        min_context: m.model.min_context,
+        preferred: m.model.preferred.clone(),
+        fs_read: m.permissions.fs.read.clone(),
+        fs_write: m.permissions.fs.write.clone(),
+        bash_mode: match m.permissions.bash.mode {
+            B::None => BashMode::None,
+            B::Ask => BashMode::Ask,
+            B::Allowlist => BashMode::Allowlist,
+        },
+        bash_allow: m.permissions.bash.allow.clone(),
+        net_allow: m.permissions.net.allow.clone(),
+        env_read: m.permissions.env.read.clone(),
+        req_os: m.requirements.os.clone(),
+        req_bin: m.requirements.bin.clone(),
+        entry_pre: m.entry.pre.clone().filter(|s| !s.is_empty()),
+        default_prompt: m.entry.default_prompt.clone().filter(|s| !s.is_empty()),
+        replace_system_prompt: m.replace_system_prompt,
+    }
+}
+
+/// Load an agent from a local directory or `.zot` archive (validated by
+/// the package loader).
+pub fn open_agent(path: &Path) -> Result<LoadedAgent, RunError> {
+    let pkg = zot_package::open(path).map_err(RunError::Package)?;
+    Ok(LoadedAgent {
+        root: pkg.root.clone(),
+        spec: spec_of(&pkg.manifest),
+        digest: pkg.digest.clone(),
+        warnings: pkg.warnings.clone(),
+        _package: Some(pkg),
+        _guard: None,
+    })
+}
+
+/// Extract a GitHub repository `.tar.gz` archive into `dest` (an empty
+/// private directory) with the package extraction limits; returns the
+/// repository's top-level directory inside `dest`.
+pub fn extract_github_archive(bytes: &[u8], dest: &Path) -> Result<PathBuf, RunError> {
+    zot_package::extract_tar_gz_limited(bytes, dest, &zot_package::Limits::DEFAULT)
+        .map_err(|e| RunError::Reference(format!("github archive: {e}")))?;
+    let tops: Vec<PathBuf> = std::fs::read_dir(dest)
+        .map_err(|e| RunError::io("github archive", e))?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    match tops.as_slice() {
+        [one] if one.is_dir() => Ok(one.clone()),
+        _ => Err(RunError::Reference("github archive: expected one top-level directory".into())),
+    }
+}
+
+// ------------------------------------------------------------------ gate
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateDecision {
+    Allow,
+    Ask,
+    Deny,
+}
+
+#[derive(Debug, Clone)]
+pub struct GateVerdict {
+    pub decision: GateDecision,
+    pub reasons: Vec<String>,
+}
+
+/// The risk gate's verdict on a shell command for a bash mode.
+pub fn gate(command: &str, mode: BashMode, allow: &[String]) -> GateVerdict {
+    use zot_policy::gate as g;
+    let m = match mode {
+        BashMode::None => g::GateMode::None,
+        BashMode::Ask => g::GateMode::Ask,
+        BashMode::Allowlist => g::GateMode::Allowlist,
+    };
+    let v = g::evaluate(command, m, allow);
+    let decision = match v.decision {
+        g::Decision::Allow => GateDecision::Allow,
+        g::Decision::Ask => GateDecision::Ask,
+        g::Decision::Deny => GateDecision::Deny,
+    };
+    GateVerdict { decision, reasons: v.reasons }
+}
+
+// --------------------------------------------------------------- sandbox
+
+pub use zot_policy::sandbox::SandboxPolicy;
+
+/// Inputs of the agent sandbox policy (all paths absolute and canonical
+/// where they exist).
+#[derive(Debug, Clone)]
+pub struct AgentPolicyInput {
+    pub workspace: PathBuf,
+    pub read: Vec<PathBuf>,
+    pub write: Vec<PathBuf>,
+}
+
+/// Compile the restricted-read policy an agent's bash runs under. The
+/// command's working directory is the workspace when a scope covers it,
+/// else the first write scope, else the first read scope.
+pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError> {
+    let in_scope = |p: &Path| input.read.iter().chain(input.write.iter()).any(|r| p.starts_with(r));
+    let cwd = if in_scope(&input.workspace) {
+        input.workspace.clone()
+    } else if let Some(w) = input.write.first().or(input.read.first()) {
+        w.clone()
+    } else {
+        return Err(RunError::Sandbox(
+            "the agent has no filesystem scope to run commands in (fs.read and fs.write are empty)".into(),
+        ));
+    };
+    let nested = zot_supervisor::find_nested_repos(&input.write, 6, 2000);
+    let opts = zot_policy::sandbox::AgentSandboxOptions {
+        cwd,
+        read_scopes: input.read.clone(),
+        write_scopes: input.write.clone(),
+        env_read: Vec::new(),
+        network: false,
+        nested_repos: nested,
+    };
+    zot_policy::sandbox::agent_policy(&opts).map_err(|e| RunError::Sandbox(e.to_string()))
+}
+
+/// The result of one sandboxed command.
+#[derive(Debug, Clone)]
+pub struct SandboxOutcome {
+    pub exit_code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub truncated: bool,
+    pub timed_out: bool,
+    pub duration: Duration,
+    /// What was enforced (backend and levels), one line.
+    pub report: String,
+}
+
+/// Run `argv` under `policy` with the supervisor: output captured, stdin
+/// from /dev/null, the whole tree killed on timeout. A host that cannot
+/// fully enforce the policy is an error (never a silent downgrade).
+pub fn run_sandboxed(
+    policy: &SandboxPolicy,
+    argv: &[String],
+    timeout: Duration,
+    max_bytes: usize,
+    backend: Option<&str>,
+) -> Result<SandboxOutcome, RunError> {
+    use zot_supervisor as sv;
+    let mut req = sv::RunRequest::new(policy.clone(), argv.iter().map(Into::into).collect());
+    if let Some(b) = backend {
+        req.backend = b.parse().map_err(RunError::Sandbox)?;
+    }
+    req.timeout = Some(timeout);
+    req.output = sv::Output::Capture { max_bytes };
+    req.stdin = sv::Stdin::Null;
+    let out = sv::run(req).map_err(|e| RunError::Sandbox(e.to_string()))?;
+    let r = &out.report;
+    Ok(SandboxOutcome {
+        exit_code: out.exit_code,
+        stdout: out.stdout,
+        stderr: out.stderr,
+        truncated: out.truncated,
+        timed_out: out.timed_out,
+        duration: out.duration,
+        report: format!(
+            "backend {}, filesystem {}, network {}, pid {}, seccomp {}",
+            r.backend, r.filesystem, r.network, r.pid, r.seccomp
+        ),
+    })
+}

@@ -1,0 +1,136 @@
+//! Permission expansion: `${workspace}`, `${agent_data}` and relative paths
+//! in `fs.read` / `fs.write` become absolute, canonical scope roots.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::deps::{AgentSpec, BashMode};
+use crate::RunError;
+
+/// The expanded permission set of one run (what consent is given for).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Permissions {
+    pub fs_read: Vec<PathBuf>,
+    pub fs_write: Vec<PathBuf>,
+    pub bash_mode: &'static str,
+    pub bash_allow: Vec<String>,
+}
+
+impl Permissions {
+    /// SHA-256 of the canonical JSON form: consent receipts are keyed by it.
+    pub fn hash(&self) -> String {
+        let json = serde_json::to_vec(self).expect("permissions serialize");
+        hex::encode(Sha256::digest(&json))
+    }
+
+    pub fn bash(&self) -> BashMode {
+        match self.bash_mode {
+            "ask" => BashMode::Ask,
+            "allowlist" => BashMode::Allowlist,
+            _ => BashMode::None,
+        }
+    }
+}
+
+/// Expand the manifest's scopes for `workspace` (absolute, canonical) and
+/// `agent_data`.
+pub fn expand(spec: &AgentSpec, workspace: &Path, agent_data: &Path) -> Result<Permissions, RunError> {
+    let one = |field: &str, s: &String| expand_one(s, workspace, agent_data).map_err(|m| RunError::Manifest(format!("{field}: {s:?}: {m}")));
+    let mut fs_read = spec.fs_read.iter().map(|s| one("permissions.fs.read", s)).collect::<Result<Vec<_>, _>>()?;
+    let mut fs_write = spec.fs_write.iter().map(|s| one("permissions.fs.write", s)).collect::<Result<Vec<_>, _>>()?;
+    fs_read.sort();
+    fs_read.dedup();
+    fs_write.sort();
+    fs_write.dedup();
+    Ok(Permissions {
+        fs_read,
+        fs_write,
+        bash_mode: spec.bash_mode.as_str(),
+        bash_allow: if spec.bash_mode == BashMode::Allowlist { spec.bash_allow.clone() } else { Vec::new() },
+    })
+}
+
+fn expand_one(s: &str, workspace: &Path, agent_data: &Path) -> Result<PathBuf, String> {
+    let (base, rest) = if let Some(r) = s.strip_prefix("${workspace}") {
+        (workspace.to_path_buf(), r)
+    } else if let Some(r) = s.strip_prefix("${agent_data}") {
+        (agent_data.to_path_buf(), r)
+    } else if s.starts_with('/') {
+        (PathBuf::from("/"), s)
+    } else {
+        (workspace.to_path_buf(), s)
+    };
+    if rest.contains("${") {
+        return Err("unknown variable (only ${workspace} and ${agent_data} exist)".into());
+    }
+    if s.starts_with('~') {
+        return Err("'~' is not expanded; use an absolute path".into());
+    }
+    if !rest.is_empty() && !rest.starts_with('/') && base != Path::new("/") && s.starts_with("${") {
+        return Err("a variable must be followed by '/' or nothing".into());
+    }
+    let mut out = base;
+    for c in Path::new(rest.trim_start_matches('/')).components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::CurDir => {}
+            Component::ParentDir => return Err("'..' is not allowed in a scope".into()),
+            Component::RootDir | Component::Prefix(_) => {}
+        }
+    }
+    Ok(canonical_prefix(&out))
+}
+
+/// Canonicalize the longest existing prefix of `p` and re-append the rest.
+pub fn canonical_prefix(p: &Path) -> PathBuf {
+    let mut existing = p.to_path_buf();
+    let mut tail = Vec::new();
+    loop {
+        if let Ok(c) = existing.canonicalize() {
+            let mut out = c;
+            for t in tail.iter().rev() {
+                out.push(t);
+            }
+            return out;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                tail.push(name.to_os_string());
+                existing = parent.to_path_buf();
+            }
+            _ => return p.to_path_buf(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expansion() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path().canonicalize().unwrap().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let data = d.path().canonicalize().unwrap().join("data");
+        let spec = AgentSpec {
+            fs_read: vec!["${workspace}".into(), "src".into(), "${agent_data}".into(), "/etc/hostname".into()],
+            fs_write: vec!["${agent_data}/out".into()],
+            ..Default::default()
+        };
+        let p = expand(&spec, &ws, &data).unwrap();
+        assert!(p.fs_read.contains(&ws));
+        assert!(p.fs_read.contains(&ws.join("src")));
+        assert!(p.fs_read.contains(&data));
+        assert_eq!(p.fs_write, vec![data.join("out")]);
+        for bad in ["../x", "${home}", "~/.ssh", "${workspace}x", "src/../../x"] {
+            let spec = AgentSpec { fs_read: vec![bad.into()], ..Default::default() };
+            assert!(expand(&spec, &ws, &data).is_err(), "{bad}");
+        }
+        let other = d.path().canonicalize().unwrap();
+        let spec = AgentSpec { fs_read: vec!["${workspace}".into()], ..Default::default() };
+        assert_ne!(expand(&spec, &ws, &data).unwrap().hash(), expand(&spec, &other, &data).unwrap().hash());
+    }
+}

@@ -1,0 +1,262 @@
+//! Agent-scoped JSONL sessions under `$ZOT_HOME/sessions/agents/<name>/`.
+//!
+//! One JSON record a line: a `header` first, then `message` records. Each
+//! record is appended and flushed on its own, so a crash loses at most the
+//! record being written; a torn last line is skipped on load with a warning
+//! (and cut off before appending), never fatal.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::home::private_dir;
+use crate::message::Message;
+use crate::RunError;
+
+/// Which session to use.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum SessionChoice {
+    /// A new session in the agent's session dir.
+    #[default]
+    New,
+    /// The most recent session in the agent's session dir (new when none).
+    Continue,
+    /// A session by id (or unique id prefix) in the agent's session dir.
+    Resume(String),
+    /// A session file at this path (created when missing).
+    Path(PathBuf),
+    /// Record nothing.
+    Off,
+}
+
+/// One line of a session file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    Header { version: u32, id: String, agent: String, digest: String, workspace: PathBuf, created: u64 },
+    Message { message: Message },
+}
+
+/// An open session file.
+pub struct Session {
+    pub id: String,
+    pub path: PathBuf,
+    file: File,
+}
+
+/// What loading a session produced.
+pub struct Loaded {
+    pub session: Option<Session>,
+    pub history: Vec<Message>,
+    pub warnings: Vec<String>,
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+fn new_id() -> String {
+    let mut b = [0u8; 4];
+    let _ = File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
+    format!("{:012}-{}", now(), hex::encode(b))
+}
+
+fn id_ok(id: &str) -> bool {
+    !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Open (or create) the session `choice` names.
+pub fn open(choice: &SessionChoice, dir: &Path, agent: &str, digest: &str, workspace: &Path) -> Result<Loaded, RunError> {
+    let mut warnings = Vec::new();
+    let path = match choice {
+        SessionChoice::Off => return Ok(Loaded { session: None, history: Vec::new(), warnings }),
+        SessionChoice::New => None,
+        SessionChoice::Continue => {
+            let latest = list(dir).into_iter().last();
+            if latest.is_none() {
+                warnings.push("no earlier session of this agent, starting a new one".into());
+            }
+            latest
+        }
+        SessionChoice::Resume(id) => {
+            if !id_ok(id) {
+                return Err(RunError::Session(format!("invalid session id {id:?}")));
+            }
+            let all = list(dir);
+            let exact = dir.join(format!("{id}.jsonl"));
+            if all.contains(&exact) {
+                Some(exact)
+            } else {
+                let m: Vec<_> = all
+                    .into_iter()
+                    .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(id.as_str())))
+                    .collect();
+                match m.len() {
+                    1 => Some(m[0].clone()),
+                    0 => return Err(RunError::Session(format!("no session {id} in {}", dir.display()))),
+                    _ => return Err(RunError::Session(format!("session id prefix {id} is ambiguous"))),
+                }
+            }
+        }
+        SessionChoice::Path(p) => Some(p.clone()),
+    };
+    let path = match path {
+        Some(p) => p,
+        None => {
+            private_dir(dir).map_err(|e| RunError::io(format!("session dir {}", dir.display()), e))?;
+            dir.join(format!("{}.jsonl", new_id()))
+        }
+    };
+    if path.exists() {
+        let (session, history, w) = load_existing(&path)?;
+        warnings.extend(w);
+        return Ok(Loaded { session: Some(session), history, warnings });
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !parent.is_dir() {
+            return Err(RunError::Session(format!("directory {} does not exist", parent.display())));
+        }
+    }
+    let file = OpenOptions::new()
+        .create_new(true)
+        .append(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| RunError::io(format!("session {}", path.display()), e))?;
+    let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("session").to_string();
+    let mut s = Session { id: id.clone(), path, file };
+    s.append(&Record::Header { version: 1, id, agent: agent.into(), digest: digest.into(), workspace: workspace.into(), created: now() })?;
+    Ok(Loaded { session: Some(s), history: Vec::new(), warnings })
+}
+
+/// Session files in `dir`, oldest first (by modification time, then name).
+pub fn list(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut v: Vec<(std::time::SystemTime, PathBuf)> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .map(|p| (std::fs::metadata(&p).and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH), p))
+        .collect();
+    v.sort();
+    v.into_iter().map(|x| x.1).collect()
+}
+
+fn load_existing(path: &Path) -> Result<(Session, Vec<Message>, Vec<String>), RunError> {
+    let ioe = |e| RunError::io(format!("session {}", path.display()), e);
+    let mut file = OpenOptions::new().read(true).write(true).open(path).map_err(ioe)?;
+    let mut data = Vec::new();
+    file.read_to_end(&mut data).map_err(ioe)?;
+    let mut history = Vec::new();
+    let mut warnings = Vec::new();
+    let mut id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("session").to_string();
+    let mut good_end = 0usize;
+    let mut pos = 0usize;
+    let mut lineno = 0;
+    while pos < data.len() {
+        lineno += 1;
+        let end = data[pos..].iter().position(|&b| b == b'\n').map(|i| pos + i);
+        let line = &data[pos..end.unwrap_or(data.len())];
+        let next = end.map(|e| e + 1).unwrap_or(data.len());
+        let is_last = next >= data.len();
+        if line.iter().all(|b| b.is_ascii_whitespace()) {
+            pos = next;
+            if end.is_some() {
+                good_end = next;
+            }
+            continue;
+        }
+        match serde_json::from_slice::<Record>(line) {
+            Ok(_) if end.is_none() => {
+                // Complete JSON without its newline: keep it, add the newline.
+                let rec: Record = serde_json::from_slice(line).expect("parsed above");
+                push(rec, &mut history, &mut id);
+                file.seek(SeekFrom::End(0)).map_err(ioe)?;
+                file.write_all(b"\n").map_err(ioe)?;
+                good_end = data.len() + 1;
+            }
+            Ok(rec) => {
+                push(rec, &mut history, &mut id);
+                good_end = next;
+            }
+            Err(e) if is_last => {
+                warnings.push(format!("session {}: skipped a torn last line ({lineno}: {e})", path.display()));
+            }
+            Err(e) => {
+                return Err(RunError::Session(format!("{} line {lineno} is corrupt: {e}", path.display())));
+            }
+        }
+        pos = next;
+    }
+    if good_end < data.len() {
+        file.set_len(good_end as u64).map_err(ioe)?;
+    }
+    drop(file);
+    let file = OpenOptions::new().append(true).open(path).map_err(ioe)?;
+    Ok((Session { id, path: path.to_path_buf(), file }, history, warnings))
+}
+
+fn push(rec: Record, history: &mut Vec<Message>, id: &mut String) {
+    match rec {
+        Record::Header { id: i, .. } => *id = i,
+        Record::Message { message } => history.push(message),
+    }
+}
+
+impl Session {
+    /// Append one record and flush it to the file.
+    pub fn append(&mut self, rec: &Record) -> Result<(), RunError> {
+        let mut line = serde_json::to_vec(rec).expect("record serializes");
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .and_then(|_| self.file.flush())
+            .and_then(|_| self.file.sync_data())
+            .map_err(|e| RunError::io(format!("session {}", self.path.display()), e))
+    }
+
+    /// Directory for this session's side files (full tool outputs).
+    pub fn side_dir(&self) -> PathBuf {
+        self.path.with_extension("d")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continue_resume_torn() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("s");
+        let mut l = open(&SessionChoice::New, &dir, "a", "sha256:x", Path::new("/w")).unwrap();
+        let s = l.session.as_mut().unwrap();
+        s.append(&Record::Message { message: Message::User { content: "hi".into() } }).unwrap();
+        let id = s.id.clone();
+        let path = s.path.clone();
+        drop(l);
+        let l = open(&SessionChoice::Continue, &dir, "a", "", Path::new("/w")).unwrap();
+        assert_eq!(l.history.len(), 1);
+        assert_eq!(l.session.as_ref().unwrap().id, id);
+        // Torn last line.
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(br#"{"type":"message","message":{"role":"user","cont"#).unwrap();
+        drop(f);
+        let mut l = open(&SessionChoice::Resume(id[..6].to_string()), &dir, "a", "", Path::new("/w")).unwrap();
+        assert_eq!(l.history.len(), 1);
+        assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
+        l.session.as_mut().unwrap().append(&Record::Message { message: Message::User { content: "again".into() } }).unwrap();
+        drop(l);
+        let l = open(&SessionChoice::Path(path.clone()), &dir, "a", "", Path::new("/w")).unwrap();
+        assert_eq!(l.history.len(), 2);
+        assert!(l.warnings.is_empty());
+        // A corrupt middle line is an error.
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("garbage\n{text}")).unwrap();
+        assert!(open(&SessionChoice::Path(path), &dir, "a", "", Path::new("/w")).is_err());
+        assert!(open(&SessionChoice::Resume("../x".into()), &dir, "a", "", Path::new("/w")).is_err());
+    }
+}

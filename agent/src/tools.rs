@@ -1,0 +1,383 @@
+//! The tools: `read`, `write`, `edit`, `glob`, `grep`, `bash`, `skill`.
+//! File tools are confined to the expanded `fs.read` / `fs.write` scopes
+//! (see [`crate::fsscope`]); `bash` goes through the risk gate and then the
+//! OS sandbox. A refusal is a tool error the model sees; the run goes on.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::deps::{self, BashMode, GateDecision, SandboxPolicy};
+use crate::fsscope::{self, Scoped};
+use crate::message::ToolCall;
+use crate::perms::Permissions;
+use crate::prompt::Skill;
+
+/// Tool names, in the order shown to the model.
+pub const NAMES: &[&str] = &["read", "write", "edit", "glob", "grep", "bash", "skill"];
+
+/// Default bash timeout.
+pub const BASH_TIMEOUT: Duration = Duration::from_secs(120);
+/// Largest bash timeout a tool call may ask for.
+pub const BASH_TIMEOUT_MAX: Duration = Duration::from_secs(600);
+/// Output bytes captured from one bash command.
+pub const BASH_CAPTURE: usize = 8 << 20;
+/// Output bytes of one tool result shown to the model (head + tail).
+pub const MODEL_OUTPUT: usize = 16 << 10;
+const MAX_FILE: u64 = 10 << 20;
+
+/// Everything the tools need.
+pub struct ToolEnv {
+    pub workspace: PathBuf,
+    pub perms: Permissions,
+    /// The bash sandbox policy, or why there is none.
+    pub policy: Result<SandboxPolicy, String>,
+    pub skills: Vec<Skill>,
+    /// A human can answer questions on the terminal.
+    pub interactive: bool,
+    /// Where full tool outputs are saved (the session's side dir).
+    pub side_dir: Option<PathBuf>,
+    pub backend: Option<String>,
+}
+
+/// The result of one tool call.
+#[derive(Debug, Clone, Default)]
+pub struct ToolOutput {
+    pub content: String,
+    pub is_error: bool,
+    pub exit_code: Option<i32>,
+    pub duration_ms: Option<u64>,
+    pub full_output: Option<PathBuf>,
+}
+
+fn fail(msg: impl Into<String>) -> ToolOutput {
+    ToolOutput { content: msg.into(), is_error: true, ..Default::default() }
+}
+
+fn ok(msg: impl Into<String>) -> ToolOutput {
+    ToolOutput { content: msg.into(), ..Default::default() }
+}
+
+fn arg_str<'a>(a: &'a Value, k: &str) -> Result<&'a str, ToolOutput> {
+    a.get(k).and_then(Value::as_str).ok_or_else(|| fail(format!("missing string argument {k:?}")))
+}
+
+/// Run one tool call.
+pub fn execute(env: &ToolEnv, call: &ToolCall) -> ToolOutput {
+    let a = &call.arguments;
+    let r = match call.name.as_str() {
+        "read" => read(env, a),
+        "write" => write(env, a),
+        "edit" => edit(env, a),
+        "glob" => glob(env, a),
+        "grep" => grep(env, a),
+        "bash" => bash(env, a, &call.id),
+        "skill" => arg_str(a, "name").map(|n| match crate::prompt::load_skill(&env.skills, n) {
+            Ok(body) => ok(body),
+            Err(e) => fail(e),
+        }),
+        other => Err(fail(format!("unknown tool {other:?} (tools: {})", NAMES.join(", ")))),
+    };
+    r.unwrap_or_else(|e| e)
+}
+
+fn scope_list(v: &[PathBuf]) -> String {
+    if v.is_empty() {
+        "none granted".into()
+    } else {
+        v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+fn locate(env: &ToolEnv, raw: &str, write: bool) -> Result<Scoped, ToolOutput> {
+    let (roots, field) = if write { (&env.perms.fs_write, "fs.write") } else { (&env.perms.fs_read, "fs.read") };
+    let p = fsscope::normalize(&env.workspace, Path::new(raw)).ok_or_else(|| fail(format!("invalid path {raw:?}")))?;
+    fsscope::locate(roots, &p).ok_or_else(|| {
+        fail(format!("permission denied: {} is outside the agent's {field} scopes ({})", p.display(), scope_list(roots)))
+    })
+}
+
+fn io_fail(what: &str, s: &Scoped, e: std::io::Error) -> ToolOutput {
+    let hint = match e.raw_os_error() {
+        Some(libc::EXDEV) | Some(libc::ELOOP) => " (a symlink leads outside the granted scope)",
+        _ => "",
+    };
+    fail(format!("{what} {}: {e}{hint}", s.full.display()))
+}
+
+fn read_capped(f: &mut std::fs::File) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    f.take(MAX_FILE + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > MAX_FILE {
+        return Err(std::io::Error::other("file is larger than 10 MiB"));
+    }
+    Ok(buf)
+}
+
+fn read(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
+    let s = locate(env, arg_str(a, "path")?, false)?;
+    let mut f = fsscope::open_read(&s).map_err(|e| io_fail("read", &s, e))?;
+    let data = read_capped(&mut f).map_err(|e| io_fail("read", &s, e))?;
+    let text = String::from_utf8_lossy(&data);
+    let offset = a.get("offset").and_then(Value::as_u64).unwrap_or(1).max(1) as usize;
+    let limit = a.get("limit").and_then(Value::as_u64).map(|l| l as usize);
+    let lines: Vec<&str> = text.lines().skip(offset - 1).take(limit.unwrap_or(usize::MAX)).collect();
+    let mut out = lines.join("\n");
+    if text.ends_with('\n') && limit.is_none() && !out.is_empty() {
+        out.push('\n');
+    }
+    Ok(ok(cap(&out, MODEL_OUTPUT, None).0))
+}
+
+fn write(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
+    let s = locate(env, arg_str(a, "path")?, true)?;
+    let content = arg_str(a, "content")?;
+    let mut f = fsscope::open_write(&s, true).map_err(|e| io_fail("write", &s, e))?;
+    f.write_all(content.as_bytes()).map_err(|e| io_fail("write", &s, e))?;
+    Ok(ok(format!("wrote {} bytes to {}", content.len(), s.full.display())))
+}
+
+fn edit(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
+    let s = locate(env, arg_str(a, "path")?, true)?;
+    let old = arg_str(a, "old_string")?;
+    let new = arg_str(a, "new_string")?;
+    let all = a.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
+    if old.is_empty() {
+        return Err(fail("old_string must not be empty"));
+    }
+    let mut f = fsscope::open_read(&s).map_err(|e| io_fail("edit", &s, e))?;
+    let data = read_capped(&mut f).map_err(|e| io_fail("edit", &s, e))?;
+    let text = String::from_utf8(data).map_err(|_| fail(format!("edit {}: not UTF-8 text", s.full.display())))?;
+    let n = text.matches(old).count();
+    if n == 0 {
+        return Err(fail(format!("edit {}: old_string not found", s.full.display())));
+    }
+    if n > 1 && !all {
+        return Err(fail(format!("edit {}: old_string occurs {n} times; make it unique or set replace_all", s.full.display())));
+    }
+    let out = if all { text.replace(old, new) } else { text.replacen(old, new, 1) };
+    let mut f = fsscope::open_write(&s, true).map_err(|e| io_fail("edit", &s, e))?;
+    f.write_all(out.as_bytes()).map_err(|e| io_fail("edit", &s, e))?;
+    Ok(ok(format!("replaced {} occurrence(s) in {}", if all { n } else { 1 }, s.full.display())))
+}
+
+fn walk_base(env: &ToolEnv, a: &Value) -> Result<Scoped, ToolOutput> {
+    let base = a.get("path").and_then(Value::as_str).unwrap_or(".");
+    locate(env, base, false)
+}
+
+fn glob(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
+    let pattern = arg_str(a, "pattern")?;
+    let m = globset::GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| fail(format!("glob pattern {pattern:?}: {e}")))?
+        .compile_matcher();
+    let s = walk_base(env, a)?;
+    let mut found = Vec::new();
+    fsscope::walk(&s, |rel, _| {
+        if m.is_match(rel) {
+            found.push(s.full.join(rel).display().to_string());
+        }
+        found.len() < 1000
+    })
+    .map_err(|e| io_fail("glob", &s, e))?;
+    found.sort();
+    if found.is_empty() {
+        return Ok(ok("no files match"));
+    }
+    Ok(ok(found.join("\n")))
+}
+
+fn grep(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
+    let pattern = arg_str(a, "pattern")?;
+    let re = regex::Regex::new(pattern).map_err(|e| fail(format!("grep pattern: {e}")))?;
+    let filter = match a.get("glob").and_then(Value::as_str) {
+        Some(g) => Some(globset::Glob::new(g).map_err(|e| fail(format!("glob {g:?}: {e}")))?.compile_matcher()),
+        None => None,
+    };
+    let s = walk_base(env, a)?;
+    let mut hits = Vec::new();
+    let mut search = |name: String, data: &[u8]| {
+        if data.contains(&0) {
+            return true;
+        }
+        for (i, line) in String::from_utf8_lossy(data).lines().enumerate() {
+            if re.is_match(line) {
+                hits.push(format!("{name}:{}:{}", i + 1, line));
+                if hits.len() >= 200 {
+                    return false;
+                }
+            }
+        }
+        true
+    };
+    let single = fsscope::open_read(&s).ok().filter(|f| f.metadata().is_ok_and(|m| m.is_file()));
+    if let Some(mut f) = single {
+        let data = read_capped(&mut f).map_err(|e| io_fail("grep", &s, e))?;
+        search(s.full.display().to_string(), &data);
+    } else {
+        fsscope::walk(&s, |rel, fd| {
+            if filter.as_ref().is_some_and(|g| !g.is_match(rel)) {
+                return true;
+            }
+            let Ok(dup) = fd.try_clone() else { return true };
+            let mut f = std::fs::File::from(dup);
+            let Ok(data) = read_capped(&mut f) else { return true };
+            search(s.full.join(rel).display().to_string(), &data)
+        })
+        .map_err(|e| io_fail("grep", &s, e))?;
+    }
+    if hits.is_empty() {
+        return Ok(ok("no matches"));
+    }
+    Ok(ok(cap(&hits.join("\n"), MODEL_OUTPUT, None).0))
+}
+
+/// Keep the head and tail of `s` when it is longer than `max`, noting what
+/// was left out and where the full text is.
+pub fn cap(s: &str, max: usize, full: Option<&Path>) -> (String, bool) {
+    if s.len() <= max {
+        return (s.to_string(), false);
+    }
+    let half = max / 2;
+    let mut h = half;
+    while !s.is_char_boundary(h) {
+        h -= 1;
+    }
+    let mut t = s.len() - half;
+    while !s.is_char_boundary(t) {
+        t += 1;
+    }
+    let where_ = full.map(|p| format!("; full output: {}", p.display())).unwrap_or_default();
+    (format!("{}\n[... {} bytes omitted{where_} ...]\n{}", &s[..h], t - h, &s[t..]), true)
+}
+
+fn bash(env: &ToolEnv, a: &Value, call_id: &str) -> Result<ToolOutput, ToolOutput> {
+    let command = arg_str(a, "command")?;
+    let mode = env.perms.bash();
+    if mode == BashMode::None {
+        return Err(fail("bash is not permitted for this agent (permissions.bash.mode: none)"));
+    }
+    let verdict = deps::gate(command, mode, &env.perms.bash_allow);
+    let reasons = verdict.reasons.join("; ");
+    match verdict.decision {
+        GateDecision::Allow => {}
+        GateDecision::Deny => return Err(fail(format!("refused by the risk gate: {reasons}"))),
+        GateDecision::Ask => {
+            if !env.interactive {
+                return Err(fail(format!(
+                    "the risk gate wants confirmation ({reasons}) and there is no terminal to ask on: refused"
+                )));
+            }
+            if !crate::term::ask_yes_no(&format!("Agent wants to run: {command}\n  risk gate: {reasons}\nAllow?")) {
+                return Err(fail("the user declined this command"));
+            }
+        }
+    }
+    let timeout = match a.get("timeout").and_then(Value::as_f64) {
+        Some(t) if t > 0.0 => Duration::from_secs_f64(t).min(BASH_TIMEOUT_MAX),
+        Some(_) => return Err(fail("timeout must be a positive number of seconds")),
+        None => BASH_TIMEOUT,
+    };
+    let shell = if Path::new("/bin/bash").exists() { "/bin/bash" } else { "/bin/sh" };
+    let argv = vec![shell.to_string(), "-c".to_string(), command.to_string()];
+    let policy = env.policy.as_ref().map_err(|e| fail(format!("could not run the command: {e}")))?;
+    let out = deps::run_sandboxed(policy, &argv, timeout, BASH_CAPTURE, env.backend.as_deref())
+        .map_err(|e| fail(format!("could not run the command: {e}")))?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.stderr.is_empty() {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&String::from_utf8_lossy(&out.stderr));
+    }
+    if out.truncated {
+        text.push_str(&format!("\n[output truncated at {} bytes]", BASH_CAPTURE));
+    }
+    let mut full_output = None;
+    if text.len() > MODEL_OUTPUT {
+        if let Some(dir) = &env.side_dir {
+            let id: String = call_id.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-').collect();
+            let p = dir.join(format!("{}.txt", if id.is_empty() { "call" } else { &id }));
+            if crate::home::private_dir(dir).is_ok() && std::fs::write(&p, &text).is_ok() {
+                full_output = Some(p);
+            }
+        }
+    }
+    let (shown, _) = cap(&text, MODEL_OUTPUT, full_output.as_deref());
+    let ms = out.duration.as_millis() as u64;
+    let status = if out.timed_out {
+        format!("timed out after {} s (exit code {})", timeout.as_secs_f64(), out.exit_code)
+    } else {
+        format!("exit code {}", out.exit_code)
+    };
+    Ok(ToolOutput {
+        content: format!("{status}, {ms} ms\n{shown}"),
+        is_error: out.exit_code != 0 || out.timed_out,
+        exit_code: Some(out.exit_code),
+        duration_ms: Some(ms),
+        full_output,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn env(ws: &Path, read: Vec<PathBuf>, write: Vec<PathBuf>) -> ToolEnv {
+        let perms = Permissions { fs_read: read, fs_write: write, bash_mode: "none", bash_allow: vec![] };
+        let policy = Err("no policy in unit tests".to_string());
+        ToolEnv { workspace: ws.into(), perms, policy, skills: vec![], interactive: false, side_dir: None, backend: None }
+    }
+
+    fn call(name: &str, arguments: Value) -> ToolCall {
+        ToolCall { id: "c1".into(), name: name.into(), arguments }
+    }
+
+    #[test]
+    fn file_tools_enforce_scopes() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().canonicalize().unwrap();
+        let ws = base.join("ws");
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        std::fs::write(ws.join("src/a.rs"), "fn main() {}\nlet x = 1;\n").unwrap();
+        std::fs::write(base.join("secret"), "key").unwrap();
+        std::os::unix::fs::symlink(base.join("secret"), ws.join("src/link")).unwrap();
+        let e = env(&ws, vec![ws.clone()], vec![ws.join("out")]);
+        let r = execute(&e, &call("read", json!({"path": "src/a.rs"})));
+        assert!(!r.is_error && r.content.contains("fn main"), "{r:?}");
+        for p in ["../secret", "src/link", "/etc/passwd"] {
+            let r = execute(&e, &call("read", json!({"path": p})));
+            assert!(r.is_error, "{p}: {r:?}");
+            assert!(!r.content.contains("key"));
+        }
+        let r = execute(&e, &call("write", json!({"path": "src/a.rs", "content": "x"})));
+        assert!(r.is_error && r.content.contains("fs.write"), "{r:?}");
+        let r = execute(&e, &call("write", json!({"path": "out/r.txt", "content": "a b a"})));
+        assert!(!r.is_error, "{r:?}");
+        let r = execute(&e, &call("edit", json!({"path": "out/r.txt", "old_string": "a", "new_string": "c"})));
+        assert!(r.is_error && r.content.contains("2 times"));
+        let r = execute(&e, &call("edit", json!({"path": "out/r.txt", "old_string": "a", "new_string": "c", "replace_all": true})));
+        assert!(!r.is_error);
+        assert_eq!(std::fs::read_to_string(ws.join("out/r.txt")).unwrap(), "c b c");
+        let r = execute(&e, &call("glob", json!({"pattern": "**/*.rs"})));
+        assert_eq!(r.content, ws.join("src/a.rs").display().to_string());
+        let r = execute(&e, &call("grep", json!({"pattern": "let x"})));
+        assert!(r.content.ends_with("a.rs:2:let x = 1;"), "{r:?}");
+        let r = execute(&e, &call("grep", json!({"pattern": "key", "path": ".."})));
+        assert!(r.is_error);
+        let r = execute(&e, &call("bash", json!({"command": "true"})));
+        assert!(r.is_error && r.content.contains("mode: none"));
+    }
+
+    #[test]
+    fn capping_keeps_head_and_tail() {
+        let s = format!("{}{}", "a".repeat(100), "z".repeat(100));
+        let (c, t) = cap(&s, 50, Some(Path::new("/x")));
+        assert!(t && c.starts_with("aaaa") && c.ends_with("zzzz") && c.contains("150 bytes omitted; full output: /x"));
+    }
+}
