@@ -869,3 +869,37 @@ fn top_level_key_swallowed_by_a_free_form_table_is_flagged() {
     .unwrap();
     ok("[channels.chat]\ntype = \"ag_ui\"\n[channels.chat.config]\nname = \"x\"\n");
 }
+
+#[test]
+fn duplicate_keys_fail_in_every_encoding() {
+    assert!(
+        check_manifest("name = \"a\"\nname = \"b\"\n", ManifestFormat::Toml)
+            .1
+            .mentions("invalid TOML")
+    );
+    assert!(check_manifest("name: a\nname: b\n", ManifestFormat::Yaml)
+        .1
+        .mentions("duplicate key `name`"));
+    assert!(
+        check_manifest("{\"name\": \"a\", \"name\": \"b\"}", ManifestFormat::Json)
+            .1
+            .mentions("duplicate key `name`")
+    );
+    assert!(
+        check_manifest("---\nname: a\nname: b\n---\n", ManifestFormat::Markdown)
+            .1
+            .mentions("duplicate key")
+    );
+    assert!(
+        parse_skill_front_matter("---\nname: a\nname: b\ndescription: d\n---\n")
+            .unwrap_err()
+            .contains("duplicate key")
+    );
+    // Nested tables too.
+    assert!(check_manifest(
+        "{\"name\": \"a\", \"model\": {\"model\": \"x\", \"model\": \"y\", \"provider\": \"p\"}}",
+        ManifestFormat::Json
+    )
+    .1
+    .mentions("duplicate key `model`"));
+}

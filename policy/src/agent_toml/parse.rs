@@ -142,8 +142,9 @@ pub struct SkillFrontMatter {
 pub fn parse_skill_front_matter(text: &str) -> Result<SkillFrontMatter, String> {
     let (yaml, _) =
         split_front_matter(text).ok_or("SKILL.md needs YAML front matter between `---` lines")?;
-    let v: Value =
-        serde_norway::from_str(yaml).map_err(|e| format!("invalid YAML front matter: {e}"))?;
+    let v: Value = serde_norway::from_str::<Strict>(yaml)
+        .map(|s| s.0)
+        .map_err(|e| format!("invalid YAML front matter: {e}"))?;
     let Value::Object(map) = v else {
         return Err("front matter must be a mapping".into());
     };
@@ -187,12 +188,15 @@ fn decode(text: &str, format: ManifestFormat) -> Result<(Value, Option<String>),
             Ok((v, None))
         }
         ManifestFormat::Yaml => {
-            let v: Value =
-                serde_norway::from_str(text).map_err(|e| format!("invalid YAML: {e}"))?;
+            let v = serde_norway::from_str::<Strict>(text)
+                .map(|s| s.0)
+                .map_err(|e| format!("invalid YAML: {e}"))?;
             Ok((v, None))
         }
         ManifestFormat::Json => {
-            let v: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+            let v = serde_json::from_str::<Strict>(text)
+                .map(|s| s.0)
+                .map_err(|e| format!("invalid JSON: {e}"))?;
             Ok((v, None))
         }
         ManifestFormat::Markdown => {
@@ -201,7 +205,8 @@ fn decode(text: &str, format: ManifestFormat) -> Result<(Value, Option<String>),
             let v: Value = if yaml.trim().is_empty() {
                 Value::Object(Map::new())
             } else {
-                serde_norway::from_str(yaml)
+                serde_norway::from_str::<Strict>(yaml)
+                    .map(|s| s.0)
                     .map_err(|e| format!("invalid YAML front matter: {e}"))?
             };
             Ok((v, Some(body.trim().to_string())))
@@ -1391,4 +1396,71 @@ fn suggest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
         .filter(|(_, s)| *s > 0.85)
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(k, _)| *k)
+}
+
+/// A JSON value that refuses duplicate keys while deserializing (serde_json
+/// and serde_norway keep the last one silently; TOML refuses them itself).
+struct Strict(Value);
+
+impl<'de> serde::Deserialize<'de> for Strict {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor).map(Strict)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a manifest value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v)
+            .map(Value::Number)
+            .unwrap_or(Value::Null))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(StrictVisitor)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(Strict(v)) = seq.next_element()? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let Strict(v) = map.next_value()?;
+            if out.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!("duplicate key `{key}`")));
+            }
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
+    }
 }
