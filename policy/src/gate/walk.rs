@@ -17,7 +17,31 @@ thread_local! {
     static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
 }
 
+/// The text handed to the parser: every non-ASCII character replaced by as
+/// many `^` bytes as it has, so byte offsets stay the same and node text is
+/// read from the original. Bash treats non-ASCII characters as ordinary word
+/// characters (never blanks, operators or identifier letters), and so does
+/// the grammar with `^`; it also keeps tree-sitter-bash 0.25's external scanner away from
+/// `isdigit()` on code points above 255, which reads out of bounds and
+/// crashes (found by the property test: `a {` followed by U+E0000).
+fn ascii_shadow(src: &str) -> std::borrow::Cow<'_, str> {
+    if src.is_ascii() {
+        return std::borrow::Cow::Borrowed(src);
+    }
+    let mut out = String::with_capacity(src.len());
+    for c in src.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            out.extend(std::iter::repeat_n('^', c.len_utf8()));
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 fn parse(src: &str) -> Option<Tree> {
+    let src = ascii_shadow(src);
+    let src: &str = &src;
     PARSER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
@@ -50,6 +74,17 @@ pub(crate) fn check_text(ctx: &mut Ctx, src: &str) {
             .any(|c| c.is_control() && c != '\t' && c != '\n' && c != '\r')
         {
             ctx.restrict("control characters");
+        }
+        // The spec's allowlist rejects these characters anywhere, even
+        // quoted; so do we, on top of the syntax checks.
+        if src.contains('`') {
+            ctx.restrict("backticks");
+        }
+        if src.contains("$(") {
+            ctx.restrict("command substitution `$(...)`");
+        }
+        if src.contains('<') || src.contains('>') {
+            ctx.restrict("`<` and `>` (redirection)");
         }
     }
 }

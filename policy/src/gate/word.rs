@@ -37,6 +37,13 @@ impl Word {
 /// Decode an argument-position node into a [`Word`].
 pub(crate) fn decode(node: Node, src: &str) -> Word {
     let raw = node_text(node, src);
+    if !on_char_boundaries(node, src) {
+        return Word {
+            text: String::from_utf8_lossy(&src.as_bytes()[node.byte_range()]).into_owned(),
+            dynamic: true,
+            pattern: false,
+        };
+    }
     let mut acc = Acc::default();
     acc.part(node, src, true);
     // `{a,b}` and `{1..3}` expand to several words; `{}` stays literal.
@@ -56,6 +63,13 @@ pub(crate) fn decode(node: Node, src: &str) -> Word {
     }
 }
 
+/// The parser saw a shadow of the text (see `walk::ascii_shadow`); a node
+/// that splits a character is not understood.
+fn on_char_boundaries(node: Node, src: &str) -> bool {
+    let r = node.byte_range();
+    r.end <= src.len() && src.is_char_boundary(r.start) && src.is_char_boundary(r.end)
+}
+
 pub(crate) fn node_text<'a>(node: Node, src: &'a str) -> &'a str {
     src.get(node.byte_range()).unwrap_or("")
 }
@@ -72,6 +86,10 @@ struct Acc {
 
 impl Acc {
     fn part(&mut self, node: Node, src: &str, first: bool) {
+        if !on_char_boundaries(node, src) {
+            self.dynamic = true;
+            return;
+        }
         let raw = node_text(node, src);
         match node.kind() {
             "word" => self.unquoted(raw, first),
