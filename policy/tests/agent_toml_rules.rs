@@ -903,3 +903,47 @@ fn duplicate_keys_fail_in_every_encoding() {
     .1
     .mentions("duplicate key `model`"));
 }
+
+#[test]
+fn accepted_paths_never_escape() {
+    use zot_policy::agent_toml::paths::{check_relative, normalize_dest};
+    // Random short strings over the characters that matter for paths.
+    let alphabet = ['a', 'b', '/', '.', '\\', '*', ':', ' ', 'w'];
+    let mut x: u64 = 0x853c49e6748fea9b;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut prefixes = vec![
+        String::new(),
+        "/".into(),
+        "/workspace/".into(),
+        "./".into(),
+        "../".into(),
+    ];
+    prefixes.push("/workspace".into());
+    for _ in 0..50_000 {
+        let len = (next() % 10) as usize;
+        let body: String = (0..len)
+            .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+            .collect();
+        let raw = format!(
+            "{}{body}",
+            prefixes[(next() % prefixes.len() as u64) as usize]
+        );
+        for out in [check_relative(&raw, true), normalize_dest(&raw)]
+            .into_iter()
+            .flatten()
+        {
+            assert!(!out.starts_with('/'), "{raw:?} -> {out:?}");
+            assert!(!out.contains('\\'), "{raw:?} -> {out:?}");
+            assert!(
+                out.split('/').all(|c| c != ".." && c != "."),
+                "{raw:?} -> {out:?}"
+            );
+            assert!(!out.contains("//"), "{raw:?} -> {out:?}");
+        }
+    }
+}
