@@ -310,33 +310,37 @@ impl Read for Zeros {
     }
 }
 
+/// A bomb: a valid tar start, then `frames` copies of one compressed frame
+/// of 16 MiB of zeros (concatenated frames/members are valid zstd/gzip).
+fn bomb(gzip: bool, frames: usize) -> Vec<u8> {
+    let head = RawTar::new().manifest().buf.clone();
+    let zeros = vec![0u8; 16 << 20];
+    let (mut out, frame) = if gzip { (gz(&head), gz(&zeros)) } else { (zst(&head), zst(&zeros)) };
+    for _ in 0..frames {
+        out.extend_from_slice(&frame);
+    }
+    out
+}
+
 #[test]
 fn decompression_bomb_stops_at_the_limit() {
-    // 1 GiB of zeros after a valid tar compresses to a few dozen KiB.
-    let mut enc = zstd::Encoder::new(Vec::new(), 1).unwrap();
-    enc.write_all(&RawTar::new().manifest().buf).unwrap();
-    std::io::copy(&mut Zeros(1 << 30), &mut enc).unwrap();
-    let bytes = enc.finish().unwrap();
-    assert!(bytes.len() < 1 << 20);
-    let start = std::time::Instant::now();
-    let (e, _) = extract_err(&bytes, &Limits::DEFAULT);
-    assert!(matches!(e, ArchiveError::StreamTooLarge { .. }), "{e}");
-    // Counting reader proves we stopped near the limit, not at 1 GiB.
-    let mut counted = Counting {
-        inner: &bytes[..],
-        n: 0,
-    };
-    let _ = validate_reader(&mut counted, &Limits::DEFAULT);
-    assert!(counted.n <= bytes.len() as u64);
-    eprintln!("bomb refused in {:?}", start.elapsed());
-
-    // Same with gzip.
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    enc.write_all(&RawTar::new().manifest().buf).unwrap();
-    std::io::copy(&mut Zeros(512 << 20), &mut enc).unwrap();
-    let bytes = enc.finish().unwrap();
-    let (e, _) = extract_err(&bytes, &Limits::DEFAULT);
-    assert!(matches!(e, ArchiveError::StreamTooLarge { .. }), "{e}");
+    // zstd: 32 GiB of zeros in under 5 MiB; gzip: 1 GiB in about 1 MiB.
+    for (gzip, frames) in [(false, 2048), (true, 64)] {
+        let bytes = bomb(gzip, frames);
+        assert!(bytes.len() < 8 << 20, "{}", bytes.len());
+        let start = std::time::Instant::now();
+        let limit = zot_package::MAX_TOTAL_SIZE + zot_package::MAX_METADATA_SIZE;
+        let t = tempfile::tempdir().unwrap();
+        let e = extract_reader(&bytes[..], t.path(), &Limits::DEFAULT).unwrap_err();
+        assert!(matches!(e, ArchiveError::StreamTooLarge { limit: l } if l == limit), "{e}");
+        assert_eq!(listing(t.path()), vec!["manifest.json"]);
+        // It stopped at the limit: it did not read the whole input.
+        let mut counted = Counting { inner: &bytes[..], n: 0 };
+        let e = validate_reader(&mut counted, &Limits::DEFAULT).unwrap_err();
+        assert!(matches!(e, ArchiveError::StreamTooLarge { .. }), "{e}");
+        assert!(counted.n < bytes.len() as u64 / 2, "read {} of {}", counted.n, bytes.len());
+        eprintln!("bomb (gzip: {gzip}) refused in {:?}", start.elapsed());
+    }
 }
 
 #[test]
