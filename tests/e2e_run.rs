@@ -1,2 +1,954 @@
-//! End-to-end tests (to be filled).
+//! End-to-end tests of `zot run` with the offline `sim` model: tool
+//! confinement, consent (on a real pty), requirements, GitHub references
+//! served by a local HTTP server, sessions and the JSON event stream.
 mod common;
+
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/run")
+        .join(name)
+}
+
+/// A private world for one test: ZOT_HOME, a fake HOME with an SSH key, a
+/// workspace.
+struct World {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    home: PathBuf,
+    zot_home: PathBuf,
+    ws: PathBuf,
+}
+
+impl World {
+    fn new() -> World {
+        // Not under /tmp: the sandbox gives commands a private /tmp.
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let home = root.join("home");
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::write(home.join(".ssh/id_rsa"), "FAKE-PRIVATE-KEY-0123").unwrap();
+        let zot_home = root.join("zot-home");
+        let ws = root.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(ws.join("README.md"), "hello from the workspace\n").unwrap();
+        World {
+            _dir: dir,
+            root,
+            home,
+            zot_home,
+            ws,
+        }
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(common::zot_bin());
+        c.args(args)
+            .current_dir(&self.ws)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("ZOT_HOME", &self.zot_home)
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    /// Write an agent directory with this manifest (name and zotfile added).
+    fn agent(&self, name: &str, mut manifest: Value) -> PathBuf {
+        let dir = self.root.join("agents").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        manifest["zotfile"] = json!(1);
+        manifest["name"] = json!(name);
+        std::fs::write(
+            dir.join("manifest.json"),
+            serde_json::to_vec_pretty(&manifest).unwrap(),
+        )
+        .unwrap();
+        dir
+    }
+
+    fn script(&self, name: &str, turns: Value) -> PathBuf {
+        let p = self.root.join(name);
+        std::fs::write(&p, turns.to_string()).unwrap();
+        p
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Parse NDJSON stdout; every line must be a JSON object with a `type`.
+fn events(out: &Output) -> Vec<Value> {
+    text(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: Value =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}"));
+            assert!(v["type"].is_string(), "{l}");
+            v
+        })
+        .collect()
+}
+
+fn of_type<'a>(ev: &'a [Value], t: &str) -> Vec<&'a Value> {
+    ev.iter().filter(|e| e["type"] == t).collect()
+}
+
+/// Whether bash tool calls can run in the sandbox here (runs `true`).
+fn sandbox_works(w: &World) -> bool {
+    let out = w.run(&[
+        "run",
+        s(&fixture("true-runner")),
+        "-y",
+        "--no-session",
+        "--json",
+        "run: true",
+    ]);
+    let ev = events(&out);
+    let r = of_type(&ev, "tool_result");
+    let ok = r.len() == 1 && r[0]["is_error"] == false && r[0]["exit_code"] == 0;
+    common::require(
+        "agent bash sandbox",
+        ok,
+        &format!("`run: true` did not succeed: {ev:?} {}", text(&out.stderr)),
+    )
+}
+
+// ------------------------------------------------------------ basics
+
+#[test]
+fn sim_rules_without_script() {
+    let w = World::new();
+    let agent = fixture("readonly-bash");
+    let out = w.run(&["run", s(&agent), "-y", "--print", "hello there"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "echo: hello there\n");
+    let out = w.run(&["run", s(&agent), "-y", "--print", "read: README.md"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "read: hello from the workspace\n");
+    let out = w.run(&["run", s(&agent), "-y", "--print", "skill: inspect"]);
+    assert!(
+        text(&out.stdout).contains("`ls` the workspace"),
+        "{}",
+        text(&out.stdout)
+    );
+    // The agent data dir is created on every run.
+    assert!(w.zot_home.join("agents/readonly-bash/data").is_dir());
+}
+
+#[test]
+fn bash_none_is_denied_as_a_tool_error() {
+    let w = World::new();
+    let agent = w.agent(
+        "nobash",
+        json!({"permissions": {"fs": {"read": ["${workspace}"]}, "bash": {"mode": "none"}}}),
+    );
+    let out = w.run(&["run", s(&agent), "-y", "--print", "run: true"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("bash error: bash is not permitted"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn json_event_stream() {
+    let w = World::new();
+    let agent = fixture("readonly-bash");
+    let script = w.script(
+        "s.json",
+        json!([
+            {"text": "looking", "tool_calls": [
+                {"name": "read", "arguments": {"path": "README.md"}},
+                {"name": "read", "arguments": {"path": "/etc/shadow"}}
+            ]},
+            {"text": "all done"}
+        ]),
+    );
+    let out = w.run(&[
+        "run",
+        s(&agent),
+        "-y",
+        "--json",
+        "--sim-script",
+        s(&script),
+        "go",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ev = events(&out);
+    let types: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "turn_start",
+            "text_delta",
+            "assistant_message",
+            "usage",
+            "tool_call",
+            "tool_result",
+            "tool_call",
+            "tool_result",
+            "text_delta",
+            "assistant_message",
+            "usage",
+            "turn_end",
+            "done"
+        ]
+    );
+    let results = of_type(&ev, "tool_result");
+    assert_eq!(results[0]["is_error"], false);
+    assert_eq!(results[0]["content"], "hello from the workspace\n");
+    assert_eq!(results[1]["is_error"], true);
+    assert!(results[1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("outside the agent's fs.read scopes"));
+    assert_eq!(of_type(&ev, "turn_end")[0]["text"], "all done");
+    assert!(of_type(&ev, "usage")[0]["input_tokens"].as_u64().unwrap() > 0);
+    let done = of_type(&ev, "done")[0];
+    assert_eq!(
+        (
+            done["agent"].as_str(),
+            done["model"].as_str(),
+            done["exit_code"].as_u64()
+        ),
+        (Some("readonly-bash"), Some("sim"), Some(0))
+    );
+    // Errors are events too.
+    let out = w.run(&["run", s(&agent), "-y", "--json", "--model", "gpt-5.5", "go"]);
+    assert_eq!(out.status.code(), Some(1));
+    let ev = events(&out);
+    assert_eq!(ev.len(), 1);
+    assert!(
+        ev[0]["type"] == "error" && ev[0]["message"].as_str().unwrap().contains("provider"),
+        "{ev:?}"
+    );
+}
+
+#[test]
+fn unenforced_permissions_are_refused() {
+    let w = World::new();
+    for (name, perms, field) in [
+        (
+            "netty",
+            json!({"net": {"allow": ["example.com"]}}),
+            "permissions.net.allow",
+        ),
+        (
+            "envy",
+            json!({"env": {"read": ["AWS_SECRET_ACCESS_KEY"]}}),
+            "permissions.env.read",
+        ),
+    ] {
+        let agent = w.agent(name, json!({ "permissions": perms }));
+        let out = w.run(&["run", s(&agent), "-y", "--print", "hi"]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(field) && err.contains("not enforced yet"),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn file_tools_refuse_symlink_escape_and_writes() {
+    let w = World::new();
+    std::os::unix::fs::symlink(w.home.join(".ssh/id_rsa"), w.ws.join("key")).unwrap();
+    std::os::unix::fs::symlink(&w.home, w.ws.join("homelink")).unwrap();
+    let agent = fixture("readonly-bash");
+    let script = w.script(
+        "s.json",
+        json!([{"tool_calls": [
+            {"name": "read", "arguments": {"path": "key"}},
+            {"name": "read", "arguments": {"path": "homelink/.ssh/id_rsa"}},
+            {"name": "grep", "arguments": {"pattern": "FAKE"}},
+            {"name": "write", "arguments": {"path": "new.txt", "content": "x"}},
+            {"name": "edit", "arguments": {"path": "README.md", "old_string": "hello", "new_string": "bye"}}
+        ]}, {"text": "continued"}]),
+    );
+    let out = w.run(&[
+        "run",
+        s(&agent),
+        "-y",
+        "--json",
+        "--sim-script",
+        s(&script),
+        "go",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ev = events(&out);
+    let results = of_type(&ev, "tool_result");
+    assert_eq!(results.len(), 5);
+    for r in &results[..2] {
+        assert_eq!(r["is_error"], true, "{r}");
+    }
+    assert_eq!(results[2]["content"], "no matches");
+    assert!(results[3]["is_error"] == true && results[4]["is_error"] == true);
+    assert!(!text(&out.stdout).contains("FAKE-PRIVATE-KEY"));
+    assert!(!w.ws.join("new.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("README.md")).unwrap(),
+        "hello from the workspace\n"
+    );
+    assert_eq!(of_type(&ev, "turn_end")[0]["text"], "continued");
+}
+
+// ------------------------------------------------------------ sandbox
+
+#[test]
+fn readonly_agent_bash_attacks_are_refused() {
+    let w = World::new();
+    if !sandbox_works(&w) {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let outside = w.root.join("outside-secret.txt");
+    std::fs::write(&outside, "OUTSIDE-SECRET").unwrap();
+    std::os::unix::fs::symlink(&outside, w.ws.join("escape")).unwrap();
+    let key = w.home.join(".ssh/id_rsa");
+    let cmds = [
+        "ls".to_string(),
+        "touch pwned.txt".to_string(),
+        "mkdir pwned-dir".to_string(),
+        format!("cat {}", key.display()),
+        format!("ls {}", w.home.display()),
+        format!("curl -sS --max-time 3 http://127.0.0.1:{port}/"),
+        "cat escape".to_string(),
+        format!("cat {}", outside.display()),
+    ];
+    let calls: Vec<Value> = cmds
+        .iter()
+        .map(|c| json!({"name": "bash", "arguments": {"command": c}}))
+        .collect();
+    let script = w.script(
+        "attack.json",
+        json!([{"text": "trying", "tool_calls": calls}, {"text": "still here"}]),
+    );
+    let agent = fixture("readonly-bash");
+    let out = w.run(&[
+        "run",
+        s(&agent),
+        "-y",
+        "--json",
+        "--sim-script",
+        s(&script),
+        "attack",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ev = events(&out);
+    let results = of_type(&ev, "tool_result");
+    assert_eq!(results.len(), cmds.len());
+    // The control: listing the workspace works inside the sandbox.
+    assert_eq!(results[0]["is_error"], false, "{}", results[0]);
+    assert!(results[0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("README.md"));
+    for (c, r) in cmds.iter().zip(&results).skip(1) {
+        assert_eq!(r["is_error"], true, "{c}: {r}");
+        assert_ne!(r["exit_code"], 0, "{c}: {r}");
+    }
+    let all = text(&out.stdout);
+    assert!(!all.contains("FAKE-PRIVATE-KEY") && !all.contains("OUTSIDE-SECRET"));
+    assert!(!w.ws.join("pwned.txt").exists() && !w.ws.join("pwned-dir").exists());
+    assert!(
+        listener.accept().is_err(),
+        "the sandbox reached the host's loopback"
+    );
+    assert_eq!(of_type(&ev, "turn_end")[0]["text"], "still here");
+}
+
+#[test]
+fn allowlist_gate_refuses_unlisted_commands() {
+    let w = World::new();
+    let agent = fixture("true-runner");
+    let script = w.script(
+        "s.json",
+        json!([{"tool_calls": [
+            {"name": "bash", "arguments": {"command": "rm -rf /"}},
+            {"name": "bash", "arguments": {"command": "true; cat /etc/passwd"}},
+            {"name": "bash", "arguments": {"command": "true $(id)"}}
+        ]}, {"text": "ok"}]),
+    );
+    let out = w.run(&[
+        "run",
+        s(&agent),
+        "-y",
+        "--json",
+        "--sim-script",
+        s(&script),
+        "x",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ev = events(&out);
+    for r in of_type(&ev, "tool_result") {
+        assert_eq!(r["is_error"], true, "{r}");
+        assert!(
+            r.get("exit_code").is_none(),
+            "the command must not have run: {r}"
+        );
+    }
+}
+
+#[test]
+fn bash_timeout_and_capped_output() {
+    let w = World::new();
+    if !sandbox_works(&w) {
+        return;
+    }
+    let agent = w.agent(
+        "asker",
+        json!({"permissions": {"fs": {"read": ["${workspace}"]}, "bash": {"mode": "allowlist", "allow": ["sleep", "seq"]}}}),
+    );
+    let script = w.script(
+        "s.json",
+        json!([{"tool_calls": [
+            {"name": "bash", "arguments": {"command": "sleep 30", "timeout": 1}},
+            {"name": "bash", "arguments": {"command": "seq 1 100000"}}
+        ]}, {"text": "ok"}]),
+    );
+    let t = std::time::Instant::now();
+    let out = w.run(&[
+        "run",
+        s(&agent),
+        "-y",
+        "--json",
+        "--sim-script",
+        s(&script),
+        "x",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(t.elapsed().as_secs() < 20);
+    let ev = events(&out);
+    let r = of_type(&ev, "tool_result");
+    assert!(
+        r[0]["is_error"] == true && r[0]["content"].as_str().unwrap().contains("timed out"),
+        "{}",
+        r[0]
+    );
+    let c = r[1]["content"].as_str().unwrap();
+    assert!(
+        c.len() < 20_000
+            && c.contains("\n1\n")
+            && c.contains("100000")
+            && c.contains("bytes omitted"),
+        "{}",
+        &c[..200]
+    );
+    let full = r[1]["full_output"].as_str().expect("full output saved");
+    let saved = std::fs::read_to_string(full).unwrap();
+    assert!(saved.contains("\n50000\n"));
+    assert!(Path::new(full).starts_with(w.zot_home.join("sessions/agents/asker")));
+}
+
+// ------------------------------------------------------------ consent
+
+/// Run zot with stdin and stderr on a new pty, type `input`, return
+/// (exit code, everything written to the terminal, stdout).
+fn run_pty(mut cmd: Command, input: &[u8]) -> (Option<i32>, String, String) {
+    let mut master: libc::c_int = -1;
+    let mut slave: libc::c_int = -1;
+    // SAFETY: openpty writes two fds.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty");
+    // SAFETY: fresh fds we own.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    // The Command keeps its copies of the slave open: drop it so the
+    // master sees EIO once the child is gone.
+    drop(cmd);
+    drop(slave);
+    let mut m = std::fs::File::from(master);
+    let mut reader = m.try_clone().unwrap();
+    let out_thread = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) | Err(_) => break, // EIO once every slave fd is closed
+                Ok(n) => all.extend_from_slice(&buf[..n]),
+            }
+        }
+        all
+    });
+    // Wait for the question before answering.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    m.write_all(input).unwrap();
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let status = child.wait().unwrap();
+    let _ = m.as_raw_fd();
+    let term = text(&out_thread.join().unwrap());
+    (status.code(), term, stdout)
+}
+
+fn receipts(w: &World, agent: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(w.zot_home.join("agents").join(agent).join("consents"))
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn consent_on_a_pty_yes_no_eof_and_receipts() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    let agent = w.agent(
+        "consenting",
+        json!({"version": "1.2.3", "permissions": {"fs": {"read": ["${workspace}"], "write": ["${agent_data}"]}}}),
+    );
+    let args = ["run", s(&agent), "--print", "hi"];
+    // Non-interactive without -y: refused, naming both ways.
+    let out = w.run(&args);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("--yes") && err.contains("ZOT_AGENT_CONSENT=1"),
+        "{err}"
+    );
+    // n and EOF decline (exit 1) and store nothing.
+    for input in [&b"n\n"[..], &b"\x04"[..]] {
+        let (code, term, stdout) = run_pty(w.cmd(&args), input);
+        assert_eq!(code, Some(1), "{term}");
+        assert!(
+            term.contains("Agent consenting@1.2.3 wants to run."),
+            "{term}"
+        );
+        assert!(
+            term.contains(&format!("fs read: {}", w.ws.display())),
+            "{term}"
+        );
+        assert!(
+            term.contains("fs write: ") && term.contains("agents/consenting/data"),
+            "{term}"
+        );
+        assert!(
+            term.contains("bash: none") && term.contains("[y/N]"),
+            "{term}"
+        );
+        assert!(stdout.is_empty());
+        assert!(receipts(&w, "consenting").is_empty());
+    }
+    // y runs and writes a private receipt.
+    let (code, term, stdout) = run_pty(w.cmd(&args), b"y\n");
+    assert_eq!(code, Some(0), "{term}");
+    assert_eq!(stdout, "echo: hi\n");
+    let r = receipts(&w, "consenting");
+    assert_eq!(r.len(), 1);
+    assert_eq!(
+        std::fs::metadata(&r[0]).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(
+        std::fs::metadata(r[0].parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o700
+    );
+    // The receipt is reused without a terminal.
+    let out = w.run(&args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Another workspace expands to other permissions: consent again.
+    let other = w.root.join("other-ws");
+    std::fs::create_dir(&other).unwrap();
+    let mut c = w.cmd(&args);
+    c.current_dir(&other);
+    let out = c.output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("consent"));
+    // A changed artifact (new digest) needs consent again too.
+    std::fs::write(agent.join("AGENT.md"), "changed").unwrap();
+    assert_eq!(w.run(&args).status.code(), Some(1));
+    // ZOT_AGENT_CONSENT=1 skips the prompt.
+    let out = w.cmd(&args).env("ZOT_AGENT_CONSENT", "1").output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn ask_mode_consent_is_never_cached() {
+    let w = World::new();
+    let agent = w.agent(
+        "asking",
+        json!({"permissions": {"fs": {"read": ["${workspace}"]}, "bash": {"mode": "ask"}}}),
+    );
+    let args = ["run", s(&agent), "--print", "hi"];
+    for _ in 0..2 {
+        let (code, term, stdout) = run_pty(w.cmd(&args), b"y\n");
+        assert_eq!(code, Some(0), "{term}");
+        assert!(term.contains("bash: ask"), "{term}");
+        assert_eq!(stdout, "echo: hi\n");
+    }
+    assert!(receipts(&w, "asking").is_empty());
+    assert_eq!(w.run(&args).status.code(), Some(1));
+}
+
+#[test]
+fn ask_verdicts_are_refused_without_a_terminal() {
+    let w = World::new();
+    let agent = w.agent(
+        "asking2",
+        json!({"permissions": {"fs": {"read": ["${workspace}"]}, "bash": {"mode": "ask"}}}),
+    );
+    let out = w.run(&["run", s(&agent), "-y", "--json", "run: rm -rf ~/"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ev = events(&out);
+    let r = of_type(&ev, "tool_result");
+    assert_eq!(r[0]["is_error"], true);
+    assert!(r[0].get("exit_code").is_none(), "{}", r[0]);
+}
+
+// ------------------------------------------------------------ requirements
+
+#[test]
+fn requirement_failures_come_before_consent() {
+    let w = World::new();
+    for (name, m, needle) in [
+        ("newer", json!({"runtime": {"min_zot": "99.0.0"}}), "99.0.0"),
+        (
+            "elsewhere",
+            json!({"requirements": {"os": ["plan9"]}}),
+            "requirements.os",
+        ),
+        (
+            "needsbin",
+            json!({"requirements": {"bin": ["zot-no-such-binary"]}}),
+            "zot-no-such-binary",
+        ),
+    ] {
+        let agent = w.agent(name, m);
+        let out = w.run(&["run", s(&agent), "--print", "hi"]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(needle) && !err.contains("consent"),
+            "{name}: {err}"
+        );
+        assert!(!w.zot_home.join("agents").join(name).exists());
+    }
+    // Model requirements are checked after consent.
+    let agent = w.agent("thinker", json!({"model": {"requires": ["reasoning"]}}));
+    let out = w.run(&["run", s(&agent), "--print", "hi"]);
+    assert!(
+        text(&out.stderr).contains("consent"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = w.run(&["run", s(&agent), "-y", "--print", "hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("reasoning"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+// ------------------------------------------------------------ references
+
+/// Serve `files` (URL path -> bytes) over HTTP on 127.0.0.1 until dropped.
+fn serve(files: Vec<(String, Vec<u8>)>) -> (String, std::sync::mpsc::Receiver<String>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut c) = conn else { continue };
+            let mut req = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                match c.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => req.extend_from_slice(&buf[..n]),
+                }
+            }
+            let line = text(&req).lines().next().unwrap_or("").to_string();
+            let path = line.split(' ').nth(1).unwrap_or("").to_string();
+            let _ = tx.send(path.clone());
+            match files.iter().find(|(p, _)| *p == path) {
+                Some((_, body)) => {
+                    let _ = write!(
+                        c,
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = c.write_all(body);
+                }
+                None => {
+                    let _ = c.write_all(
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                }
+            }
+        }
+    });
+    (base, rx)
+}
+
+#[test]
+fn github_references_from_a_local_server() {
+    let w = World::new();
+    // A repository archive like GitHub's: one top-level directory.
+    let repo = w.root.join("src/agents-0123abc");
+    let sub = repo.join("reviewers/go");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(
+        sub.join("manifest.json"),
+        r#"{"zotfile":1,"name":"go-reviewer","permissions":{"fs":{"read":["${workspace}"]}}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("manifest.json"),
+        r#"{"zotfile":1,"name":"root-agent"}"#,
+    )
+    .unwrap();
+    let tgz = w.root.join("a.tar.gz");
+    let st = Command::new("tar")
+        .arg("-czf")
+        .arg(&tgz)
+        .arg("-C")
+        .arg(w.root.join("src"))
+        .arg("agents-0123abc")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let bytes = std::fs::read(&tgz).unwrap();
+    let (base, hits) = serve(vec![
+        ("/acme/agents/archive/HEAD.tar.gz".into(), bytes.clone()),
+        ("/acme/agents/archive/v1.tar.gz".into(), bytes),
+    ]);
+    let tmp = w.root.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    for (reference, name) in [
+        ("acme/agents/reviewers/go", "go-reviewer"),
+        ("acme/agents", "root-agent"),
+        (
+            "https://github.com/acme/agents/tree/v1/reviewers/go",
+            "go-reviewer",
+        ),
+        ("https://github.com/acme/agents/reviewers/go", "go-reviewer"),
+    ] {
+        let out = w
+            .cmd(&["run", reference, "-y", "--json", "read: README.md"])
+            .env("ZOT_GITHUB_BASE", &base)
+            .env("TMPDIR", &tmp)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{reference}: {}", text(&out.stderr));
+        let ev = events(&out);
+        assert_eq!(of_type(&ev, "done")[0]["agent"], name, "{reference}");
+    }
+    let paths: Vec<String> = hits.try_iter().collect();
+    assert!(
+        paths.contains(&"/acme/agents/archive/v1.tar.gz".to_string()),
+        "{paths:?}"
+    );
+    // Missing agent directory and missing repository: clear errors.
+    let out = w
+        .cmd(&["run", "acme/agents/nope", "-y", "--print", "x"])
+        .env("ZOT_GITHUB_BASE", &base)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("no agent"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = w
+        .cmd(&["run", "acme/missing", "-y", "--print", "x"])
+        .env("ZOT_GITHUB_BASE", &base)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("404"), "{}", text(&out.stderr));
+    // The downloads were removed.
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+// ------------------------------------------------------------ sessions
+
+fn session_id(out: &Output) -> String {
+    let ev = events(out);
+    of_type(&ev, "done")[0]["session"]
+        .as_str()
+        .expect("session id")
+        .to_string()
+}
+
+#[test]
+fn sessions_continue_resume_and_torn_line() {
+    let w = World::new();
+    let agent = fixture("readonly-bash");
+    let a = s(&agent);
+    let first = w.run(&["run", a, "-y", "--json", "first message"]);
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let id1 = session_id(&first);
+    let second = w.run(&["run", a, "-y", "--json", "other session"]);
+    let id2 = session_id(&second);
+    assert_ne!(id1, id2);
+    let dir = w.zot_home.join("sessions/agents/readonly-bash");
+    let file1 = dir.join(format!("{id1}.jsonl"));
+    assert!(file1.is_file());
+    // --continue picks the most recent (the second).
+    let out = w.run(&["run", a, "-y", "--json", "--continue", "third"]);
+    assert_eq!(session_id(&out), id2);
+    // --resume ID goes back to the first, with its history.
+    let out = w.run(&["run", a, "-y", "--json", "--resume", &id1, "fourth"]);
+    assert_eq!(session_id(&out), id1);
+    let body = std::fs::read_to_string(&file1).unwrap();
+    assert!(body.contains("first message") && body.contains("fourth") && !body.contains("third"));
+    // A torn last line: skipped with a warning, then cut off before appending.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file1)
+        .unwrap();
+    f.write_all(br#"{"type":"message","message":{"role":"user","content":"tor"#)
+        .unwrap();
+    drop(f);
+    let out = w.run(&["run", a, "-y", "--json", "--session", s(&file1), "fifth"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("torn last line"),
+        "{}",
+        text(&out.stderr)
+    );
+    for line in std::fs::read_to_string(&file1).unwrap().lines() {
+        serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}"));
+    }
+    // --no-session records nothing; unknown ids are errors.
+    let before = std::fs::read_dir(&dir).unwrap().count();
+    assert!(w
+        .run(&["run", a, "-y", "--print", "--no-session", "x"])
+        .status
+        .success());
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), before);
+    assert_eq!(
+        w.run(&["run", a, "-y", "--print", "--resume", "nope", "x"])
+            .status
+            .code(),
+        Some(1)
+    );
+}
+
+// ------------------------------------------------------------ entry
+
+#[test]
+fn entry_pre_and_default_prompt() {
+    let w = World::new();
+    let agent = w.agent(
+        "greeter",
+        json!({"permissions": {"fs": {"read": ["${workspace}"]}}, "entry": {"pre": "warm up", "default_prompt": "read: README.md"}}),
+    );
+    let out = w.run(&["run", s(&agent), "-y", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ev = events(&out);
+    let ends: Vec<&str> = of_type(&ev, "turn_end")
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(ends, ["echo: warm up", "read: hello from the workspace\n"]);
+    // A failing `!cmd` pre aborts a non-interactive run (bash none: denied).
+    let agent = w.agent("prefail", json!({"entry": {"pre": "!true"}}));
+    let out = w.run(&["run", s(&agent), "-y", "--print", "hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("entry.pre"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+    // No prompt and no default_prompt: a clear error.
+    let agent = w.agent("noprompt", json!({}));
+    let out = w.run(&["run", s(&agent), "-y", "--print"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("no prompt"));
+}
+
+#[test]
+fn ask_verdicts_prompt_on_a_terminal() {
+    let w = World::new();
+    let agent = w.agent(
+        "asker3",
+        json!({"permissions": {"fs": {"read": ["${workspace}"]}, "bash": {"mode": "ask"}}}),
+    );
+    let args = [
+        "run",
+        s(&agent),
+        "--no-session",
+        "--print",
+        "run: eval true",
+    ];
+    // Consent yes, command no: refused, never run.
+    let (code, term, stdout) = run_pty(w.cmd(&args), b"y\nn\n");
+    assert_eq!(code, Some(0), "{term}");
+    assert!(term.contains("Agent wants to run: eval true"), "{term}");
+    assert_eq!(stdout, "bash error: the user declined this command\n");
+    if !sandbox_works(&w) {
+        return;
+    }
+    // Consent yes, command yes: it runs in the sandbox.
+    let (code, term, stdout) = run_pty(w.cmd(&args), b"y\ny\n");
+    assert_eq!(code, Some(0), "{term}");
+    assert!(stdout.starts_with("bash: exit code 0"), "{stdout}");
+}
+
+#[test]
+fn interactive_repl_with_cd_and_exit() {
+    let w = World::new();
+    let sub = w.ws.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::write(sub.join("only-here.txt"), "in sub\n").unwrap();
+    let agent = fixture("readonly-bash");
+    let input = b"hello\nread: only-here.txt\n/cd sub\nread: only-here.txt\n/exit\nnot sent\n";
+    let (code, term, stdout) = run_pty(w.cmd(&["run", s(&agent), "-y"]), input);
+    assert_eq!(code, Some(0), "{term}");
+    assert!(stdout.contains("echo: hello\n"), "{stdout}");
+    assert!(stdout.contains("read error: read "), "{stdout}");
+    assert!(stdout.contains("read: in sub\n"), "{stdout}");
+    assert!(!stdout.contains("not sent"));
+    assert!(
+        term.contains(&format!("workspace is now {}", sub.display())),
+        "{term}"
+    );
+}

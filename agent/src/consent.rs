@@ -55,12 +55,17 @@ pub fn prompt_text(req: &Request) -> String {
         if v.is_empty() {
             "none".to_string()
         } else {
-            v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            v.iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         }
     };
     let bash = match req.perms.bash() {
         BashMode::None => "none".to_string(),
-        BashMode::Ask => "ask (any command the risk gate allows; risky ones are asked about)".to_string(),
+        BashMode::Ask => {
+            "ask (any command the risk gate allows; risky ones are asked about)".to_string()
+        }
         BashMode::Allowlist => format!("allowlist: {}", req.perms.bash_allow.join(", ")),
     };
     let ident = match req.version {
@@ -84,7 +89,10 @@ fn receipt_path(home: &AgentHome, digest: &str) -> Result<PathBuf, RunError> {
 }
 
 fn load(path: &std::path::Path) -> Receipt {
-    std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
 }
 
 /// Obtain consent: a matching receipt (never for `bash: ask`), `-y` or
@@ -116,16 +124,26 @@ pub fn obtain(
         )));
     }
     if !ask(&prompt_text(req)) {
-        return Err(RunError::Consent(format!("declined for agent {}", req.name)));
+        return Err(RunError::Consent(format!(
+            "declined for agent {}",
+            req.name
+        )));
     }
     if cacheable {
         let dir = home.consent_dir();
         private_dir(&dir).map_err(|e| RunError::io(format!("consent dir {}", dir.display()), e))?;
         let mut r = load(&path);
         if r.digest != req.digest {
-            r = Receipt { digest: req.digest.to_string(), agent: req.name.to_string(), approvals: Vec::new() };
+            r = Receipt {
+                digest: req.digest.to_string(),
+                agent: req.name.to_string(),
+                approvals: Vec::new(),
+            };
         }
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
         r.approvals.retain(|a| a.permissions_hash != hash);
         r.approvals.push(Approval {
             permissions_hash: hash,
@@ -133,7 +151,8 @@ pub fn obtain(
             approved_at: now,
         });
         let bytes = serde_json::to_vec_pretty(&r).expect("receipt serializes");
-        write_atomic(&path, &bytes).map_err(|e| RunError::io(format!("consent receipt {}", path.display()), e))?;
+        write_atomic(&path, &bytes)
+            .map_err(|e| RunError::io(format!("consent receipt {}", path.display()), e))?;
     }
     Ok(Outcome::Prompted)
 }
@@ -143,7 +162,12 @@ mod tests {
     use super::*;
 
     fn perms(read: &str, mode: &'static str) -> Permissions {
-        Permissions { fs_read: vec![PathBuf::from(read)], fs_write: vec![], bash_mode: mode, bash_allow: vec![] }
+        Permissions {
+            fs_read: vec![PathBuf::from(read)],
+            fs_write: vec![],
+            bash_mode: mode,
+            bash_allow: vec![],
+        }
     }
 
     #[test]
@@ -152,26 +176,74 @@ mod tests {
         let home = AgentHome::new(d.path().to_path_buf(), "a");
         let digest = format!("sha256:{}", "ab".repeat(32));
         let p1 = perms("/w1", "none");
-        let req = Request { name: "a", version: Some("1"), digest: &digest, perms: &p1 };
+        let req = Request {
+            name: "a",
+            version: Some("1"),
+            digest: &digest,
+            perms: &p1,
+        };
         let mut asked = 0;
         let mut yes = |_: &str| {
             asked += 1;
             true
         };
-        assert_eq!(obtain(&home, &req, Bypass::default(), true, &mut yes).unwrap(), Outcome::Prompted);
-        assert_eq!(obtain(&home, &req, Bypass::default(), false, &mut yes).unwrap(), Outcome::Receipt);
+        assert_eq!(
+            obtain(&home, &req, Bypass::default(), true, &mut yes).unwrap(),
+            Outcome::Prompted
+        );
+        assert_eq!(
+            obtain(&home, &req, Bypass::default(), false, &mut yes).unwrap(),
+            Outcome::Receipt
+        );
         let p2 = perms("/w2", "none");
         let req2 = Request { perms: &p2, ..req };
         assert!(obtain(&home, &req2, Bypass::default(), false, &mut yes).is_err());
         let pa = perms("/w1", "ask");
-        let reqa = Request { perms: &pa, name: "a", version: None, digest: &digest };
-        assert_eq!(obtain(&home, &reqa, Bypass::default(), true, &mut yes).unwrap(), Outcome::Prompted);
-        assert_eq!(obtain(&home, &reqa, Bypass::default(), true, &mut yes).unwrap(), Outcome::Prompted);
+        let reqa = Request {
+            perms: &pa,
+            name: "a",
+            version: None,
+            digest: &digest,
+        };
+        assert_eq!(
+            obtain(&home, &reqa, Bypass::default(), true, &mut yes).unwrap(),
+            Outcome::Prompted
+        );
+        assert_eq!(
+            obtain(&home, &reqa, Bypass::default(), true, &mut yes).unwrap(),
+            Outcome::Prompted
+        );
         assert_eq!(asked, 3);
         let mut no = |_: &str| false;
         assert!(obtain(&home, &req2, Bypass::default(), true, &mut no).is_err());
-        assert_eq!(obtain(&home, &req2, Bypass { yes: true, env: false }, false, &mut no).unwrap(), Outcome::Bypassed);
-        let bad = Request { digest: "sha256:../../x", ..req };
-        assert!(obtain(&home, &bad, Bypass { yes: true, env: false }, false, &mut no).is_err());
+        assert_eq!(
+            obtain(
+                &home,
+                &req2,
+                Bypass {
+                    yes: true,
+                    env: false
+                },
+                false,
+                &mut no
+            )
+            .unwrap(),
+            Outcome::Bypassed
+        );
+        let bad = Request {
+            digest: "sha256:../../x",
+            ..req
+        };
+        assert!(obtain(
+            &home,
+            &bad,
+            Bypass {
+                yes: true,
+                env: false
+            },
+            false,
+            &mut no
+        )
+        .is_err());
     }
 }

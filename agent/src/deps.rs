@@ -71,7 +71,12 @@ fn spec_of(m: &zot_policy::zotfile::Manifest) -> AgentSpec {
         version: m.version.clone().filter(|v| !v.is_empty()),
         description: m.description.clone(),
         min_zot: m.runtime.min_zot.clone().filter(|v| !v.is_empty()),
-        model_requires: m.model.requires.iter().map(|c| c.as_str().to_string()).collect(),
+        model_requires: m
+            .model
+            .requires
+            .iter()
+            .map(|c| c.as_str().to_string())
+            .collect(),
         min_context: m.model.min_context,
         preferred: m.model.preferred.clone(),
         fs_read: m.permissions.fs.read.clone(),
@@ -119,7 +124,9 @@ pub fn extract_github_archive(bytes: &[u8], dest: &Path) -> Result<PathBuf, RunE
         .collect();
     match tops.as_slice() {
         [one] if one.is_dir() => Ok(one.clone()),
-        _ => Err(RunError::Reference("github archive: expected one top-level directory".into())),
+        _ => Err(RunError::Reference(
+            "github archive: expected one top-level directory".into(),
+        )),
     }
 }
 
@@ -152,7 +159,10 @@ pub fn gate(command: &str, mode: BashMode, allow: &[String]) -> GateVerdict {
         g::Decision::Ask => GateDecision::Ask,
         g::Decision::Deny => GateDecision::Deny,
     };
-    GateVerdict { decision, reasons: v.reasons }
+    GateVerdict {
+        decision,
+        reasons: v.reasons,
+    }
 }
 
 // --------------------------------------------------------------- sandbox
@@ -172,14 +182,21 @@ pub struct AgentPolicyInput {
 /// command's working directory is the workspace when a scope covers it,
 /// else the first write scope, else the first read scope.
 pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError> {
-    let in_scope = |p: &Path| input.read.iter().chain(input.write.iter()).any(|r| p.starts_with(r));
+    let in_scope = |p: &Path| {
+        input
+            .read
+            .iter()
+            .chain(input.write.iter())
+            .any(|r| p.starts_with(r))
+    };
     let cwd = if in_scope(&input.workspace) {
         input.workspace.clone()
     } else if let Some(w) = input.write.first().or(input.read.first()) {
         w.clone()
     } else {
         return Err(RunError::Sandbox(
-            "the agent has no filesystem scope to run commands in (fs.read and fs.write are empty)".into(),
+            "the agent has no filesystem scope to run commands in (fs.read and fs.write are empty)"
+                .into(),
         ));
     };
     let nested = zot_supervisor::find_nested_repos(&input.write, 6, 2000);

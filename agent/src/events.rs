@@ -81,7 +81,10 @@ pub struct Renderer {
 
 impl Renderer {
     pub fn new(mode: OutputMode) -> Self {
-        Renderer { mode, last_text: String::new() }
+        Renderer {
+            mode,
+            last_text: String::new(),
+        }
     }
 
     pub fn mode(&self) -> OutputMode {
@@ -115,13 +118,24 @@ impl Renderer {
                     let _ = out.write_all(delta.as_bytes());
                     let _ = out.flush();
                 }
-                Event::AssistantMessage { text, .. } if !text.is_empty() && !text.ends_with('\n') => {
+                Event::AssistantMessage { text, .. }
+                    if !text.is_empty() && !text.ends_with('\n') =>
+                {
                     println!();
                 }
-                Event::ToolCall { name, arguments, .. } => {
+                Event::ToolCall {
+                    name, arguments, ..
+                } => {
                     eprintln!("[{name}] {}", summarize_args(name, arguments));
                 }
-                Event::ToolResult { name, is_error, content, exit_code, duration_ms, .. } => {
+                Event::ToolResult {
+                    name,
+                    is_error,
+                    content,
+                    exit_code,
+                    duration_ms,
+                    ..
+                } => {
                     let status = match (is_error, exit_code) {
                         (_, Some(c)) => format!("exit {c}"),
                         (true, None) => "error".into(),
@@ -144,7 +158,10 @@ fn summarize_args(name: &str, a: &serde_json::Value) -> String {
         "skill" => "name",
         _ => "path",
     };
-    a.get(key).and_then(|v| v.as_str()).map(|s| truncate(s, 200)).unwrap_or_else(|| truncate(&a.to_string(), 200))
+    a.get(key)
+        .and_then(|v| v.as_str())
+        .map(|s| truncate(s, 200))
+        .unwrap_or_else(|| truncate(&a.to_string(), 200))
 }
 
 fn truncate(s: &str, n: usize) -> String {

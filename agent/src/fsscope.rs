@@ -17,7 +17,11 @@ use std::path::{Component, Path, PathBuf};
 /// Make `p` absolute against `base` and resolve `.` and `..` textually.
 /// Returns `None` when `..` climbs above `/`.
 pub fn normalize(base: &Path, p: &Path) -> Option<PathBuf> {
-    let joined = if p.is_absolute() { p.to_path_buf() } else { base.join(p) };
+    let joined = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    };
     let mut out = PathBuf::from("/");
     for c in joined.components() {
         match c {
@@ -50,25 +54,44 @@ pub fn locate(roots: &[PathBuf], path: &Path) -> Option<Scoped> {
             .iter()
             .filter(|r| p.starts_with(r))
             .max_by_key(|r| r.components().count())
-            .map(|r| Scoped { root: r.clone(), rel: p.strip_prefix(r).unwrap().to_path_buf(), full: p.to_path_buf() })
+            .map(|r| Scoped {
+                root: r.clone(),
+                rel: p.strip_prefix(r).unwrap().to_path_buf(),
+                full: p.to_path_buf(),
+            })
     };
     try_match(path).or_else(|| try_match(&crate::perms::canonical_prefix(path)))
 }
 
 fn cstr(p: &Path) -> io::Result<CString> {
-    CString::new(p.as_os_str().as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))
+    CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))
 }
 
 fn openat2(dirfd: RawFd, rel: &Path, flags: i32, mode: u32, resolve: u64) -> io::Result<OwnedFd> {
-    let path = cstr(if rel.as_os_str().is_empty() { Path::new(".") } else { rel })?;
+    let path = cstr(if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    })?;
     // SAFETY: open_how is plain data; all-zero is a valid value.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = (flags | libc::O_CLOEXEC) as u64;
-    how.mode = if flags & libc::O_CREAT != 0 { mode as u64 } else { 0 };
+    how.mode = if flags & libc::O_CREAT != 0 {
+        mode as u64
+    } else {
+        0
+    };
     how.resolve = resolve;
     // SAFETY: valid pointers for the duration of the call.
     let fd = unsafe {
-        libc::syscall(libc::SYS_openat2, dirfd, path.as_ptr(), &how as *const libc::open_how, std::mem::size_of::<libc::open_how>())
+        libc::syscall(
+            libc::SYS_openat2,
+            dirfd,
+            path.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
     };
     if fd < 0 {
         return Err(io::Error::last_os_error());
@@ -103,12 +126,21 @@ fn open_root(s: &Scoped) -> io::Result<(OwnedFd, PathBuf, u64)> {
     let name = s.root.file_name().map(PathBuf::from).unwrap_or_default();
     let pc = cstr(parent)?;
     // SAFETY: as above.
-    let pfd = unsafe { libc::open(pc.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    let pfd = unsafe {
+        libc::open(
+            pc.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
     if pfd < 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: new fd.
-    Ok((unsafe { OwnedFd::from_raw_fd(pfd) }, name, BENEATH | libc::RESOLVE_NO_SYMLINKS))
+    Ok((
+        unsafe { OwnedFd::from_raw_fd(pfd) },
+        name,
+        BENEATH | libc::RESOLVE_NO_SYMLINKS,
+    ))
 }
 
 /// Open `s` read-only beneath its root.
@@ -130,12 +162,36 @@ pub fn open_write(s: &Scoped, truncate: bool) -> io::Result<File> {
         let mut cur = PathBuf::new();
         for c in parent.components() {
             cur.push(c);
-            match openat2(root.as_raw_fd(), &cur, libc::O_PATH | libc::O_DIRECTORY, 0, res) {
+            match openat2(
+                root.as_raw_fd(),
+                &cur,
+                libc::O_PATH | libc::O_DIRECTORY,
+                0,
+                res,
+            ) {
                 Ok(_) => {}
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                     let (dirfd, name) = match cur.parent().filter(|p| !p.as_os_str().is_empty()) {
-                        Some(pp) => (openat2(root.as_raw_fd(), pp, libc::O_PATH | libc::O_DIRECTORY, 0, res)?, cur.file_name().unwrap()),
-                        None => (openat2(root.as_raw_fd(), Path::new("."), libc::O_PATH | libc::O_DIRECTORY, 0, res)?, cur.as_os_str()),
+                        Some(pp) => (
+                            openat2(
+                                root.as_raw_fd(),
+                                pp,
+                                libc::O_PATH | libc::O_DIRECTORY,
+                                0,
+                                res,
+                            )?,
+                            cur.file_name().unwrap(),
+                        ),
+                        None => (
+                            openat2(
+                                root.as_raw_fd(),
+                                Path::new("."),
+                                libc::O_PATH | libc::O_DIRECTORY,
+                                0,
+                                res,
+                            )?,
+                            cur.as_os_str(),
+                        ),
                     };
                     let n = cstr(Path::new(name))?;
                     // SAFETY: dirfd is valid, n is a single component.
@@ -163,7 +219,13 @@ pub type Found = PathBuf;
 /// returns false. `.git` directories are skipped.
 pub fn walk(s: &Scoped, mut visit: impl FnMut(&Path, &OwnedFd) -> bool) -> io::Result<()> {
     let (root, rel, res) = open_root(s)?;
-    let start = openat2(root.as_raw_fd(), &rel, libc::O_RDONLY | libc::O_DIRECTORY, 0, res)?;
+    let start = openat2(
+        root.as_raw_fd(),
+        &rel,
+        libc::O_RDONLY | libc::O_DIRECTORY,
+        0,
+        res,
+    )?;
     let mut stack: Vec<(OwnedFd, PathBuf)> = vec![(start, PathBuf::new())];
     let mut budget = 100_000usize;
     while let Some((dfd, prefix)) = stack.pop() {
@@ -186,9 +248,17 @@ pub fn walk(s: &Scoped, mut visit: impl FnMut(&Path, &OwnedFd) -> bool) -> io::R
                 return Ok(());
             }
             let name = PathBuf::from(std::ffi::OsStr::from_bytes(&n));
-            let child = openat2(dir_fd, &name, libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK, 0, BENEATH | libc::RESOLVE_NO_SYMLINKS);
+            let child = openat2(
+                dir_fd,
+                &name,
+                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
+                0,
+                BENEATH | libc::RESOLVE_NO_SYMLINKS,
+            );
             let Ok(fd) = child else { continue };
-            let Ok(st) = nix::sys::stat::fstat(&fd) else { continue };
+            let Ok(st) = nix::sys::stat::fstat(&fd) else {
+                continue;
+            };
             let rel = prefix.join(&name);
             match st.st_mode & libc::S_IFMT {
                 libc::S_IFDIR => {
@@ -230,20 +300,39 @@ mod tests {
         std::os::unix::fs::symlink("ok.txt", ws.join("inside")).unwrap();
         std::os::unix::fs::symlink(&base, ws.join("dirlink")).unwrap();
         let mut s = String::new();
-        open_read(&scoped(&ws, Path::new("ok.txt"))).unwrap().read_to_string(&mut s).unwrap();
+        open_read(&scoped(&ws, Path::new("ok.txt")))
+            .unwrap()
+            .read_to_string(&mut s)
+            .unwrap();
         assert_eq!(s, "fine");
         s.clear();
-        open_read(&scoped(&ws, Path::new("inside"))).unwrap().read_to_string(&mut s).unwrap();
+        open_read(&scoped(&ws, Path::new("inside")))
+            .unwrap()
+            .read_to_string(&mut s)
+            .unwrap();
         assert_eq!(s, "fine");
         for bad in ["abs", "rel", "dirlink/secret"] {
             assert!(open_read(&scoped(&ws, Path::new(bad))).is_err(), "{bad}");
-            assert!(open_write(&scoped(&ws, Path::new(bad)), true).is_err(), "{bad}");
+            assert!(
+                open_write(&scoped(&ws, Path::new(bad)), true).is_err(),
+                "{bad}"
+            );
         }
-        assert_eq!(std::fs::read_to_string(base.join("secret")).unwrap(), "s3cret");
-        assert!(locate(&[ws.clone()], &normalize(&ws, Path::new("../secret")).unwrap()).is_none());
+        assert_eq!(
+            std::fs::read_to_string(base.join("secret")).unwrap(),
+            "s3cret"
+        );
+        assert!(locate(
+            &[ws.clone()],
+            &normalize(&ws, Path::new("../secret")).unwrap()
+        )
+        .is_none());
         let mut f = open_write(&scoped(&ws, Path::new("new/deep/f.txt")), true).unwrap();
         f.write_all(b"x").unwrap();
-        assert_eq!(std::fs::read_to_string(ws.join("new/deep/f.txt")).unwrap(), "x");
+        assert_eq!(
+            std::fs::read_to_string(ws.join("new/deep/f.txt")).unwrap(),
+            "x"
+        );
         assert!(open_write(&scoped(&ws, Path::new("dirlink/newdir/f")), true).is_err());
         assert!(!base.join("newdir").exists());
         let mut seen = Vec::new();
@@ -253,7 +342,10 @@ mod tests {
         })
         .unwrap();
         seen.sort();
-        assert_eq!(seen, vec![PathBuf::from("new/deep/f.txt"), PathBuf::from("ok.txt")]);
+        assert_eq!(
+            seen,
+            vec![PathBuf::from("new/deep/f.txt"), PathBuf::from("ok.txt")]
+        );
     }
 
     #[test]

@@ -14,7 +14,9 @@ pub fn zot_home() -> Result<PathBuf, RunError> {
 }
 
 /// Same as [`zot_home`], with the environment passed in (for tests).
-pub fn zot_home_from(get: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<PathBuf, RunError> {
+pub fn zot_home_from(
+    get: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Result<PathBuf, RunError> {
     let non_empty = |k: &str| get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     if let Some(p) = non_empty("ZOT_HOME") {
         return absolute("ZOT_HOME", p);
@@ -25,14 +27,19 @@ pub fn zot_home_from(get: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result
     if let Some(p) = non_empty("HOME") {
         return absolute("HOME", p).map(|p| p.join(".local/state/zot"));
     }
-    Err(RunError::Home("none of ZOT_HOME, XDG_STATE_HOME or HOME is set".into()))
+    Err(RunError::Home(
+        "none of ZOT_HOME, XDG_STATE_HOME or HOME is set".into(),
+    ))
 }
 
 fn absolute(var: &str, p: PathBuf) -> Result<PathBuf, RunError> {
     if p.is_absolute() {
         Ok(p)
     } else {
-        Err(RunError::Home(format!("{var} must be an absolute path, got {}", p.display())))
+        Err(RunError::Home(format!(
+            "{var} must be an absolute path, got {}",
+            p.display()
+        )))
     }
 }
 
@@ -45,7 +52,10 @@ pub struct AgentHome {
 
 impl AgentHome {
     pub fn new(home: PathBuf, name: &str) -> Self {
-        AgentHome { home, name: name.to_string() }
+        AgentHome {
+            home,
+            name: name.to_string(),
+        }
     }
     pub fn agent_dir(&self) -> PathBuf {
         self.home.join("agents").join(&self.name)
@@ -64,10 +74,16 @@ impl AgentHome {
 /// Create `dir` and missing parents, the leaf with mode 0700 (existing
 /// directories made by zot are tightened to 0700 too).
 pub fn private_dir(dir: &Path) -> io::Result<()> {
-    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
     let meta = fs::symlink_metadata(dir)?;
     if !meta.is_dir() {
-        return Err(io::Error::other(format!("{} is not a directory", dir.display())));
+        return Err(io::Error::other(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
     }
     if meta.permissions().mode() & 0o077 != 0 {
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
@@ -79,7 +95,9 @@ pub fn private_dir(dir: &Path) -> io::Result<()> {
 /// directory, fsync, rename over the target.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;
-    let dir = path.parent().ok_or_else(|| io::Error::other("path has no parent"))?;
+    let dir = path
+        .parent()
+        .ok_or_else(|| io::Error::other("path has no parent"))?;
     let mut tmp = tempfile::Builder::new()
         .prefix(".tmp-")
         .permissions(fs::Permissions::from_mode(0o600))
@@ -96,8 +114,15 @@ mod tests {
     use std::ffi::OsString;
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
-        let v: Vec<(String, String)> = pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
-        move |k| v.iter().find(|(a, _)| a == k).map(|(_, b)| OsString::from(b))
+        let v: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        move |k| {
+            v.iter()
+                .find(|(a, _)| a == k)
+                .map(|(_, b)| OsString::from(b))
+        }
     }
 
     #[test]
@@ -107,7 +132,10 @@ mod tests {
         let e = env(&[("ZOT_HOME", ""), ("XDG_STATE_HOME", "/x"), ("HOME", "/h")]);
         assert_eq!(zot_home_from(e).unwrap(), PathBuf::from("/x/zot"));
         let e = env(&[("HOME", "/h")]);
-        assert_eq!(zot_home_from(e).unwrap(), PathBuf::from("/h/.local/state/zot"));
+        assert_eq!(
+            zot_home_from(e).unwrap(),
+            PathBuf::from("/h/.local/state/zot")
+        );
         assert!(zot_home_from(env(&[])).is_err());
         assert!(zot_home_from(env(&[("ZOT_HOME", "rel")])).is_err());
     }
@@ -118,7 +146,17 @@ mod tests {
         let p = d.path().join("c/r.json");
         private_dir(p.parent().unwrap()).unwrap();
         write_atomic(&p, b"{}").unwrap();
-        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
-        assert_eq!(fs::metadata(p.parent().unwrap()).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(
+            fs::metadata(p.parent().unwrap())
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o700
+        );
     }
 }

@@ -63,7 +63,10 @@ pub enum RunError {
 
 impl RunError {
     pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Self {
-        RunError::Io { what: what.into(), source }
+        RunError::Io {
+            what: what.into(),
+            source,
+        }
     }
 }
 

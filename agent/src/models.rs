@@ -20,13 +20,55 @@ pub const SIM: &str = "sim";
 
 /// The built-in catalog. Every model is tool-capable; none declares vision.
 pub const CATALOG: &[ModelInfo] = &[
-    ModelInfo { id: SIM, provider: "simulator", context_window: 200_000, reasoning: false, available: true },
-    ModelInfo { id: "claude-opus-4-5", provider: "anthropic", context_window: 200_000, reasoning: true, available: false },
-    ModelInfo { id: "claude-sonnet-4-5", provider: "anthropic", context_window: 200_000, reasoning: true, available: false },
-    ModelInfo { id: "claude-haiku-4-5", provider: "anthropic", context_window: 200_000, reasoning: true, available: false },
-    ModelInfo { id: "gpt-5.5", provider: "openai", context_window: 400_000, reasoning: true, available: false },
-    ModelInfo { id: "gpt-5", provider: "openai", context_window: 400_000, reasoning: true, available: false },
-    ModelInfo { id: "gpt-4.1", provider: "openai", context_window: 1_000_000, reasoning: false, available: false },
+    ModelInfo {
+        id: SIM,
+        provider: "simulator",
+        context_window: 200_000,
+        reasoning: false,
+        available: true,
+    },
+    ModelInfo {
+        id: "claude-opus-4-5",
+        provider: "anthropic",
+        context_window: 200_000,
+        reasoning: true,
+        available: false,
+    },
+    ModelInfo {
+        id: "claude-sonnet-4-5",
+        provider: "anthropic",
+        context_window: 200_000,
+        reasoning: true,
+        available: false,
+    },
+    ModelInfo {
+        id: "claude-haiku-4-5",
+        provider: "anthropic",
+        context_window: 200_000,
+        reasoning: true,
+        available: false,
+    },
+    ModelInfo {
+        id: "gpt-5.5",
+        provider: "openai",
+        context_window: 400_000,
+        reasoning: true,
+        available: false,
+    },
+    ModelInfo {
+        id: "gpt-5",
+        provider: "openai",
+        context_window: 400_000,
+        reasoning: true,
+        available: false,
+    },
+    ModelInfo {
+        id: "gpt-4.1",
+        provider: "openai",
+        context_window: 1_000_000,
+        reasoning: false,
+        available: false,
+    },
 ];
 
 pub fn lookup(id: &str) -> Option<&'static ModelInfo> {
@@ -40,13 +82,18 @@ pub fn incompatibility(model: &ModelInfo, spec: &AgentSpec) -> Option<String> {
             "tools" => {}
             "reasoning" if !model.reasoning => return Some("does not support reasoning".into()),
             "reasoning" => {}
-            "vision" => return Some("vision is not represented in the catalog, no model qualifies".into()),
+            "vision" => {
+                return Some("vision is not represented in the catalog, no model qualifies".into())
+            }
             other => return Some(format!("unknown capability {other:?}")),
         }
     }
     if let Some(min) = spec.min_context {
         if model.context_window < min {
-            return Some(format!("context window {} is below model.min_context {min}", model.context_window));
+            return Some(format!(
+                "context window {} is below model.min_context {min}",
+                model.context_window
+            ));
         }
     }
     None
@@ -55,11 +102,18 @@ pub fn incompatibility(model: &ModelInfo, spec: &AgentSpec) -> Option<String> {
 /// Select the model: an explicit choice must satisfy the manifest; a
 /// configured default is kept when compatible; then the first compatible
 /// available `preferred` model; then any compatible available model.
-pub fn select(explicit: Option<&str>, configured: Option<&str>, spec: &AgentSpec) -> Result<&'static ModelInfo, RunError> {
+pub fn select(
+    explicit: Option<&str>,
+    configured: Option<&str>,
+    spec: &AgentSpec,
+) -> Result<&'static ModelInfo, RunError> {
     if let Some(id) = explicit {
-        let m = lookup(id).ok_or_else(|| RunError::Model(format!("unknown model {id:?} (known: {})", known())))?;
+        let m = lookup(id)
+            .ok_or_else(|| RunError::Model(format!("unknown model {id:?} (known: {})", known())))?;
         if let Some(why) = incompatibility(m, spec) {
-            return Err(RunError::Model(format!("{id} does not satisfy the agent's model requirements: {why}")));
+            return Err(RunError::Model(format!(
+                "{id} does not satisfy the agent's model requirements: {why}"
+            )));
         }
         if !m.available {
             return Err(RunError::Model(format!(
@@ -69,7 +123,8 @@ pub fn select(explicit: Option<&str>, configured: Option<&str>, spec: &AgentSpec
         }
         return Ok(m);
     }
-    let usable = |id: &str| lookup(id).filter(|m| m.available && incompatibility(m, spec).is_none());
+    let usable =
+        |id: &str| lookup(id).filter(|m| m.available && incompatibility(m, spec).is_none());
     if let Some(m) = configured.and_then(usable) {
         return Ok(m);
     }
@@ -84,7 +139,10 @@ pub fn select(explicit: Option<&str>, configured: Option<&str>, spec: &AgentSpec
         .filter(|m| m.available)
         .map(|m| format!("{}: {}", m.id, incompatibility(m, spec).unwrap_or_default()))
         .collect();
-    Err(RunError::Model(format!("no available model satisfies the agent's requirements ({})", why.join("; "))))
+    Err(RunError::Model(format!(
+        "no available model satisfies the agent's requirements ({})",
+        why.join("; ")
+    )))
 }
 
 fn known() -> String {
@@ -101,9 +159,15 @@ mod tests {
         assert_eq!(select(None, None, &spec).unwrap().id, SIM);
         assert_eq!(select(Some("sim"), None, &spec).unwrap().id, SIM);
         assert!(select(Some("nope"), None, &spec).is_err());
-        assert!(select(Some("gpt-5.5"), None, &spec).unwrap_err().to_string().contains("provider"));
+        assert!(select(Some("gpt-5.5"), None, &spec)
+            .unwrap_err()
+            .to_string()
+            .contains("provider"));
         spec.preferred = vec!["gpt-5.5".into(), "sim".into()];
-        assert_eq!(select(None, Some("claude-opus-4-5"), &spec).unwrap().id, SIM);
+        assert_eq!(
+            select(None, Some("claude-opus-4-5"), &spec).unwrap().id,
+            SIM
+        );
         spec.model_requires = vec!["reasoning".into()];
         let e = select(None, None, &spec).unwrap_err().to_string();
         assert!(e.contains("reasoning"), "{e}");

@@ -36,10 +36,25 @@ impl Permissions {
 
 /// Expand the manifest's scopes for `workspace` (absolute, canonical) and
 /// `agent_data`.
-pub fn expand(spec: &AgentSpec, workspace: &Path, agent_data: &Path) -> Result<Permissions, RunError> {
-    let one = |field: &str, s: &String| expand_one(s, workspace, agent_data).map_err(|m| RunError::Manifest(format!("{field}: {s:?}: {m}")));
-    let mut fs_read = spec.fs_read.iter().map(|s| one("permissions.fs.read", s)).collect::<Result<Vec<_>, _>>()?;
-    let mut fs_write = spec.fs_write.iter().map(|s| one("permissions.fs.write", s)).collect::<Result<Vec<_>, _>>()?;
+pub fn expand(
+    spec: &AgentSpec,
+    workspace: &Path,
+    agent_data: &Path,
+) -> Result<Permissions, RunError> {
+    let one = |field: &str, s: &String| {
+        expand_one(s, workspace, agent_data)
+            .map_err(|m| RunError::Manifest(format!("{field}: {s:?}: {m}")))
+    };
+    let mut fs_read = spec
+        .fs_read
+        .iter()
+        .map(|s| one("permissions.fs.read", s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut fs_write = spec
+        .fs_write
+        .iter()
+        .map(|s| one("permissions.fs.write", s))
+        .collect::<Result<Vec<_>, _>>()?;
     fs_read.sort();
     fs_read.dedup();
     fs_write.sort();
@@ -48,7 +63,11 @@ pub fn expand(spec: &AgentSpec, workspace: &Path, agent_data: &Path) -> Result<P
         fs_read,
         fs_write,
         bash_mode: spec.bash_mode.as_str(),
-        bash_allow: if spec.bash_mode == BashMode::Allowlist { spec.bash_allow.clone() } else { Vec::new() },
+        bash_allow: if spec.bash_mode == BashMode::Allowlist {
+            spec.bash_allow.clone()
+        } else {
+            Vec::new()
+        },
     })
 }
 
@@ -116,7 +135,12 @@ mod tests {
         std::fs::create_dir(&ws).unwrap();
         let data = d.path().canonicalize().unwrap().join("data");
         let spec = AgentSpec {
-            fs_read: vec!["${workspace}".into(), "src".into(), "${agent_data}".into(), "/etc/hostname".into()],
+            fs_read: vec![
+                "${workspace}".into(),
+                "src".into(),
+                "${agent_data}".into(),
+                "/etc/hostname".into(),
+            ],
             fs_write: vec!["${agent_data}/out".into()],
             ..Default::default()
         };
@@ -126,11 +150,20 @@ mod tests {
         assert!(p.fs_read.contains(&data));
         assert_eq!(p.fs_write, vec![data.join("out")]);
         for bad in ["../x", "${home}", "~/.ssh", "${workspace}x", "src/../../x"] {
-            let spec = AgentSpec { fs_read: vec![bad.into()], ..Default::default() };
+            let spec = AgentSpec {
+                fs_read: vec![bad.into()],
+                ..Default::default()
+            };
             assert!(expand(&spec, &ws, &data).is_err(), "{bad}");
         }
         let other = d.path().canonicalize().unwrap();
-        let spec = AgentSpec { fs_read: vec!["${workspace}".into()], ..Default::default() };
-        assert_ne!(expand(&spec, &ws, &data).unwrap().hash(), expand(&spec, &other, &data).unwrap().hash());
+        let spec = AgentSpec {
+            fs_read: vec!["${workspace}".into()],
+            ..Default::default()
+        };
+        assert_ne!(
+            expand(&spec, &ws, &data).unwrap().hash(),
+            expand(&spec, &other, &data).unwrap().hash()
+        );
     }
 }

@@ -7,7 +7,8 @@ use serde::Deserialize;
 use crate::RunError;
 
 /// zot's base system prompt.
-pub const BASE_PROMPT: &str = "You are zot, a careful software agent running on the user's machine. \
+pub const BASE_PROMPT: &str =
+    "You are zot, a careful software agent running on the user's machine. \
 Use the tools to inspect and change files and to run commands; every tool is confined to the \
 permissions the user granted, and a refused call is reported to you as a tool error: do not try \
 to work around it. Be concise and report what you did.";
@@ -31,7 +32,10 @@ struct Front {
 /// between `---` lines.
 pub fn parse_skill(text: &str) -> Result<(String, String, String), String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let rest = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n")).ok_or("missing front matter")?;
+    let rest = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+        .ok_or("missing front matter")?;
     let end = rest.find("\n---").ok_or("unterminated front matter")?;
     let yaml = &rest[..end];
     let after = &rest[end + 4..];
@@ -44,19 +48,31 @@ pub fn parse_skill(text: &str) -> Result<(String, String, String), String> {
 }
 
 fn scan(dir: &Path, source: &'static str, out: &mut Vec<Skill>, warnings: &mut Vec<String>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
     let mut entries: Vec<_> = rd.flatten().collect();
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
         let p = e.path().join("SKILL.md");
-        let Ok(meta) = std::fs::symlink_metadata(&p) else { continue };
+        let Ok(meta) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
         if !meta.is_file() {
             continue;
         }
-        match std::fs::read_to_string(&p).map_err(|e| e.to_string()).and_then(|t| parse_skill(&t)) {
+        match std::fs::read_to_string(&p)
+            .map_err(|e| e.to_string())
+            .and_then(|t| parse_skill(&t))
+        {
             Ok((name, description, _)) => {
                 if !out.iter().any(|s| s.name == name) {
-                    out.push(Skill { name, description, path: p, source });
+                    out.push(Skill {
+                        name,
+                        description,
+                        path: p,
+                        source,
+                    });
                 }
             }
             Err(m) => warnings.push(format!("skill {}: {m}", p.display())),
@@ -78,16 +94,30 @@ pub fn discover(agent_root: &Path, zot_home: &Path) -> (Vec<Skill>, Vec<String>)
 pub fn load_skill(skills: &[Skill], name: &str) -> Result<String, String> {
     let s = skills.iter().find(|s| s.name == name).ok_or_else(|| {
         let names: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
-        format!("no skill named {name:?} (available: {})", if names.is_empty() { "none".into() } else { names.join(", ") })
+        format!(
+            "no skill named {name:?} (available: {})",
+            if names.is_empty() {
+                "none".into()
+            } else {
+                names.join(", ")
+            }
+        )
     })?;
-    let text = std::fs::read_to_string(&s.path).map_err(|e| format!("{}: {e}", s.path.display()))?;
+    let text =
+        std::fs::read_to_string(&s.path).map_err(|e| format!("{}: {e}", s.path.display()))?;
     parse_skill(&text).map(|(_, _, body)| body)
 }
 
 /// Build the system prompt: base + AGENT.md (or AGENT.md alone with
 /// `replace_system_prompt`), then generated context (workspace, tools,
 /// skills manifest).
-pub fn system_prompt(agent_root: &Path, replace: bool, workspace: &Path, tools: &[&str], skills: &[Skill]) -> Result<String, RunError> {
+pub fn system_prompt(
+    agent_root: &Path,
+    replace: bool,
+    workspace: &Path,
+    tools: &[&str],
+    skills: &[Skill],
+) -> Result<String, RunError> {
     let agent_md = match std::fs::read_to_string(agent_root.join("AGENT.md")) {
         Ok(t) => Some(t),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -106,9 +136,15 @@ pub fn system_prompt(agent_root: &Path, replace: bool, workspace: &Path, tools: 
     if !out.is_empty() {
         out.push_str("\n\n");
     }
-    out.push_str(&format!("# Context\n\nWorkspace: {}\nTools: {}\n", workspace.display(), tools.join(", ")));
+    out.push_str(&format!(
+        "# Context\n\nWorkspace: {}\nTools: {}\n",
+        workspace.display(),
+        tools.join(", ")
+    ));
     if !skills.is_empty() {
-        out.push_str("\n# Skills\n\nLoad a skill's instructions with the `skill` tool when it applies.\n\n");
+        out.push_str(
+            "\n# Skills\n\nLoad a skill's instructions with the `skill` tool when it applies.\n\n",
+        );
         for s in skills {
             out.push_str(&format!("- {}: {}\n", s.name, s.description));
         }
@@ -126,13 +162,20 @@ mod tests {
         let root = d.path().join("agent");
         std::fs::create_dir_all(root.join("skills/inv")).unwrap();
         std::fs::create_dir_all(root.join("skills/bad")).unwrap();
-        std::fs::write(root.join("skills/inv/SKILL.md"), "---\nname: investigate\ndescription: 'Find: the cause'\n---\n# Body\nstep\n").unwrap();
+        std::fs::write(
+            root.join("skills/inv/SKILL.md"),
+            "---\nname: investigate\ndescription: 'Find: the cause'\n---\n# Body\nstep\n",
+        )
+        .unwrap();
         std::fs::write(root.join("skills/bad/SKILL.md"), "no front matter").unwrap();
         let (skills, warnings) = discover(&root, &d.path().join("home"));
         assert_eq!(skills.len(), 1);
         assert_eq!(skills[0].description, "Find: the cause");
         assert_eq!(warnings.len(), 1);
-        assert_eq!(load_skill(&skills, "investigate").unwrap(), "# Body\nstep\n");
+        assert_eq!(
+            load_skill(&skills, "investigate").unwrap(),
+            "# Body\nstep\n"
+        );
         assert!(load_skill(&skills, "x").is_err());
         let p = system_prompt(&root, false, Path::new("/w"), &["read"], &skills).unwrap();
         assert!(p.starts_with(BASE_PROMPT) && p.contains("- investigate: Find: the cause"));

@@ -15,7 +15,12 @@ use crate::RunError;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reference {
     Local(PathBuf),
-    GitHub { owner: String, repo: String, git_ref: String, path: String },
+    GitHub {
+        owner: String,
+        repo: String,
+        git_ref: String,
+        path: String,
+    },
 }
 
 /// Largest archive downloaded (the `.zot` compressed size limit).
@@ -25,7 +30,8 @@ fn part_ok(p: &str) -> bool {
     !p.is_empty()
         && p != "."
         && p != ".."
-        && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
+        && p.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
 }
 
 fn ref_err(s: &str, m: &str) -> RunError {
@@ -37,10 +43,20 @@ pub fn parse(s: &str, cwd: &Path) -> Result<Reference, RunError> {
     if s.is_empty() {
         return Err(RunError::Reference("empty reference".into()));
     }
-    if let Some(rest) = s.strip_prefix("https://github.com/").or_else(|| s.strip_prefix("http://github.com/")) {
+    if let Some(rest) = s
+        .strip_prefix("https://github.com/")
+        .or_else(|| s.strip_prefix("http://github.com/"))
+    {
         let parts: Vec<&str> = rest.trim_end_matches('/').split('/').collect();
-        if parts.len() < 2 || parts.iter().any(|p| p.is_empty() || *p == "." || *p == "..") {
-            return Err(ref_err(s, "expected https://github.com/OWNER/REPO[/PATH] or .../tree/REF/PATH"));
+        if parts.len() < 2
+            || parts
+                .iter()
+                .any(|p| p.is_empty() || *p == "." || *p == "..")
+        {
+            return Err(ref_err(
+                s,
+                "expected https://github.com/OWNER/REPO[/PATH] or .../tree/REF/PATH",
+            ));
         }
         let repo = parts[1].trim_end_matches(".git");
         let (git_ref, path) = if parts.len() >= 4 && parts[2] == "tree" {
@@ -50,15 +66,28 @@ pub fn parse(s: &str, cwd: &Path) -> Result<Reference, RunError> {
         } else {
             ("HEAD".to_string(), parts[2..].join("/"))
         };
-        if !git_ref.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) {
+        if !git_ref
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        {
             return Err(ref_err(s, "unsupported branch or tag name"));
         }
-        return Ok(Reference::GitHub { owner: parts[0].to_string(), repo: repo.to_string(), git_ref, path });
+        return Ok(Reference::GitHub {
+            owner: parts[0].to_string(),
+            repo: repo.to_string(),
+            git_ref,
+            path,
+        });
     }
     if s.contains("://") {
         return Err(ref_err(s, "only GitHub URLs are supported"));
     }
-    let explicit_local = s.starts_with("./") || s.starts_with("../") || s.starts_with('/') || s.ends_with(".zot") || s == "." || s == "..";
+    let explicit_local = s.starts_with("./")
+        || s.starts_with("../")
+        || s.starts_with('/')
+        || s.ends_with(".zot")
+        || s == "."
+        || s == "..";
     if explicit_local {
         return Ok(Reference::Local(cwd.join(s)));
     }
@@ -69,13 +98,21 @@ pub fn parse(s: &str, cwd: &Path) -> Result<Reference, RunError> {
                 return Ok(Reference::Local(cand));
             }
         }
-        return Err(ref_err(s, &format!("no local directory {s}/ or archive {s}.zot (a single name resolves only locally)")));
+        return Err(ref_err(
+            s,
+            &format!(
+                "no local directory {s}/ or archive {s}.zot (a single name resolves only locally)"
+            ),
+        ));
     }
     if cwd.join(s).exists() {
         return Ok(Reference::Local(cwd.join(s)));
     }
     if !parts.iter().all(|p| part_ok(p)) {
-        return Err(ref_err(s, "GitHub shorthand parts must be lowercase letters, digits, '.', '-' or '_'"));
+        return Err(ref_err(
+            s,
+            "GitHub shorthand parts must be lowercase letters, digits, '.', '-' or '_'",
+        ));
     }
     Ok(Reference::GitHub {
         owner: parts[0].to_string(),
@@ -89,36 +126,68 @@ pub fn parse(s: &str, cwd: &Path) -> Result<Reference, RunError> {
 pub fn resolve(s: &str, cwd: &Path) -> Result<LoadedAgent, RunError> {
     match parse(s, cwd)? {
         Reference::Local(p) => deps::open_agent(&p),
-        Reference::GitHub { owner, repo, git_ref, path } => fetch_github(&owner, &repo, &git_ref, &path),
+        Reference::GitHub {
+            owner,
+            repo,
+            git_ref,
+            path,
+        } => fetch_github(&owner, &repo, &git_ref, &path),
     }
 }
 
 /// The archive URL for a GitHub repository at `git_ref`.
 pub fn archive_url(owner: &str, repo: &str, git_ref: &str) -> String {
-    let base = std::env::var("ZOT_GITHUB_BASE").ok().filter(|b| !b.is_empty()).unwrap_or_else(|| "https://github.com".into());
-    format!("{}/{owner}/{repo}/archive/{git_ref}.tar.gz", base.trim_end_matches('/'))
+    let base = std::env::var("ZOT_GITHUB_BASE")
+        .ok()
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| "https://github.com".into());
+    format!(
+        "{}/{owner}/{repo}/archive/{git_ref}.tar.gz",
+        base.trim_end_matches('/')
+    )
 }
 
-fn fetch_github(owner: &str, repo: &str, git_ref: &str, path: &str) -> Result<LoadedAgent, RunError> {
+fn fetch_github(
+    owner: &str,
+    repo: &str,
+    git_ref: &str,
+    path: &str,
+) -> Result<LoadedAgent, RunError> {
     let url = archive_url(owner, repo, git_ref);
-    let what = format!("{owner}/{repo}{}{path}", if path.is_empty() { "" } else { "/" });
+    let what = format!(
+        "{owner}/{repo}{}{path}",
+        if path.is_empty() { "" } else { "/" }
+    );
     let err = |m: String| RunError::Reference(format!("github {what}: {m}"));
     let agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(120)))
         .build()
         .new_agent();
-    let mut resp = agent.get(&url).call().map_err(|e| err(format!("download {url}: {e}")))?;
+    let mut resp = agent
+        .get(&url)
+        .call()
+        .map_err(|e| err(format!("download {url}: {e}")))?;
     let bytes = resp
         .body_mut()
         .with_config()
         .limit(MAX_DOWNLOAD)
         .read_to_vec()
         .map_err(|e| err(format!("download {url}: {e}")))?;
-    let tmp = tempfile::Builder::new().prefix("zot-github-").tempdir().map_err(|e| RunError::io("temp dir", e))?;
+    let tmp = tempfile::Builder::new()
+        .prefix("zot-github-")
+        .tempdir()
+        .map_err(|e| RunError::io("temp dir", e))?;
     let top = deps::extract_github_archive(&bytes, tmp.path())?;
     let dir = if path.is_empty() { top } else { top.join(path) };
     if !dir.join("manifest.json").is_file() {
-        return Err(err(format!("no agent (manifest.json) at {}", if path.is_empty() { "the repository root" } else { path })));
+        return Err(err(format!(
+            "no agent (manifest.json) at {}",
+            if path.is_empty() {
+                "the repository root"
+            } else {
+                path
+            }
+        )));
     }
     let mut agent = deps::open_agent(&dir)?;
     agent._guard = Some(tmp);
@@ -130,7 +199,12 @@ mod tests {
     use super::*;
 
     fn gh(o: &str, r: &str, g: &str, p: &str) -> Reference {
-        Reference::GitHub { owner: o.into(), repo: r.into(), git_ref: g.into(), path: p.into() }
+        Reference::GitHub {
+            owner: o.into(),
+            repo: r.into(),
+            git_ref: g.into(),
+            path: p.into(),
+        }
     }
 
     #[test]
@@ -139,17 +213,41 @@ mod tests {
         let cwd = d.path();
         std::fs::create_dir(cwd.join("mine")).unwrap();
         std::fs::create_dir_all(cwd.join("acme/local")).unwrap();
-        assert_eq!(parse("mine", cwd).unwrap(), Reference::Local(cwd.join("mine")));
+        assert_eq!(
+            parse("mine", cwd).unwrap(),
+            Reference::Local(cwd.join("mine"))
+        );
         assert!(parse("absent", cwd).is_err());
-        assert_eq!(parse("x.zot", cwd).unwrap(), Reference::Local(cwd.join("x.zot")));
-        assert_eq!(parse("./y", cwd).unwrap(), Reference::Local(cwd.join("./y")));
-        assert_eq!(parse("acme/local", cwd).unwrap(), Reference::Local(cwd.join("acme/local")));
-        assert_eq!(parse("acme/agents", cwd).unwrap(), gh("acme", "agents", "HEAD", ""));
-        assert_eq!(parse("acme/agents/rev/go", cwd).unwrap(), gh("acme", "agents", "HEAD", "rev/go"));
+        assert_eq!(
+            parse("x.zot", cwd).unwrap(),
+            Reference::Local(cwd.join("x.zot"))
+        );
+        assert_eq!(
+            parse("./y", cwd).unwrap(),
+            Reference::Local(cwd.join("./y"))
+        );
+        assert_eq!(
+            parse("acme/local", cwd).unwrap(),
+            Reference::Local(cwd.join("acme/local"))
+        );
+        assert_eq!(
+            parse("acme/agents", cwd).unwrap(),
+            gh("acme", "agents", "HEAD", "")
+        );
+        assert_eq!(
+            parse("acme/agents/rev/go", cwd).unwrap(),
+            gh("acme", "agents", "HEAD", "rev/go")
+        );
         assert!(parse("Acme/agents", cwd).is_err());
         assert!(parse("acme/../x", cwd).is_err());
-        assert_eq!(parse("https://github.com/acme/agents/reviewer", cwd).unwrap(), gh("acme", "agents", "HEAD", "reviewer"));
-        assert_eq!(parse("https://github.com/acme/agents/tree/v1.2/a/b", cwd).unwrap(), gh("acme", "agents", "v1.2", "a/b"));
+        assert_eq!(
+            parse("https://github.com/acme/agents/reviewer", cwd).unwrap(),
+            gh("acme", "agents", "HEAD", "reviewer")
+        );
+        assert_eq!(
+            parse("https://github.com/acme/agents/tree/v1.2/a/b", cwd).unwrap(),
+            gh("acme", "agents", "v1.2", "a/b")
+        );
         assert!(parse("https://github.com/acme/agents/tree/main/../x", cwd).is_err());
         assert!(parse("https://example.com/a/b", cwd).is_err());
     }

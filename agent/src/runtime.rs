@@ -59,7 +59,8 @@ fn workspace_of(cwd: Option<&Path>) -> Result<PathBuf, RunError> {
         Some(p) => here.join(p),
         None => here,
     };
-    ws.canonicalize().map_err(|e| RunError::io(format!("workspace {}", ws.display()), e))
+    ws.canonicalize()
+        .map_err(|e| RunError::io(format!("workspace {}", ws.display()), e))
 }
 
 fn policy_for(perms: &Permissions, workspace: &Path) -> Result<SandboxPolicy, String> {
@@ -80,7 +81,9 @@ pub fn compile_policy(reference: &str, workspace: &Path) -> Result<SandboxPolicy
     let here = std::env::current_dir().map_err(|e| RunError::io("current directory", e))?;
     let agent = reference::resolve(reference, &here)?;
     check_unenforced(&agent.spec)?;
-    let ws = workspace.canonicalize().map_err(|e| RunError::io(format!("workspace {}", workspace.display()), e))?;
+    let ws = workspace
+        .canonicalize()
+        .map_err(|e| RunError::io(format!("workspace {}", workspace.display()), e))?;
     let ah = AgentHome::new(home::zot_home()?, &agent.spec.name);
     let perms = perms::expand(&agent.spec, &ws, &ah.data_dir())?;
     compile(&perms, &ws)
@@ -119,9 +122,13 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
     let zot_home = home::zot_home()?;
     let ah = AgentHome::new(zot_home.clone(), &spec.name);
     let data = ah.data_dir();
-    home::private_dir(&data).map_err(|e| RunError::io(format!("agent data dir {}", data.display()), e))?;
+    home::private_dir(&data)
+        .map_err(|e| RunError::io(format!("agent data dir {}", data.display()), e))?;
     let interactive = term::stdin_is_tty();
-    let bypass = Bypass { yes: opts.yes, env: std::env::var("ZOT_AGENT_CONSENT").is_ok_and(|v| v == "1") };
+    let bypass = Bypass {
+        yes: opts.yes,
+        env: std::env::var("ZOT_AGENT_CONSENT").is_ok_and(|v| v == "1"),
+    };
     let perms = perms::expand(&spec, &workspace, &data)?;
     get_consent(&ah, &agent, &perms, bypass, interactive)?;
 
@@ -129,7 +136,10 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
         return Err(RunError::Usage("--sim-script needs the sim model".into()));
     }
     let configured = std::env::var("ZOT_MODEL").ok().filter(|m| !m.is_empty());
-    let explicit = opts.model.clone().or_else(|| opts.sim_script.as_ref().map(|_| models::SIM.to_string()));
+    let explicit = opts
+        .model
+        .clone()
+        .or_else(|| opts.sim_script.as_ref().map(|_| models::SIM.to_string()));
     let model_info = models::select(explicit.as_deref(), configured.as_deref(), &spec)?;
     let mut model: Box<dyn Model> = match &opts.sim_script {
         Some(p) => Box::new(Simulator::from_script(p)?),
@@ -140,8 +150,20 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
     for w in &skill_warnings {
         warn(w);
     }
-    let system = prompt::system_prompt(&agent.root, spec.replace_system_prompt, &workspace, tools::NAMES, &skills)?;
-    let loaded = session::open(&opts.session, &ah.sessions_dir(), &spec.name, &agent.digest, &workspace)?;
+    let system = prompt::system_prompt(
+        &agent.root,
+        spec.replace_system_prompt,
+        &workspace,
+        tools::NAMES,
+        &skills,
+    )?;
+    let loaded = session::open(
+        &opts.session,
+        &ah.sessions_dir(),
+        &spec.name,
+        &agent.digest,
+        &workspace,
+    )?;
     for w in &loaded.warnings {
         warn(w);
     }
@@ -172,7 +194,13 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
     rt.main(&opts)
 }
 
-fn get_consent(ah: &AgentHome, agent: &LoadedAgent, perms: &Permissions, bypass: Bypass, interactive: bool) -> Result<(), RunError> {
+fn get_consent(
+    ah: &AgentHome,
+    agent: &LoadedAgent,
+    perms: &Permissions,
+    bypass: Bypass,
+    interactive: bool,
+) -> Result<(), RunError> {
     let req = consent::Request {
         name: &agent.spec.name,
         version: agent.spec.version.as_deref(),
@@ -214,7 +242,10 @@ impl Runtime<'_> {
                 eprintln!("{}", r.content.trim_end());
                 if r.is_error {
                     if non_interactive {
-                        return Err(RunError::Pre(format!("`{cmd}` failed: {}", r.content.lines().next().unwrap_or(""))));
+                        return Err(RunError::Pre(format!(
+                            "`{cmd}` failed: {}",
+                            r.content.lines().next().unwrap_or("")
+                        )));
                     }
                     warn(&format!("entry.pre `{cmd}` failed"));
                 }
@@ -234,19 +265,33 @@ impl Runtime<'_> {
             self.repl(opts.prompt.is_none())?;
         }
         let session = self.session.as_ref().map(|s| s.id.clone());
-        self.out.emit(&Event::Done { agent: self.agent.spec.name.clone(), model: self.model_id.into(), session, exit_code: 0 });
+        self.out.emit(&Event::Done {
+            agent: self.agent.spec.name.clone(),
+            model: self.model_id.into(),
+            session,
+            exit_code: 0,
+        });
         Ok(0)
     }
 
     fn repl(&mut self, offer_default: bool) -> Result<(), RunError> {
-        let mut default = if offer_default { self.agent.spec.default_prompt.clone() } else { None };
-        eprintln!("zot: agent {} (model {}); /cd DIR changes the workspace, /exit quits", self.agent.spec.name, self.model_id);
+        let mut default = if offer_default {
+            self.agent.spec.default_prompt.clone()
+        } else {
+            None
+        };
+        eprintln!(
+            "zot: agent {} (model {}); /cd DIR changes the workspace, /exit quits",
+            self.agent.spec.name, self.model_id
+        );
         loop {
             let prompt = match &default {
                 Some(d) => format!("[Enter sends: {d}]\n> "),
                 None => "> ".to_string(),
             };
-            let Some(line) = term::read_line(&prompt) else { break };
+            let Some(line) = term::read_line(&prompt) else {
+                break;
+            };
             let line = match (line.trim().is_empty(), default.take()) {
                 (true, Some(d)) => d,
                 (true, None) => continue,
@@ -273,19 +318,36 @@ impl Runtime<'_> {
     /// permissions need consent again.
     fn change_dir(&mut self, dir: &Path) -> Result<(), RunError> {
         let ws = self.env.workspace.join(dir);
-        let ws = ws.canonicalize().map_err(|e| RunError::io(format!("cd {}", ws.display()), e))?;
+        let ws = ws
+            .canonicalize()
+            .map_err(|e| RunError::io(format!("cd {}", ws.display()), e))?;
         if !ws.is_dir() {
-            return Err(RunError::Usage(format!("cd {}: not a directory", ws.display())));
+            return Err(RunError::Usage(format!(
+                "cd {}: not a directory",
+                ws.display()
+            )));
         }
         let perms = perms::expand(&self.agent.spec, &ws, &self.ah.data_dir())?;
         if perms != self.env.perms {
-            get_consent(&self.ah, &self.agent, &perms, self.bypass, self.env.interactive)?;
+            get_consent(
+                &self.ah,
+                &self.agent,
+                &perms,
+                self.bypass,
+                self.env.interactive,
+            )?;
         }
         self.env.policy = policy_for(&perms, &ws);
         self.env.perms = perms;
         self.env.workspace = ws.clone();
         let (skills, _) = prompt::discover(&self.agent.root, &self.ah.home);
-        self.system = prompt::system_prompt(&self.agent.root, self.agent.spec.replace_system_prompt, &ws, tools::NAMES, &skills)?;
+        self.system = prompt::system_prompt(
+            &self.agent.root,
+            self.agent.spec.replace_system_prompt,
+            &ws,
+            tools::NAMES,
+            &skills,
+        )?;
         eprintln!("zot: workspace is now {}", ws.display());
         Ok(())
     }
@@ -302,21 +364,41 @@ impl Runtime<'_> {
         self.turn += 1;
         let turn = self.turn;
         self.out.emit(&Event::TurnStart { turn });
-        self.record(Message::User { content: user.to_string() })?;
+        self.record(Message::User {
+            content: user.to_string(),
+        })?;
         for _ in 0..MAX_STEPS {
             let t = self.model.respond(&self.system, &self.history)?;
             if !t.text.is_empty() {
-                self.out.emit(&Event::TextDelta { turn, delta: t.text.clone() });
+                self.out.emit(&Event::TextDelta {
+                    turn,
+                    delta: t.text.clone(),
+                });
             }
-            self.out.emit(&Event::AssistantMessage { turn, text: t.text.clone(), tool_calls: t.tool_calls.clone() });
-            self.out.emit(&Event::Usage { turn, usage: t.usage });
-            self.record(Message::Assistant { content: t.text.clone(), tool_calls: t.tool_calls.clone() })?;
+            self.out.emit(&Event::AssistantMessage {
+                turn,
+                text: t.text.clone(),
+                tool_calls: t.tool_calls.clone(),
+            });
+            self.out.emit(&Event::Usage {
+                turn,
+                usage: t.usage,
+            });
+            self.record(Message::Assistant {
+                content: t.text.clone(),
+                tool_calls: t.tool_calls.clone(),
+            })?;
             if t.tool_calls.is_empty() {
                 self.out.emit(&Event::TurnEnd { turn, text: t.text });
                 return Ok(());
             }
             for call in t.tool_calls {
-                self.out.emit(&Event::ToolCall { turn, id: call.id.clone(), name: call.name.clone(), arguments: call.arguments.clone() });
+                self.out.emit(&Event::ToolCall {
+                    turn,
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                });
                 let r = tools::execute(&self.env, &call);
                 self.out.emit(&Event::ToolResult {
                     turn,
@@ -328,9 +410,16 @@ impl Runtime<'_> {
                     duration_ms: r.duration_ms,
                     full_output: r.full_output.as_ref().map(|p| p.display().to_string()),
                 });
-                self.record(Message::Tool { tool_call_id: call.id, name: call.name, content: r.content, is_error: r.is_error })?;
+                self.record(Message::Tool {
+                    tool_call_id: call.id,
+                    name: call.name,
+                    content: r.content,
+                    is_error: r.is_error,
+                })?;
             }
         }
-        Err(RunError::Model(format!("turn {turn} did not finish within {MAX_STEPS} model steps")))
+        Err(RunError::Model(format!(
+            "turn {turn} did not finish within {MAX_STEPS} model steps"
+        )))
     }
 }

@@ -36,8 +36,17 @@ pub enum SessionChoice {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Record {
-    Header { version: u32, id: String, agent: String, digest: String, workspace: PathBuf, created: u64 },
-    Message { message: Message },
+    Header {
+        version: u32,
+        id: String,
+        agent: String,
+        digest: String,
+        workspace: PathBuf,
+        created: u64,
+    },
+    Message {
+        message: Message,
+    },
 }
 
 /// An open session file.
@@ -55,7 +64,10 @@ pub struct Loaded {
 }
 
 fn now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 fn new_id() -> String {
@@ -65,14 +77,29 @@ fn new_id() -> String {
 }
 
 fn id_ok(id: &str) -> bool {
-    !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    !id.is_empty()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// Open (or create) the session `choice` names.
-pub fn open(choice: &SessionChoice, dir: &Path, agent: &str, digest: &str, workspace: &Path) -> Result<Loaded, RunError> {
+pub fn open(
+    choice: &SessionChoice,
+    dir: &Path,
+    agent: &str,
+    digest: &str,
+    workspace: &Path,
+) -> Result<Loaded, RunError> {
     let mut warnings = Vec::new();
     let path = match choice {
-        SessionChoice::Off => return Ok(Loaded { session: None, history: Vec::new(), warnings }),
+        SessionChoice::Off => {
+            return Ok(Loaded {
+                session: None,
+                history: Vec::new(),
+                warnings,
+            })
+        }
         SessionChoice::New => None,
         SessionChoice::Continue => {
             let latest = list(dir).into_iter().last();
@@ -92,12 +119,25 @@ pub fn open(choice: &SessionChoice, dir: &Path, agent: &str, digest: &str, works
             } else {
                 let m: Vec<_> = all
                     .into_iter()
-                    .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(id.as_str())))
+                    .filter(|p| {
+                        p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with(id.as_str()))
+                    })
                     .collect();
                 match m.len() {
                     1 => Some(m[0].clone()),
-                    0 => return Err(RunError::Session(format!("no session {id} in {}", dir.display()))),
-                    _ => return Err(RunError::Session(format!("session id prefix {id} is ambiguous"))),
+                    0 => {
+                        return Err(RunError::Session(format!(
+                            "no session {id} in {}",
+                            dir.display()
+                        )))
+                    }
+                    _ => {
+                        return Err(RunError::Session(format!(
+                            "session id prefix {id} is ambiguous"
+                        )))
+                    }
                 }
             }
         }
@@ -106,18 +146,26 @@ pub fn open(choice: &SessionChoice, dir: &Path, agent: &str, digest: &str, works
     let path = match path {
         Some(p) => p,
         None => {
-            private_dir(dir).map_err(|e| RunError::io(format!("session dir {}", dir.display()), e))?;
+            private_dir(dir)
+                .map_err(|e| RunError::io(format!("session dir {}", dir.display()), e))?;
             dir.join(format!("{}.jsonl", new_id()))
         }
     };
     if path.exists() {
         let (session, history, w) = load_existing(&path)?;
         warnings.extend(w);
-        return Ok(Loaded { session: Some(session), history, warnings });
+        return Ok(Loaded {
+            session: Some(session),
+            history,
+            warnings,
+        });
     }
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         if !parent.is_dir() {
-            return Err(RunError::Session(format!("directory {} does not exist", parent.display())));
+            return Err(RunError::Session(format!(
+                "directory {} does not exist",
+                parent.display()
+            )));
         }
     }
     let file = OpenOptions::new()
@@ -126,20 +174,48 @@ pub fn open(choice: &SessionChoice, dir: &Path, agent: &str, digest: &str, works
         .mode(0o600)
         .open(&path)
         .map_err(|e| RunError::io(format!("session {}", path.display()), e))?;
-    let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("session").to_string();
-    let mut s = Session { id: id.clone(), path, file };
-    s.append(&Record::Header { version: 1, id, agent: agent.into(), digest: digest.into(), workspace: workspace.into(), created: now() })?;
-    Ok(Loaded { session: Some(s), history: Vec::new(), warnings })
+    let id = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("session")
+        .to_string();
+    let mut s = Session {
+        id: id.clone(),
+        path,
+        file,
+    };
+    s.append(&Record::Header {
+        version: 1,
+        id,
+        agent: agent.into(),
+        digest: digest.into(),
+        workspace: workspace.into(),
+        created: now(),
+    })?;
+    Ok(Loaded {
+        session: Some(s),
+        history: Vec::new(),
+        warnings,
+    })
 }
 
 /// Session files in `dir`, oldest first (by modification time, then name).
 pub fn list(dir: &Path) -> Vec<PathBuf> {
-    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
     let mut v: Vec<(std::time::SystemTime, PathBuf)> = rd
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .map(|p| (std::fs::metadata(&p).and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH), p))
+        .map(|p| {
+            (
+                std::fs::metadata(&p)
+                    .and_then(|m| m.modified())
+                    .unwrap_or(std::time::UNIX_EPOCH),
+                p,
+            )
+        })
         .collect();
     v.sort();
     v.into_iter().map(|x| x.1).collect()
@@ -147,18 +223,29 @@ pub fn list(dir: &Path) -> Vec<PathBuf> {
 
 fn load_existing(path: &Path) -> Result<(Session, Vec<Message>, Vec<String>), RunError> {
     let ioe = |e| RunError::io(format!("session {}", path.display()), e);
-    let mut file = OpenOptions::new().read(true).write(true).open(path).map_err(ioe)?;
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(ioe)?;
     let mut data = Vec::new();
     file.read_to_end(&mut data).map_err(ioe)?;
     let mut history = Vec::new();
     let mut warnings = Vec::new();
-    let mut id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("session").to_string();
+    let mut id = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("session")
+        .to_string();
     let mut good_end = 0usize;
     let mut pos = 0usize;
     let mut lineno = 0;
     while pos < data.len() {
         lineno += 1;
-        let end = data[pos..].iter().position(|&b| b == b'\n').map(|i| pos + i);
+        let end = data[pos..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map(|i| pos + i);
         let line = &data[pos..end.unwrap_or(data.len())];
         let next = end.map(|e| e + 1).unwrap_or(data.len());
         let is_last = next >= data.len();
@@ -183,10 +270,16 @@ fn load_existing(path: &Path) -> Result<(Session, Vec<Message>, Vec<String>), Ru
                 good_end = next;
             }
             Err(e) if is_last => {
-                warnings.push(format!("session {}: skipped a torn last line ({lineno}: {e})", path.display()));
+                warnings.push(format!(
+                    "session {}: skipped a torn last line ({lineno}: {e})",
+                    path.display()
+                ));
             }
             Err(e) => {
-                return Err(RunError::Session(format!("{} line {lineno} is corrupt: {e}", path.display())));
+                return Err(RunError::Session(format!(
+                    "{} line {lineno} is corrupt: {e}",
+                    path.display()
+                )));
             }
         }
         pos = next;
@@ -196,7 +289,15 @@ fn load_existing(path: &Path) -> Result<(Session, Vec<Message>, Vec<String>), Ru
     }
     drop(file);
     let file = OpenOptions::new().append(true).open(path).map_err(ioe)?;
-    Ok((Session { id, path: path.to_path_buf(), file }, history, warnings))
+    Ok((
+        Session {
+            id,
+            path: path.to_path_buf(),
+            file,
+        },
+        history,
+        warnings,
+    ))
 }
 
 fn push(rec: Record, history: &mut Vec<Message>, id: &mut String) {
@@ -234,7 +335,12 @@ mod tests {
         let dir = d.path().join("s");
         let mut l = open(&SessionChoice::New, &dir, "a", "sha256:x", Path::new("/w")).unwrap();
         let s = l.session.as_mut().unwrap();
-        s.append(&Record::Message { message: Message::User { content: "hi".into() } }).unwrap();
+        s.append(&Record::Message {
+            message: Message::User {
+                content: "hi".into(),
+            },
+        })
+        .unwrap();
         let id = s.id.clone();
         let path = s.path.clone();
         drop(l);
@@ -243,20 +349,50 @@ mod tests {
         assert_eq!(l.session.as_ref().unwrap().id, id);
         // Torn last line.
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
-        f.write_all(br#"{"type":"message","message":{"role":"user","cont"#).unwrap();
+        f.write_all(br#"{"type":"message","message":{"role":"user","cont"#)
+            .unwrap();
         drop(f);
-        let mut l = open(&SessionChoice::Resume(id[..6].to_string()), &dir, "a", "", Path::new("/w")).unwrap();
+        let mut l = open(
+            &SessionChoice::Resume(id[..6].to_string()),
+            &dir,
+            "a",
+            "",
+            Path::new("/w"),
+        )
+        .unwrap();
         assert_eq!(l.history.len(), 1);
         assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
-        l.session.as_mut().unwrap().append(&Record::Message { message: Message::User { content: "again".into() } }).unwrap();
+        l.session
+            .as_mut()
+            .unwrap()
+            .append(&Record::Message {
+                message: Message::User {
+                    content: "again".into(),
+                },
+            })
+            .unwrap();
         drop(l);
-        let l = open(&SessionChoice::Path(path.clone()), &dir, "a", "", Path::new("/w")).unwrap();
+        let l = open(
+            &SessionChoice::Path(path.clone()),
+            &dir,
+            "a",
+            "",
+            Path::new("/w"),
+        )
+        .unwrap();
         assert_eq!(l.history.len(), 2);
         assert!(l.warnings.is_empty());
         // A corrupt middle line is an error.
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, format!("garbage\n{text}")).unwrap();
         assert!(open(&SessionChoice::Path(path), &dir, "a", "", Path::new("/w")).is_err());
-        assert!(open(&SessionChoice::Resume("../x".into()), &dir, "a", "", Path::new("/w")).is_err());
+        assert!(open(
+            &SessionChoice::Resume("../x".into()),
+            &dir,
+            "a",
+            "",
+            Path::new("/w")
+        )
+        .is_err());
     }
 }

@@ -62,7 +62,10 @@ pub struct Simulator {
 impl Simulator {
     /// The rule-based simulator.
     pub fn rules() -> Self {
-        Simulator { script: None, calls: 0 }
+        Simulator {
+            script: None,
+            calls: 0,
+        }
     }
 
     /// A simulator replaying `path`.
@@ -74,7 +77,10 @@ impl Simulator {
         let turns = match file {
             ScriptFile::Turns(t) | ScriptFile::Object { turns: t } => t,
         };
-        Ok(Simulator { script: Some(turns.into()), calls: 0 })
+        Ok(Simulator {
+            script: Some(turns.into()),
+            calls: 0,
+        })
     }
 
     fn next_id(&mut self) -> String {
@@ -89,9 +95,9 @@ impl Model for Simulator {
             + messages
                 .iter()
                 .map(|m| match m {
-                    Message::User { content } | Message::Assistant { content, .. } | Message::Tool { content, .. } => {
-                        estimate_tokens(content)
-                    }
+                    Message::User { content }
+                    | Message::Assistant { content, .. }
+                    | Message::Tool { content, .. } => estimate_tokens(content),
                 })
                 .sum::<u64>();
         let mut turn = if self.script.is_some() {
@@ -108,7 +114,11 @@ impl Model for Simulator {
                             arguments: c.arguments,
                         })
                         .collect();
-                    AssistantTurn { text: t.text, tool_calls: calls, usage: Usage::default() }
+                    AssistantTurn {
+                        text: t.text,
+                        tool_calls: calls,
+                        usage: Usage::default(),
+                    }
                 }
             }
         } else {
@@ -117,7 +127,11 @@ impl Model for Simulator {
         turn.usage = Usage {
             input_tokens: input,
             output_tokens: estimate_tokens(&turn.text)
-                + turn.tool_calls.iter().map(|c| estimate_tokens(&c.arguments.to_string())).sum::<u64>(),
+                + turn
+                    .tool_calls
+                    .iter()
+                    .map(|c| estimate_tokens(&c.arguments.to_string()))
+                    .sum::<u64>(),
         };
         Ok(turn)
     }
@@ -136,13 +150,21 @@ impl Simulator {
                 .iter()
                 .rev()
                 .map(|m| match m {
-                    Message::Tool { name, content, is_error: true, .. } => format!("{name} error: {content}"),
+                    Message::Tool {
+                        name,
+                        content,
+                        is_error: true,
+                        ..
+                    } => format!("{name} error: {content}"),
                     Message::Tool { name, content, .. } => format!("{name}: {content}"),
                     _ => String::new(),
                 })
                 .collect::<Vec<_>>()
                 .join("\n");
-            return AssistantTurn { text, ..Default::default() };
+            return AssistantTurn {
+                text,
+                ..Default::default()
+            };
         }
         let last = messages.iter().rev().find_map(|m| match m {
             Message::User { content } => Some(content.as_str()),
@@ -165,7 +187,10 @@ impl Simulator {
         } else if let Some(p) = first.strip_prefix("read:") {
             Some(call("read", json!({ "path": p.trim() })))
         } else if let Some(p) = first.strip_prefix("write:") {
-            Some(call("write", json!({ "path": p.trim(), "content": rest.unwrap_or("") })))
+            Some(call(
+                "write",
+                json!({ "path": p.trim(), "content": rest.unwrap_or("") }),
+            ))
         } else if let Some(p) = first.strip_prefix("glob:") {
             Some(call("glob", json!({ "pattern": p.trim() })))
         } else if let Some(p) = first.strip_prefix("grep:") {
@@ -178,9 +203,20 @@ impl Simulator {
         match parsed {
             Some((name, arguments)) => {
                 let id = self.next_id();
-                AssistantTurn { text: String::new(), tool_calls: vec![ToolCall { id, name, arguments }], usage: Usage::default() }
+                AssistantTurn {
+                    text: String::new(),
+                    tool_calls: vec![ToolCall {
+                        id,
+                        name,
+                        arguments,
+                    }],
+                    usage: Usage::default(),
+                }
             }
-            None => AssistantTurn { text: format!("echo: {msg}"), ..Default::default() },
+            None => AssistantTurn {
+                text: format!("echo: {msg}"),
+                ..Default::default()
+            },
         }
     }
 }
@@ -201,12 +237,22 @@ mod tests {
         let t = s.respond("", &[user("run: ls -l")]).unwrap();
         assert_eq!(t.tool_calls[0].name, "bash");
         assert_eq!(t.tool_calls[0].arguments["command"], "ls -l");
-        let t = s.respond("", &[user("write: a.txt\nline1\nline2")]).unwrap();
+        let t = s
+            .respond("", &[user("write: a.txt\nline1\nline2")])
+            .unwrap();
         assert_eq!(t.tool_calls[0].arguments["content"], "line1\nline2");
         let msgs = vec![
             user("read: x"),
-            Message::Assistant { content: String::new(), tool_calls: t.tool_calls.clone() },
-            Message::Tool { tool_call_id: "call_1".into(), name: "read".into(), content: "denied".into(), is_error: true },
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: t.tool_calls.clone(),
+            },
+            Message::Tool {
+                tool_call_id: "call_1".into(),
+                name: "read".into(),
+                content: "denied".into(),
+                is_error: true,
+            },
         ];
         let t = s.respond("", &msgs).unwrap();
         assert_eq!(t.text, "read error: denied");
@@ -220,7 +266,10 @@ mod tests {
         std::fs::write(&p, r#"[{"text":"a","tool_calls":[{"name":"bash","arguments":{"command":"true"}}]},{"text":"b"}]"#).unwrap();
         let mut s = Simulator::from_script(&p).unwrap();
         let t = s.respond("", &[]).unwrap();
-        assert_eq!((t.text.as_str(), t.tool_calls[0].id.as_str()), ("a", "call_1"));
+        assert_eq!(
+            (t.text.as_str(), t.tool_calls[0].id.as_str()),
+            ("a", "call_1")
+        );
         assert_eq!(s.respond("", &[]).unwrap().text, "b");
         assert_eq!(s.respond("", &[]).unwrap().text, "");
         std::fs::write(&p, r#"{"turns":[{"txt":"a"}]}"#).unwrap();

@@ -53,15 +53,24 @@ pub struct ToolOutput {
 }
 
 fn fail(msg: impl Into<String>) -> ToolOutput {
-    ToolOutput { content: msg.into(), is_error: true, ..Default::default() }
+    ToolOutput {
+        content: msg.into(),
+        is_error: true,
+        ..Default::default()
+    }
 }
 
 fn ok(msg: impl Into<String>) -> ToolOutput {
-    ToolOutput { content: msg.into(), ..Default::default() }
+    ToolOutput {
+        content: msg.into(),
+        ..Default::default()
+    }
 }
 
 fn arg_str<'a>(a: &'a Value, k: &str) -> Result<&'a str, ToolOutput> {
-    a.get(k).and_then(Value::as_str).ok_or_else(|| fail(format!("missing string argument {k:?}")))
+    a.get(k)
+        .and_then(Value::as_str)
+        .ok_or_else(|| fail(format!("missing string argument {k:?}")))
 }
 
 /// Run one tool call.
@@ -78,7 +87,10 @@ pub fn execute(env: &ToolEnv, call: &ToolCall) -> ToolOutput {
             Ok(body) => ok(body),
             Err(e) => fail(e),
         }),
-        other => Err(fail(format!("unknown tool {other:?} (tools: {})", NAMES.join(", ")))),
+        other => Err(fail(format!(
+            "unknown tool {other:?} (tools: {})",
+            NAMES.join(", ")
+        ))),
     };
     r.unwrap_or_else(|e| e)
 }
@@ -87,15 +99,27 @@ fn scope_list(v: &[PathBuf]) -> String {
     if v.is_empty() {
         "none granted".into()
     } else {
-        v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        v.iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
 fn locate(env: &ToolEnv, raw: &str, write: bool) -> Result<Scoped, ToolOutput> {
-    let (roots, field) = if write { (&env.perms.fs_write, "fs.write") } else { (&env.perms.fs_read, "fs.read") };
-    let p = fsscope::normalize(&env.workspace, Path::new(raw)).ok_or_else(|| fail(format!("invalid path {raw:?}")))?;
+    let (roots, field) = if write {
+        (&env.perms.fs_write, "fs.write")
+    } else {
+        (&env.perms.fs_read, "fs.read")
+    };
+    let p = fsscope::normalize(&env.workspace, Path::new(raw))
+        .ok_or_else(|| fail(format!("invalid path {raw:?}")))?;
     fsscope::locate(roots, &p).ok_or_else(|| {
-        fail(format!("permission denied: {} is outside the agent's {field} scopes ({})", p.display(), scope_list(roots)))
+        fail(format!(
+            "permission denied: {} is outside the agent's {field} scopes ({})",
+            p.display(),
+            scope_list(roots)
+        ))
     })
 }
 
@@ -123,7 +147,11 @@ fn read(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
     let text = String::from_utf8_lossy(&data);
     let offset = a.get("offset").and_then(Value::as_u64).unwrap_or(1).max(1) as usize;
     let limit = a.get("limit").and_then(Value::as_u64).map(|l| l as usize);
-    let lines: Vec<&str> = text.lines().skip(offset - 1).take(limit.unwrap_or(usize::MAX)).collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .skip(offset - 1)
+        .take(limit.unwrap_or(usize::MAX))
+        .collect();
     let mut out = lines.join("\n");
     if text.ends_with('\n') && limit.is_none() && !out.is_empty() {
         out.push('\n');
@@ -135,32 +163,56 @@ fn write(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
     let s = locate(env, arg_str(a, "path")?, true)?;
     let content = arg_str(a, "content")?;
     let mut f = fsscope::open_write(&s, true).map_err(|e| io_fail("write", &s, e))?;
-    f.write_all(content.as_bytes()).map_err(|e| io_fail("write", &s, e))?;
-    Ok(ok(format!("wrote {} bytes to {}", content.len(), s.full.display())))
+    f.write_all(content.as_bytes())
+        .map_err(|e| io_fail("write", &s, e))?;
+    Ok(ok(format!(
+        "wrote {} bytes to {}",
+        content.len(),
+        s.full.display()
+    )))
 }
 
 fn edit(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
     let s = locate(env, arg_str(a, "path")?, true)?;
     let old = arg_str(a, "old_string")?;
     let new = arg_str(a, "new_string")?;
-    let all = a.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
+    let all = a
+        .get("replace_all")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     if old.is_empty() {
         return Err(fail("old_string must not be empty"));
     }
     let mut f = fsscope::open_read(&s).map_err(|e| io_fail("edit", &s, e))?;
     let data = read_capped(&mut f).map_err(|e| io_fail("edit", &s, e))?;
-    let text = String::from_utf8(data).map_err(|_| fail(format!("edit {}: not UTF-8 text", s.full.display())))?;
+    let text = String::from_utf8(data)
+        .map_err(|_| fail(format!("edit {}: not UTF-8 text", s.full.display())))?;
     let n = text.matches(old).count();
     if n == 0 {
-        return Err(fail(format!("edit {}: old_string not found", s.full.display())));
+        return Err(fail(format!(
+            "edit {}: old_string not found",
+            s.full.display()
+        )));
     }
     if n > 1 && !all {
-        return Err(fail(format!("edit {}: old_string occurs {n} times; make it unique or set replace_all", s.full.display())));
+        return Err(fail(format!(
+            "edit {}: old_string occurs {n} times; make it unique or set replace_all",
+            s.full.display()
+        )));
     }
-    let out = if all { text.replace(old, new) } else { text.replacen(old, new, 1) };
+    let out = if all {
+        text.replace(old, new)
+    } else {
+        text.replacen(old, new, 1)
+    };
     let mut f = fsscope::open_write(&s, true).map_err(|e| io_fail("edit", &s, e))?;
-    f.write_all(out.as_bytes()).map_err(|e| io_fail("edit", &s, e))?;
-    Ok(ok(format!("replaced {} occurrence(s) in {}", if all { n } else { 1 }, s.full.display())))
+    f.write_all(out.as_bytes())
+        .map_err(|e| io_fail("edit", &s, e))?;
+    Ok(ok(format!(
+        "replaced {} occurrence(s) in {}",
+        if all { n } else { 1 },
+        s.full.display()
+    )))
 }
 
 fn walk_base(env: &ToolEnv, a: &Value) -> Result<Scoped, ToolOutput> {
@@ -195,7 +247,11 @@ fn grep(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
     let pattern = arg_str(a, "pattern")?;
     let re = regex::Regex::new(pattern).map_err(|e| fail(format!("grep pattern: {e}")))?;
     let filter = match a.get("glob").and_then(Value::as_str) {
-        Some(g) => Some(globset::Glob::new(g).map_err(|e| fail(format!("glob {g:?}: {e}")))?.compile_matcher()),
+        Some(g) => Some(
+            globset::Glob::new(g)
+                .map_err(|e| fail(format!("glob {g:?}: {e}")))?
+                .compile_matcher(),
+        ),
         None => None,
     };
     let s = walk_base(env, a)?;
@@ -214,7 +270,9 @@ fn grep(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
         }
         true
     };
-    let single = fsscope::open_read(&s).ok().filter(|f| f.metadata().is_ok_and(|m| m.is_file()));
+    let single = fsscope::open_read(&s)
+        .ok()
+        .filter(|f| f.metadata().is_ok_and(|m| m.is_file()));
     if let Some(mut f) = single {
         let data = read_capped(&mut f).map_err(|e| io_fail("grep", &s, e))?;
         search(s.full.display().to_string(), &data);
@@ -225,7 +283,9 @@ fn grep(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
             }
             let Ok(dup) = fd.try_clone() else { return true };
             let mut f = std::fs::File::from(dup);
-            let Ok(data) = read_capped(&mut f) else { return true };
+            let Ok(data) = read_capped(&mut f) else {
+                return true;
+            };
             search(s.full.join(rel).display().to_string(), &data)
         })
         .map_err(|e| io_fail("grep", &s, e))?;
@@ -251,15 +311,27 @@ pub fn cap(s: &str, max: usize, full: Option<&Path>) -> (String, bool) {
     while !s.is_char_boundary(t) {
         t += 1;
     }
-    let where_ = full.map(|p| format!("; full output: {}", p.display())).unwrap_or_default();
-    (format!("{}\n[... {} bytes omitted{where_} ...]\n{}", &s[..h], t - h, &s[t..]), true)
+    let where_ = full
+        .map(|p| format!("; full output: {}", p.display()))
+        .unwrap_or_default();
+    (
+        format!(
+            "{}\n[... {} bytes omitted{where_} ...]\n{}",
+            &s[..h],
+            t - h,
+            &s[t..]
+        ),
+        true,
+    )
 }
 
 fn bash(env: &ToolEnv, a: &Value, call_id: &str) -> Result<ToolOutput, ToolOutput> {
     let command = arg_str(a, "command")?;
     let mode = env.perms.bash();
     if mode == BashMode::None {
-        return Err(fail("bash is not permitted for this agent (permissions.bash.mode: none)"));
+        return Err(fail(
+            "bash is not permitted for this agent (permissions.bash.mode: none)",
+        ));
     }
     let verdict = deps::gate(command, mode, &env.perms.bash_allow);
     let reasons = verdict.reasons.join("; ");
@@ -272,7 +344,9 @@ fn bash(env: &ToolEnv, a: &Value, call_id: &str) -> Result<ToolOutput, ToolOutpu
                     "the risk gate wants confirmation ({reasons}) and there is no terminal to ask on: refused"
                 )));
             }
-            if !crate::term::ask_yes_no(&format!("Agent wants to run: {command}\n  risk gate: {reasons}\nAllow?")) {
+            if !crate::term::ask_yes_no(&format!(
+                "Agent wants to run: {command}\n  risk gate: {reasons}\nAllow?"
+            )) {
                 return Err(fail("the user declined this command"));
             }
         }
@@ -282,9 +356,16 @@ fn bash(env: &ToolEnv, a: &Value, call_id: &str) -> Result<ToolOutput, ToolOutpu
         Some(_) => return Err(fail("timeout must be a positive number of seconds")),
         None => BASH_TIMEOUT,
     };
-    let shell = if Path::new("/bin/bash").exists() { "/bin/bash" } else { "/bin/sh" };
+    let shell = if Path::new("/bin/bash").exists() {
+        "/bin/bash"
+    } else {
+        "/bin/sh"
+    };
     let argv = vec![shell.to_string(), "-c".to_string(), command.to_string()];
-    let policy = env.policy.as_ref().map_err(|e| fail(format!("could not run the command: {e}")))?;
+    let policy = env
+        .policy
+        .as_ref()
+        .map_err(|e| fail(format!("could not run the command: {e}")))?;
     let out = deps::run_sandboxed(policy, &argv, timeout, BASH_CAPTURE, env.backend.as_deref())
         .map_err(|e| fail(format!("could not run the command: {e}")))?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -300,7 +381,10 @@ fn bash(env: &ToolEnv, a: &Value, call_id: &str) -> Result<ToolOutput, ToolOutpu
     let mut full_output = None;
     if text.len() > MODEL_OUTPUT {
         if let Some(dir) = &env.side_dir {
-            let id: String = call_id.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-').collect();
+            let id: String = call_id
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+                .collect();
             let p = dir.join(format!("{}.txt", if id.is_empty() { "call" } else { &id }));
             if crate::home::private_dir(dir).is_ok() && std::fs::write(&p, &text).is_ok() {
                 full_output = Some(p);
@@ -310,7 +394,11 @@ fn bash(env: &ToolEnv, a: &Value, call_id: &str) -> Result<ToolOutput, ToolOutpu
     let (shown, _) = cap(&text, MODEL_OUTPUT, full_output.as_deref());
     let ms = out.duration.as_millis() as u64;
     let status = if out.timed_out {
-        format!("timed out after {} s (exit code {})", timeout.as_secs_f64(), out.exit_code)
+        format!(
+            "timed out after {} s (exit code {})",
+            timeout.as_secs_f64(),
+            out.exit_code
+        )
     } else {
         format!("exit code {}", out.exit_code)
     };
@@ -329,13 +417,30 @@ mod tests {
     use serde_json::json;
 
     fn env(ws: &Path, read: Vec<PathBuf>, write: Vec<PathBuf>) -> ToolEnv {
-        let perms = Permissions { fs_read: read, fs_write: write, bash_mode: "none", bash_allow: vec![] };
+        let perms = Permissions {
+            fs_read: read,
+            fs_write: write,
+            bash_mode: "none",
+            bash_allow: vec![],
+        };
         let policy = Err("no policy in unit tests".to_string());
-        ToolEnv { workspace: ws.into(), perms, policy, skills: vec![], interactive: false, side_dir: None, backend: None }
+        ToolEnv {
+            workspace: ws.into(),
+            perms,
+            policy,
+            skills: vec![],
+            interactive: false,
+            side_dir: None,
+            backend: None,
+        }
     }
 
     fn call(name: &str, arguments: Value) -> ToolCall {
-        ToolCall { id: "c1".into(), name: name.into(), arguments }
+        ToolCall {
+            id: "c1".into(),
+            name: name.into(),
+            arguments,
+        }
     }
 
     #[test]
@@ -355,15 +460,36 @@ mod tests {
             assert!(r.is_error, "{p}: {r:?}");
             assert!(!r.content.contains("key"));
         }
-        let r = execute(&e, &call("write", json!({"path": "src/a.rs", "content": "x"})));
+        let r = execute(
+            &e,
+            &call("write", json!({"path": "src/a.rs", "content": "x"})),
+        );
         assert!(r.is_error && r.content.contains("fs.write"), "{r:?}");
-        let r = execute(&e, &call("write", json!({"path": "out/r.txt", "content": "a b a"})));
+        let r = execute(
+            &e,
+            &call("write", json!({"path": "out/r.txt", "content": "a b a"})),
+        );
         assert!(!r.is_error, "{r:?}");
-        let r = execute(&e, &call("edit", json!({"path": "out/r.txt", "old_string": "a", "new_string": "c"})));
+        let r = execute(
+            &e,
+            &call(
+                "edit",
+                json!({"path": "out/r.txt", "old_string": "a", "new_string": "c"}),
+            ),
+        );
         assert!(r.is_error && r.content.contains("2 times"));
-        let r = execute(&e, &call("edit", json!({"path": "out/r.txt", "old_string": "a", "new_string": "c", "replace_all": true})));
+        let r = execute(
+            &e,
+            &call(
+                "edit",
+                json!({"path": "out/r.txt", "old_string": "a", "new_string": "c", "replace_all": true}),
+            ),
+        );
         assert!(!r.is_error);
-        assert_eq!(std::fs::read_to_string(ws.join("out/r.txt")).unwrap(), "c b c");
+        assert_eq!(
+            std::fs::read_to_string(ws.join("out/r.txt")).unwrap(),
+            "c b c"
+        );
         let r = execute(&e, &call("glob", json!({"pattern": "**/*.rs"})));
         assert_eq!(r.content, ws.join("src/a.rs").display().to_string());
         let r = execute(&e, &call("grep", json!({"pattern": "let x"})));
@@ -378,6 +504,10 @@ mod tests {
     fn capping_keeps_head_and_tail() {
         let s = format!("{}{}", "a".repeat(100), "z".repeat(100));
         let (c, t) = cap(&s, 50, Some(Path::new("/x")));
-        assert!(t && c.starts_with("aaaa") && c.ends_with("zzzz") && c.contains("150 bytes omitted; full output: /x"));
+        assert!(
+            t && c.starts_with("aaaa")
+                && c.ends_with("zzzz")
+                && c.contains("150 bytes omitted; full output: /x")
+        );
     }
 }

@@ -76,7 +76,11 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
     };
     let opts = RunOptions {
         reference: a.reference,
-        prompt: if a.prompt.is_empty() { None } else { Some(a.prompt.join(" ")) },
+        prompt: if a.prompt.is_empty() {
+            None
+        } else {
+            Some(a.prompt.join(" "))
+        },
         yes: a.yes,
         model: a.model,
         sim_script: a.sim_script,
