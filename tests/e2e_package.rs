@@ -271,3 +271,76 @@ fn help_version_and_usage_errors() {
     let o = zot(t.path(), &["unpack", "only-one"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Serve one file at `path` over HTTP on 127.0.0.1 (a GitHub stand-in).
+fn serve_one(path: String, body: Vec<u8>) -> String {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut c) = conn else { continue };
+            let mut req = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                match c.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => req.extend_from_slice(&buf[..n]),
+                }
+            }
+            let first = String::from_utf8_lossy(&req).lines().next().unwrap_or("").to_string();
+            let found = first.split(' ').nth(1) == Some(path.as_str());
+            let _ = if found {
+                write!(
+                    c,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                )
+                .and_then(|()| c.write_all(&body))
+            } else {
+                c.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            };
+        }
+    });
+    base
+}
+
+#[test]
+fn inspect_and_verify_a_github_reference() {
+    let t = tempfile::tempdir().unwrap();
+    copy_example(&t.path().join("repo/agents-abc123/code-reviewer"));
+    let o = Command::new("tar")
+        .args(["-czf", "../repo.tar.gz", "agents-abc123"])
+        .current_dir(t.path().join("repo"))
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let base = serve_one(
+        "/acme/agents/archive/HEAD.tar.gz".into(),
+        fs::read(t.path().join("repo.tar.gz")).unwrap(),
+    );
+    let work = t.path().join("work");
+    fs::create_dir(&work).unwrap();
+    for args in [
+        &["inspect", "acme/agents/code-reviewer"][..],
+        &["verify", "https://github.com/acme/agents/code-reviewer"],
+    ] {
+        let o = Command::new(common::zot_bin())
+            .args(args)
+            .current_dir(&work)
+            .env("ZOT_GITHUB_BASE", &base)
+            .env("TMPDIR", t.path())
+            .output()
+            .unwrap();
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+        assert!(out.contains("code-reviewer"), "{out}");
+        assert!(out.contains("sha256:"), "{out}");
+    }
+    // the downloaded tree is gone afterwards
+    let left: Vec<_> = fs::read_dir(t.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.iter().all(|n| !n.starts_with("zot-")), "{left:?}");
+}

@@ -55,6 +55,8 @@ pub enum PackageError {
         #[source]
         source: io::Error,
     },
+    #[error("writing the archive")]
+    WriteArchive(#[source] io::Error),
     #[error("{}", path.display())]
     Archive {
         path: PathBuf,

@@ -354,8 +354,6 @@ pub fn pack_with(dir: &Path, out: Option<&Path>, limits: &Limits) -> Result<Pack
         .as_file()
         .try_clone()
         .map_err(PackageError::io("writing", temp.path()))?;
-    let temp_path = temp.path().to_path_buf();
-    let werr = PackageError::io("writing", temp_path.clone());
     let sink = HashWriter {
         inner: BufWriter::with_capacity(1 << 20, file),
         hasher: Sha256::new(),
@@ -368,10 +366,7 @@ pub fn pack_with(dir: &Path, out: Option<&Path>, limits: &Limits) -> Result<Pack
     enc.multithread(ZSTD_WORKERS)
         .map_err(PackageError::io("compressing", &root))?;
     let enc = tree::write_tar(&entries, enc)?;
-    let sink = match enc.finish() {
-        Ok(s) => s,
-        Err(e) => return Err(werr(e)),
-    };
+    let sink = enc.finish().map_err(PackageError::WriteArchive)?;
     let HashWriter { inner, hasher, count } = sink;
     inner.into_inner().map_err(|e| PackageError::Io {
         action: "writing",

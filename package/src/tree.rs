@@ -158,11 +158,7 @@ fn open_regular(path: &Path, size: u64) -> Result<File, PackageError> {
 /// Write the canonical tar of `entries` to `out` and return `out`.
 pub(crate) fn write_tar<W: Write>(entries: &[TreeEntry], out: W) -> Result<W, PackageError> {
     let mut builder = tar::Builder::new(out);
-    let werr = |e: io::Error| PackageError::Io {
-        action: "writing archive",
-        path: PathBuf::new(),
-        source: e,
-    };
+    let werr = PackageError::WriteArchive;
     for e in entries {
         let mut h = tar::Header::new_gnu();
         h.set_mtime(0);

@@ -1,15 +1,17 @@
 //! `zot inspect REF [--json]`: identity, digest, permissions and files of a
 //! directory or archive, without running (or extracting) anything.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use zot_agent::reference::{self, Reference};
 use zot_policy::zotfile::{BashMode, Manifest};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// An agent directory or .zot archive
-    pub reference: PathBuf,
+    /// An agent directory, .zot archive, local name, or GitHub reference
+    /// (owner/repo[/path] or https://github.com/...), resolved like `zot run`
+    pub reference: String,
     /// Print everything as JSON on stdout
     #[arg(long)]
     pub json: bool,
@@ -58,10 +60,29 @@ pub fn emit(text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// Resolve `reference` the way `zot run` does and summarize it without
+/// running anything. An existing local path always wins (no network).
+/// GitHub references are downloaded into a temp dir removed on return.
+pub fn load(reference: &str) -> anyhow::Result<zot_package::Summary> {
+    let path = Path::new(reference);
+    if path.exists() {
+        return Ok(zot_package::inspect(path)?);
+    }
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    match reference::parse(reference, &cwd)? {
+        Reference::Local(p) => Ok(zot_package::inspect(&p)?),
+        Reference::GitHub { .. } => {
+            let loaded = reference::resolve(reference, &cwd)?;
+            let mut s = zot_package::inspect(&loaded.root)?;
+            s.source = PathBuf::from(reference);
+            Ok(s)
+        }
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<u8> {
     use std::fmt::Write;
-    let s =
-        zot_package::inspect(&args.reference).with_context(|| format!("inspecting {}", args.reference.display()))?;
+    let s = load(&args.reference).with_context(|| format!("inspecting {}", args.reference))?;
     if args.json {
         emit(&format!("{}\n", serde_json::to_string_pretty(&s)?))?;
         return Ok(0);

@@ -1,8 +1,6 @@
 //! `zot verify REF [--json]`: the archive loads safely, the manifest and
 //! layout are valid. No signature is checked (zot has none yet).
 
-use std::path::PathBuf;
-
 use serde_json::json;
 
 /// Said on every verify: the command name must not suggest more than it does.
@@ -11,15 +9,15 @@ pub const NO_SIGNATURE: &str =
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A .zot archive (or an agent directory)
-    pub reference: PathBuf,
+    /// A .zot archive (or an agent directory, or any reference `zot run` accepts)
+    pub reference: String,
     /// Print the result as JSON on stdout (also on failure)
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    match zot_package::inspect(&args.reference) {
+    match super::inspect::load(&args.reference) {
         Ok(s) => {
             if args.json {
                 let out = json!({
@@ -36,7 +34,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     "warnings": s.warnings,
                     "signature": { "checked": false, "note": NO_SIGNATURE },
                 });
-                println!("{}", serde_json::to_string_pretty(&out)?);
+                super::inspect::emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
             } else {
                 for w in &s.warnings {
                     eprintln!("zot: warning: {w}");
@@ -45,28 +43,26 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     zot_package::SourceKind::Archive => "archive loads safely",
                     zot_package::SourceKind::Directory => "directory is a valid agent",
                 };
-                println!(
-                    "ok: {} {what}; manifest and layout are valid ({} files)",
+                super::inspect::emit(&format!(
+                    "ok: {} {what}; manifest and layout are valid ({} files)\ndigest {}\nnote: {NO_SIGNATURE}\n",
                     s.manifest.display_id(),
-                    s.files.len()
-                );
-                println!("digest {}", s.digest);
-                println!("note: {NO_SIGNATURE}");
+                    s.files.len(),
+                    s.digest
+                ))?;
             }
             Ok(0)
         }
-        Err(e) if args.json => {
-            let err = anyhow::Error::new(e);
+        Err(err) if args.json => {
             let out = json!({
                 "ok": false,
                 "source": args.reference,
                 "error": format!("{err:#}"),
                 "signature": { "checked": false, "note": NO_SIGNATURE },
             });
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            super::inspect::emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
             super::print_error(&err);
             Ok(super::FAILURE)
         }
-        Err(e) => Err(anyhow::Error::new(e).context(format!("verifying {}", args.reference.display()))),
+        Err(e) => Err(e.context(format!("verifying {}", args.reference))),
     }
 }
