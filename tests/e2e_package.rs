@@ -176,7 +176,9 @@ fn failures_exit_1_with_the_cause_chain() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert!(
-        !leftovers.iter().any(|n| n.to_string_lossy().contains(".tmp")),
+        !leftovers
+            .iter()
+            .any(|n| n.to_string_lossy().contains(".tmp")),
         "{leftovers:?}"
     );
 
@@ -265,7 +267,11 @@ fn help_version_and_usage_errors() {
         assert!(text(&o).0.contains("Usage"), "{cmd}");
     }
     let o = zot(t.path(), &["inspect"]);
-    assert_eq!(o.status.code(), Some(2), "missing argument is a usage error");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "missing argument is a usage error"
+    );
     let o = zot(t.path(), &["verify", "--bogus", "x"]);
     assert_eq!(o.status.code(), Some(2));
     let o = zot(t.path(), &["unpack", "only-one"]);
@@ -288,7 +294,11 @@ fn serve_one(path: String, body: Vec<u8>) -> String {
                     Ok(n) => req.extend_from_slice(&buf[..n]),
                 }
             }
-            let first = String::from_utf8_lossy(&req).lines().next().unwrap_or("").to_string();
+            let first = String::from_utf8_lossy(&req)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string();
             let found = first.split(' ').nth(1) == Some(path.as_str());
             let _ = if found {
                 write!(
@@ -298,7 +308,9 @@ fn serve_one(path: String, body: Vec<u8>) -> String {
                 )
                 .and_then(|()| c.write_all(&body))
             } else {
-                c.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                c.write_all(
+                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                )
             };
         }
     });

@@ -14,7 +14,11 @@ pub enum ArchiveError {
     #[error("archive is larger than the {limit}-byte limit for compressed archives")]
     CompressedTooLarge { limit: u64 },
     #[error("entry {entry:?} is {size} bytes, over the {limit}-byte limit per entry")]
-    EntryTooLarge { entry: String, size: u64, limit: u64 },
+    EntryTooLarge {
+        entry: String,
+        size: u64,
+        limit: u64,
+    },
     #[error("entry {entry:?} takes the extracted total over the {limit}-byte limit")]
     TotalTooLarge { entry: String, limit: u64 },
     #[error("decompressed stream exceeds {limit} bytes (decompression bomb or too much metadata)")]
@@ -88,7 +92,11 @@ pub enum PackageError {
     #[error("{entry}: bundled executable extensions are rejected (extensions cannot be confined to the manifest permissions yet)")]
     BundledExtension { entry: String },
     #[error("{}: {size} bytes, over the {limit}-byte limit per entry", path.display())]
-    FileTooLarge { path: PathBuf, size: u64, limit: u64 },
+    FileTooLarge {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+    },
     #[error("{}: contents total more than the {limit}-byte limit", path.display())]
     TreeTooLarge { path: PathBuf, limit: u64 },
     #[error("{}: the packed archive would be larger than the {limit}-byte limit", path.display())]
@@ -100,8 +108,15 @@ pub enum PackageError {
 }
 
 impl PackageError {
-    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> PackageError {
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(io::Error) -> PackageError {
         let path = path.into();
-        move |source| PackageError::Io { action, path, source }
+        move |source| PackageError::Io {
+            action,
+            path,
+            source,
+        }
     }
 }

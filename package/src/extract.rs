@@ -90,7 +90,11 @@ impl Extracted {
 /// existing empty directory the caller created privately. Limits enforced
 /// while streaming; nothing but regular files and directories is created.
 /// On error, `dest` may hold a partial tree: the caller removes it.
-pub fn extract_reader<R: Read>(reader: R, dest: &Path, limits: &Limits) -> Result<Extracted, ArchiveError> {
+pub fn extract_reader<R: Read>(
+    reader: R,
+    dest: &Path,
+    limits: &Limits,
+) -> Result<Extracted, ArchiveError> {
     run(
         reader,
         &mut DirSink {
@@ -108,7 +112,11 @@ pub fn validate_reader<R: Read>(reader: R, limits: &Limits) -> Result<Extracted,
 
 /// For downloaded tarballs (e.g. GitHub's `.tar.gz`): extract with the same
 /// safety and limits. zstd is accepted too (the stream is sniffed).
-pub fn extract_tar_gz_limited<R: Read>(reader: R, dest: &Path, limits: &Limits) -> Result<Extracted, ArchiveError> {
+pub fn extract_tar_gz_limited<R: Read>(
+    reader: R,
+    dest: &Path,
+    limits: &Limits,
+) -> Result<Extracted, ArchiveError> {
     extract_reader(reader, dest, limits)
 }
 
@@ -256,7 +264,11 @@ fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
     Ok(got)
 }
 
-fn run<R: Read>(reader: R, sink: &mut dyn Sink, limits: &Limits) -> Result<Extracted, ArchiveError> {
+fn run<R: Read>(
+    reader: R,
+    sink: &mut dyn Sink,
+    limits: &Limits,
+) -> Result<Extracted, ArchiveError> {
     let mut src = HashCount::new(reader, limits.compressed);
     let result = run_inner(&mut src, sink, limits);
     let result = match result {
@@ -272,15 +284,24 @@ fn run<R: Read>(reader: R, sink: &mut dyn Sink, limits: &Limits) -> Result<Extra
     Ok(ex)
 }
 
-fn run_inner<R: Read>(src: &mut HashCount<R>, sink: &mut dyn Sink, limits: &Limits) -> Result<Extracted, ArchiveError> {
+fn run_inner<R: Read>(
+    src: &mut HashCount<R>,
+    sink: &mut dyn Sink,
+    limits: &Limits,
+) -> Result<Extracted, ArchiveError> {
     let mut head = [0u8; 4];
     let n = read_full(src, &mut head).map_err(ArchiveError::Corrupt)?;
     let head = &head[..n];
     let compression = sniff(head).ok_or(ArchiveError::UnknownFormat)?;
     let stream_limit = limits.total.saturating_add(limits.metadata);
-    let raw = Prefixed { head, rest: &mut *src };
+    let raw = Prefixed {
+        head,
+        rest: &mut *src,
+    };
     let decoder: Box<dyn Read + '_> = match compression {
-        Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(raw).map_err(ArchiveError::Corrupt)?),
+        Compression::Zstd => {
+            Box::new(zstd::stream::read::Decoder::new(raw).map_err(ArchiveError::Corrupt)?)
+        }
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::new(raw))),
     };
     let mut cap = Cap {
@@ -291,7 +312,9 @@ fn run_inner<R: Read>(src: &mut HashCount<R>, sink: &mut dyn Sink, limits: &Limi
     };
     let res = walk_tar(&mut cap, sink, limits);
     let res = match res {
-        Err(_) if cap.exceeded => Err(ArchiveError::StreamTooLarge { limit: stream_limit }),
+        Err(_) if cap.exceeded => Err(ArchiveError::StreamTooLarge {
+            limit: stream_limit,
+        }),
         other => other,
     };
     let mut ex = res?;
@@ -309,7 +332,9 @@ fn run_inner<R: Read>(src: &mut HashCount<R>, sink: &mut dyn Sink, limits: &Limi
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => {
                 if cap.exceeded {
-                    return Err(ArchiveError::StreamTooLarge { limit: stream_limit });
+                    return Err(ArchiveError::StreamTooLarge {
+                        limit: stream_limit,
+                    });
                 }
                 return Err(ArchiveError::Corrupt(e));
             }
@@ -389,7 +414,11 @@ fn type_name(t: tar::EntryType) -> &'static str {
     }
 }
 
-fn walk_tar<R: Read>(stream: R, sink: &mut dyn Sink, limits: &Limits) -> Result<Extracted, ArchiveError> {
+fn walk_tar<R: Read>(
+    stream: R,
+    sink: &mut dyn Sink,
+    limits: &Limits,
+) -> Result<Extracted, ArchiveError> {
     let mut archive = tar::Archive::new(stream);
     let mut entries_out = Vec::new();
     let mut seen: BTreeSet<String> = BTreeSet::new();
@@ -458,7 +487,11 @@ fn walk_tar<R: Read>(stream: R, sink: &mut dyn Sink, limits: &Limits) -> Result<
             dirs.insert(p.to_string());
             parent = p;
         }
-        let executable = entry.header().mode().map(|m| m & 0o111 != 0).unwrap_or(false);
+        let executable = entry
+            .header()
+            .mode()
+            .map(|m| m & 0o111 != 0)
+            .unwrap_or(false);
         match kind {
             EntryKind::Directory => {
                 dirs.insert(name.clone());
@@ -469,32 +502,35 @@ fn walk_tar<R: Read>(stream: R, sink: &mut dyn Sink, limits: &Limits) -> Result<
             }
             EntryKind::File => {
                 files.insert(name.clone(), ());
-                let written = if name == zot_policy::zotfile::MANIFEST_FILE && size <= MAX_MANIFEST_SIZE {
-                    let mut buf = Vec::with_capacity(size as usize);
-                    entry.read_to_end(&mut buf).map_err(ArchiveError::Corrupt)?;
-                    let n =
-                        sink.file(&name, executable, &mut buf.as_slice())
-                            .map_err(|source| ArchiveError::Write {
+                let written =
+                    if name == zot_policy::zotfile::MANIFEST_FILE && size <= MAX_MANIFEST_SIZE {
+                        let mut buf = Vec::with_capacity(size as usize);
+                        entry.read_to_end(&mut buf).map_err(ArchiveError::Corrupt)?;
+                        let n = sink.file(&name, executable, &mut buf.as_slice()).map_err(
+                            |source| ArchiveError::Write {
                                 entry: name.clone(),
                                 source,
-                            })?;
-                    manifest = Some(buf);
-                    n
-                } else {
-                    sink.file(&name, executable, &mut entry).map_err(|source| {
-                        if matches!(
-                            source.kind(),
-                            io::ErrorKind::Other | io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof
-                        ) {
-                            ArchiveError::Corrupt(source)
-                        } else {
-                            ArchiveError::Write {
-                                entry: name.clone(),
-                                source,
+                            },
+                        )?;
+                        manifest = Some(buf);
+                        n
+                    } else {
+                        sink.file(&name, executable, &mut entry).map_err(|source| {
+                            if matches!(
+                                source.kind(),
+                                io::ErrorKind::Other
+                                    | io::ErrorKind::InvalidData
+                                    | io::ErrorKind::UnexpectedEof
+                            ) {
+                                ArchiveError::Corrupt(source)
+                            } else {
+                                ArchiveError::Write {
+                                    entry: name.clone(),
+                                    source,
+                                }
                             }
-                        }
-                    })?
-                };
+                        })?
+                    };
                 if written != size {
                     return Err(ArchiveError::TruncatedEntry { entry: name });
                 }

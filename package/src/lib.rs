@@ -24,7 +24,9 @@ use sha2::{Digest, Sha256};
 use zot_policy::zotfile::{self, Manifest, AGENT_FILE, MANIFEST_FILE};
 
 pub use error::{ArchiveError, PackageError};
-pub use extract::{extract_reader, extract_tar_gz_limited, validate_reader, EntryInfo, EntryKind, Extracted};
+pub use extract::{
+    extract_reader, extract_tar_gz_limited, validate_reader, EntryInfo, EntryKind, Extracted,
+};
 
 const MIB: u64 = 1024 * 1024;
 /// Largest accepted compressed `.zot` file.
@@ -304,14 +306,20 @@ pub fn pack(dir: &Path, out: Option<&Path>) -> Result<PackOutcome, PackageError>
 }
 
 /// [`pack`] with explicit limits.
-pub fn pack_with(dir: &Path, out: Option<&Path>, limits: &Limits) -> Result<PackOutcome, PackageError> {
+pub fn pack_with(
+    dir: &Path,
+    out: Option<&Path>,
+    limits: &Limits,
+) -> Result<PackOutcome, PackageError> {
     let meta = fs::metadata(dir).map_err(PackageError::io("opening", dir))?;
     if !meta.is_dir() {
         return Err(PackageError::NotAnAgent {
             path: dir.to_path_buf(),
         });
     }
-    let root = dir.canonicalize().map_err(PackageError::io("resolving", dir))?;
+    let root = dir
+        .canonicalize()
+        .map_err(PackageError::io("resolving", dir))?;
     let (manifest, _warnings) = read_dir_manifest(&root)?;
 
     let out = match out {
@@ -359,15 +367,19 @@ pub fn pack_with(dir: &Path, out: Option<&Path>, limits: &Limits) -> Result<Pack
         hasher: Sha256::new(),
         count: 0,
     };
-    let mut enc =
-        zstd::stream::write::Encoder::new(sink, ZSTD_LEVEL).map_err(PackageError::io("compressing", &root))?;
+    let mut enc = zstd::stream::write::Encoder::new(sink, ZSTD_LEVEL)
+        .map_err(PackageError::io("compressing", &root))?;
     enc.include_checksum(true)
         .map_err(PackageError::io("compressing", &root))?;
     enc.multithread(ZSTD_WORKERS)
         .map_err(PackageError::io("compressing", &root))?;
     let enc = tree::write_tar(&entries, enc)?;
     let sink = enc.finish().map_err(PackageError::WriteArchive)?;
-    let HashWriter { inner, hasher, count } = sink;
+    let HashWriter {
+        inner,
+        hasher,
+        count,
+    } = sink;
     inner.into_inner().map_err(|e| PackageError::Io {
         action: "writing",
         path: temp.path().into(),
@@ -382,7 +394,8 @@ pub fn pack_with(dir: &Path, out: Option<&Path>, limits: &Limits) -> Result<Pack
     let f = temp.as_file();
     f.set_permissions(fs::Permissions::from_mode(0o644))
         .map_err(PackageError::io("writing", temp.path()))?;
-    f.sync_all().map_err(PackageError::io("writing", temp.path()))?;
+    f.sync_all()
+        .map_err(PackageError::io("writing", temp.path()))?;
     temp.persist(&out_abs).map_err(|e| PackageError::Io {
         action: "renaming into",
         path: out_abs.clone(),
@@ -449,7 +462,10 @@ pub fn unpack(archive: &Path, dest: &Path) -> Result<Summary, PackageError> {
     let temp = tempfile::Builder::new()
         .prefix(".zot-unpack-")
         .tempdir_in(&parent)
-        .map_err(PackageError::io("creating a temporary directory in", &parent))?;
+        .map_err(PackageError::io(
+            "creating a temporary directory in",
+            &parent,
+        ))?;
     let file = File::open(archive).map_err(PackageError::io("opening", archive))?;
     let ex = extract_reader(file, temp.path(), &limits).map_err(|e| archive_err(archive, e))?;
     let (manifest, warnings) = check_archive(archive, &ex)?;
@@ -484,7 +500,9 @@ fn archive_err(path: &Path, source: ArchiveError) -> PackageError {
 }
 
 fn load_dir(path: &Path, limits: &Limits) -> Result<(PathBuf, Vec<tree::TreeEntry>), PackageError> {
-    let root = path.canonicalize().map_err(PackageError::io("resolving", path))?;
+    let root = path
+        .canonicalize()
+        .map_err(PackageError::io("resolving", path))?;
     let entries = tree::walk(&root, None, limits)?;
     check_tree_layout(&root, &entries)?;
     Ok((root, entries))
@@ -527,7 +545,10 @@ fn is_bundled_extension(path: &str) -> bool {
 }
 
 /// Layout rules shared by directories and archives.
-fn check_layout<'a>(source: &Path, entries: impl Iterator<Item = (&'a str, EntryKind)>) -> Result<(), PackageError> {
+fn check_layout<'a>(
+    source: &Path,
+    entries: impl Iterator<Item = (&'a str, EntryKind)>,
+) -> Result<(), PackageError> {
     let mut manifest_ok = false;
     for (path, kind) in entries {
         if is_bundled_extension(path) {

@@ -31,7 +31,11 @@ pub(crate) struct TreeEntry {
 
 /// Walk `root` (not following symlinks). `exclude` (an absolute path under
 /// the canonical root) is left out: the output archive when it lies inside.
-pub(crate) fn walk(root: &Path, exclude: Option<&Path>, limits: &Limits) -> Result<Vec<TreeEntry>, PackageError> {
+pub(crate) fn walk(
+    root: &Path,
+    exclude: Option<&Path>,
+    limits: &Limits,
+) -> Result<Vec<TreeEntry>, PackageError> {
     let mut out = Vec::new();
     let mut total = 0u64;
     walk_into(root, "", exclude, limits, &mut total, &mut out)?;
@@ -190,7 +194,9 @@ pub(crate) fn write_tar<W: Write>(entries: &[TreeEntry], out: W) -> Result<W, Pa
                         source,
                     })?;
                 if data.n != size {
-                    return Err(PackageError::Changed { path: e.abs.clone() });
+                    return Err(PackageError::Changed {
+                        path: e.abs.clone(),
+                    });
                 }
             }
         }

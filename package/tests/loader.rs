@@ -10,8 +10,8 @@ use std::path::Path;
 
 use util::*;
 use zot_package::{
-    extract_reader, extract_tar_gz_limited, inspect, open, open_with, unpack, validate_reader, ArchiveError, EntryKind,
-    Limits, PackageError, SourceKind,
+    extract_reader, extract_tar_gz_limited, inspect, open, open_with, unpack, validate_reader,
+    ArchiveError, EntryKind, Limits, PackageError, SourceKind,
 };
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> std::path::PathBuf {
@@ -28,7 +28,11 @@ fn extract_err(archive: &[u8], limits: &Limits) -> (ArchiveError, Vec<String>) {
     let e = extract_reader(archive, &dest, limits).expect_err("archive must be refused");
     // validation-only mode agrees
     let e2 = validate_reader(archive, limits).expect_err("validation must refuse too");
-    assert_eq!(std::mem::discriminant(&e), std::mem::discriminant(&e2), "{e} vs {e2}");
+    assert_eq!(
+        std::mem::discriminant(&e),
+        std::mem::discriminant(&e2),
+        "{e} vs {e2}"
+    );
     (e, listing(&dest))
 }
 
@@ -60,12 +64,18 @@ fn valid_archive_opens_into_private_temp_dir_removed_on_drop() {
     let agent = open(&p).unwrap();
     assert_eq!(agent.kind, SourceKind::Archive);
     assert_eq!(agent.manifest.name, "test-agent");
-    assert_eq!(agent.files, vec!["AGENT.md", "manifest.json", "skills/a.md"]);
+    assert_eq!(
+        agent.files,
+        vec!["AGENT.md", "manifest.json", "skills/a.md"]
+    );
     let expected = format!("sha256:{}", sha256_hex(&fs::read(&p).unwrap()));
     assert_eq!(agent.digest, expected);
     let mode = fs::metadata(&agent.root).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700);
-    assert_eq!(fs::read_to_string(agent.root.join("AGENT.md")).unwrap(), "hi");
+    assert_eq!(
+        fs::read_to_string(agent.root.join("AGENT.md")).unwrap(),
+        "hi"
+    );
     assert_eq!(agent.agent_md().unwrap().as_deref(), Some("hi"));
     let root = agent.root.clone();
     drop(agent);
@@ -82,7 +92,10 @@ fn rejects_parent_traversal() {
     for name in ["../evil", "a/../../evil", "skills/../../evil", ".."] {
         let tar = RawTar::new().manifest().file(name, b"pwned").finish();
         let (e, left) = extract_err(&zst(&tar), &Limits::DEFAULT);
-        assert!(matches!(e, ArchiveError::ParentTraversal { .. }), "{name}: {e}");
+        assert!(
+            matches!(e, ArchiveError::ParentTraversal { .. }),
+            "{name}: {e}"
+        );
         assert!(!left.iter().any(|p| p.contains("evil")), "{left:?}");
     }
 }
@@ -164,7 +177,10 @@ fn links_devices_and_fifos_are_never_created() {
     for name in ["sym", "hard", "hard2", "chardev", "blockdev", "fifo"] {
         let e = ex.get(name).unwrap();
         assert_eq!(e.kind, EntryKind::Ignored, "{name}");
-        assert!(fs::symlink_metadata(dest.join(name)).is_err(), "{name} was created");
+        assert!(
+            fs::symlink_metadata(dest.join(name)).is_err(),
+            "{name} was created"
+        );
     }
     assert_eq!(fs::read_to_string(&outside).unwrap(), "secret");
     // open() reports them as warnings
@@ -221,7 +237,8 @@ fn rejects_oversized_entry_at_the_default_limit() {
     let size = zot_package::MAX_ENTRY_SIZE + 1;
     let mut enc = zstd::Encoder::new(Vec::new(), 1).unwrap();
     enc.write_all(&RawTar::new().manifest().buf).unwrap();
-    enc.write_all(&util::header(b"big", b'0', size, 0o644, b"")).unwrap();
+    enc.write_all(&util::header(b"big", b'0', size, 0o644, b""))
+        .unwrap();
     let zeros = vec![0u8; 1 << 20];
     for _ in 0..64 {
         enc.write_all(&zeros).unwrap();
@@ -245,7 +262,8 @@ fn rejects_lying_size_header_without_reading_it() {
     // Header claims less than the data: the rest is parsed as a header and fails.
     let mut raw = RawTar::new();
     raw.manifest();
-    raw.buf.extend_from_slice(&util::header(b"short", b'0', 10, 0o644, b""));
+    raw.buf
+        .extend_from_slice(&util::header(b"short", b'0', 10, 0o644, b""));
     raw.buf.extend_from_slice(&[b'A'; 2048]);
     let tar = raw.finish();
     let (e, _) = extract_err(&zst(&tar), &Limits::DEFAULT);
@@ -261,7 +279,10 @@ fn rejects_lying_size_header_without_reading_it() {
     raw.buf.extend_from_slice(&[b'A'; 100]);
     let (e, _) = extract_err(&zst(&raw.buf), &Limits::DEFAULT);
     assert!(
-        matches!(e, ArchiveError::TruncatedEntry { .. } | ArchiveError::Corrupt(_)),
+        matches!(
+            e,
+            ArchiveError::TruncatedEntry { .. } | ArchiveError::Corrupt(_)
+        ),
         "{e}"
     );
 }
@@ -287,8 +308,14 @@ fn rejects_oversized_total_at_the_default_limit() {
     enc.write_all(&RawTar::new().manifest().buf).unwrap();
     let zeros = vec![0u8; 1 << 20];
     for i in 0..5 {
-        enc.write_all(&util::header(format!("f{i}").as_bytes(), b'0', 60 << 20, 0o644, b""))
-            .unwrap();
+        enc.write_all(&util::header(
+            format!("f{i}").as_bytes(),
+            b'0',
+            60 << 20,
+            0o644,
+            b"",
+        ))
+        .unwrap();
         for _ in 0..60 {
             enc.write_all(&zeros).unwrap();
         }
@@ -315,7 +342,11 @@ impl Read for Zeros {
 fn bomb(gzip: bool, frames: usize) -> Vec<u8> {
     let head = RawTar::new().manifest().buf.clone();
     let zeros = vec![0u8; 16 << 20];
-    let (mut out, frame) = if gzip { (gz(&head), gz(&zeros)) } else { (zst(&head), zst(&zeros)) };
+    let (mut out, frame) = if gzip {
+        (gz(&head), gz(&zeros))
+    } else {
+        (zst(&head), zst(&zeros))
+    };
     for _ in 0..frames {
         out.extend_from_slice(&frame);
     }
@@ -332,13 +363,24 @@ fn decompression_bomb_stops_at_the_limit() {
         let limit = zot_package::MAX_TOTAL_SIZE + zot_package::MAX_METADATA_SIZE;
         let t = tempfile::tempdir().unwrap();
         let e = extract_reader(&bytes[..], t.path(), &Limits::DEFAULT).unwrap_err();
-        assert!(matches!(e, ArchiveError::StreamTooLarge { limit: l } if l == limit), "{e}");
+        assert!(
+            matches!(e, ArchiveError::StreamTooLarge { limit: l } if l == limit),
+            "{e}"
+        );
         assert_eq!(listing(t.path()), vec!["manifest.json"]);
         // It stopped at the limit: it did not read the whole input.
-        let mut counted = Counting { inner: &bytes[..], n: 0 };
+        let mut counted = Counting {
+            inner: &bytes[..],
+            n: 0,
+        };
         let e = validate_reader(&mut counted, &Limits::DEFAULT).unwrap_err();
         assert!(matches!(e, ArchiveError::StreamTooLarge { .. }), "{e}");
-        assert!(counted.n < bytes.len() as u64 / 2, "read {} of {}", counted.n, bytes.len());
+        assert!(
+            counted.n < bytes.len() as u64 / 2,
+            "read {} of {}",
+            counted.n,
+            bytes.len()
+        );
         eprintln!("bomb (gzip: {gzip}) refused in {:?}", start.elapsed());
     }
 }
@@ -390,7 +432,11 @@ fn rejects_compressed_input_over_the_limit() {
     };
     let e = validate_reader(&mut src, &limits).unwrap_err();
     assert!(matches!(e, ArchiveError::CompressedTooLarge { .. }), "{e}");
-    assert!(src.n <= limits.compressed + 1 + 8192, "read {} bytes", src.n);
+    assert!(
+        src.n <= limits.compressed + 1 + 8192,
+        "read {} bytes",
+        src.n
+    );
     // open() refuses an over-limit file by its size, without reading it.
     let t = tempfile::tempdir().unwrap();
     let p = t.path().join("huge.zot");
@@ -432,14 +478,20 @@ fn rejects_truncated_and_garbage_input() {
     for cut in [good.len() / 2, good.len() - 1, 5] {
         let (e, _) = extract_err(&good[..cut], &Limits::DEFAULT);
         assert!(
-            matches!(e, ArchiveError::Corrupt(_) | ArchiveError::TruncatedEntry { .. }),
+            matches!(
+                e,
+                ArchiveError::Corrupt(_) | ArchiveError::TruncatedEntry { .. }
+            ),
             "cut {cut}: {e}"
         );
     }
     let gzd = gz(&tar);
     let (e, _) = extract_err(&gzd[..gzd.len() - 4], &Limits::DEFAULT);
     assert!(
-        matches!(e, ArchiveError::Corrupt(_) | ArchiveError::TruncatedEntry { .. }),
+        matches!(
+            e,
+            ArchiveError::Corrupt(_) | ArchiveError::TruncatedEntry { .. }
+        ),
         "{e}"
     );
     // Garbage, empty, an uncompressed tar, zstd magic + garbage.
@@ -514,7 +566,10 @@ fn dot_slash_prefixes_are_normalized() {
         .finish();
     let p = write(t.path(), "a.zot", &zst(&tar));
     let agent = open(&p).unwrap();
-    assert_eq!(agent.files, vec!["AGENT.md", "manifest.json", "skills/x.md"]);
+    assert_eq!(
+        agent.files,
+        vec!["AGENT.md", "manifest.json", "skills/x.md"]
+    );
 }
 
 #[test]
@@ -551,10 +606,18 @@ fn rejects_duplicates() {
 
 #[test]
 fn rejects_file_directory_conflicts() {
-    let tar = RawTar::new().manifest().file("a", b"1").file("a/b", b"2").finish();
+    let tar = RawTar::new()
+        .manifest()
+        .file("a", b"1")
+        .file("a/b", b"2")
+        .finish();
     let (e, _) = extract_err(&zst(&tar), &Limits::DEFAULT);
     assert!(matches!(e, ArchiveError::FileDirConflict { .. }), "{e}");
-    let tar = RawTar::new().manifest().file("a/b", b"2").file("a", b"1").finish();
+    let tar = RawTar::new()
+        .manifest()
+        .file("a/b", b"2")
+        .file("a", b"1")
+        .finish();
     let (e, _) = extract_err(&zst(&tar), &Limits::DEFAULT);
     assert!(matches!(e, ArchiveError::FileDirConflict { .. }), "{e}");
 }
@@ -562,7 +625,8 @@ fn rejects_file_directory_conflicts() {
 #[test]
 fn rejects_non_utf8_and_odd_names() {
     let mut raw = RawTar::new();
-    raw.manifest().raw(b"bad\xff\xfename", b'0', 1, 0o644, b"", b"x");
+    raw.manifest()
+        .raw(b"bad\xff\xfename", b'0', 1, 0o644, b"", b"x");
     let (e, _) = extract_err(&zst(&raw.finish()), &Limits::DEFAULT);
     assert!(matches!(e, ArchiveError::NonUtf8Name { .. }), "{e}");
     let tar = RawTar::new().manifest().file("a\\..\\b", b"x").finish();
@@ -580,25 +644,41 @@ fn rejects_non_utf8_and_odd_names() {
 #[test]
 fn layout_rules() {
     // manifest.json must be at the root.
-    let tar = RawTar::new().file("sub/manifest.json", MANIFEST.as_bytes()).finish();
+    let tar = RawTar::new()
+        .file("sub/manifest.json", MANIFEST.as_bytes())
+        .finish();
     assert!(matches!(
         open_archive_err(&zst(&tar)),
         PackageError::MissingManifest { .. }
     ));
     // ... and a regular file.
     let tar = RawTar::new().dir("manifest.json").finish();
-    assert!(matches!(open_archive_err(&zst(&tar)), PackageError::NotRegular { .. }));
-    let tar = RawTar::new().symlink("manifest.json", "/etc/passwd").finish();
-    assert!(matches!(open_archive_err(&zst(&tar)), PackageError::NotRegular { .. }));
+    assert!(matches!(
+        open_archive_err(&zst(&tar)),
+        PackageError::NotRegular { .. }
+    ));
+    let tar = RawTar::new()
+        .symlink("manifest.json", "/etc/passwd")
+        .finish();
+    assert!(matches!(
+        open_archive_err(&zst(&tar)),
+        PackageError::NotRegular { .. }
+    ));
     // AGENT.md, when present, is a regular file.
-    let tar = RawTar::new().manifest().symlink("AGENT.md", "/etc/shadow").finish();
+    let tar = RawTar::new()
+        .manifest()
+        .symlink("AGENT.md", "/etc/shadow")
+        .finish();
     let e = open_archive_err(&zst(&tar));
     assert!(
         matches!(&e, PackageError::NotRegular { entry, .. } if entry == "AGENT.md"),
         "{e}"
     );
     let tar = RawTar::new().manifest().dir("AGENT.md").finish();
-    assert!(matches!(open_archive_err(&zst(&tar)), PackageError::NotRegular { .. }));
+    assert!(matches!(
+        open_archive_err(&zst(&tar)),
+        PackageError::NotRegular { .. }
+    ));
     // Bundled extensions are rejected.
     let tar = RawTar::new()
         .manifest()
@@ -611,7 +691,10 @@ fn layout_rules() {
         "{e}"
     );
     // Other files under extensions/ are just files.
-    let tar = RawTar::new().manifest().file("extensions/README.md", b"x").finish();
+    let tar = RawTar::new()
+        .manifest()
+        .file("extensions/README.md", b"x")
+        .finish();
     let t = tempfile::tempdir().unwrap();
     open(&write(t.path(), "a.zot", &zst(&tar))).unwrap();
     // An invalid manifest names the field.
@@ -648,7 +731,11 @@ fn unpack_is_all_or_nothing() {
     fs::create_dir(&dest).unwrap();
     let before = listing(t.path());
     assert!(unpack(&p, &dest).is_err());
-    assert_eq!(listing(t.path()), before, "a failed unpack must leave nothing behind");
+    assert_eq!(
+        listing(t.path()),
+        before,
+        "a failed unpack must leave nothing behind"
+    );
     // Missing destination, same.
     let missing = t.path().join("missing");
     assert!(unpack(&p, &missing).is_err());
@@ -660,7 +747,10 @@ fn unpack_is_all_or_nothing() {
     let s = unpack(&good, &dest).unwrap();
     assert_eq!(s.files, vec!["AGENT.md", "manifest.json"]);
     assert_eq!(fs::read(dest.join("AGENT.md")).unwrap(), b"a");
-    assert_eq!(fs::metadata(&dest).unwrap().permissions().mode() & 0o777, 0o755);
+    assert_eq!(
+        fs::metadata(&dest).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
     // Non-empty destination is refused and untouched.
     let e = unpack(&good, &dest).unwrap_err();
     assert!(matches!(e, PackageError::DestinationNotEmpty { .. }), "{e}");
@@ -691,7 +781,10 @@ fn inspect_does_not_extract_and_agrees_with_open() {
 #[test]
 fn open_with_small_limits_refuses_big_entries() {
     let t = tempfile::tempdir().unwrap();
-    let tar = RawTar::new().manifest().file("big", &vec![1u8; 5000]).finish();
+    let tar = RawTar::new()
+        .manifest()
+        .file("big", &vec![1u8; 5000])
+        .finish();
     let p = write(t.path(), "a.zot", &zst(&tar));
     let e = open_with(&p, &small()).unwrap_err();
     assert!(

@@ -73,7 +73,11 @@ fn headers_are_normalized_and_sorted() {
     assert_eq!(names, sorted);
     for (name, typ, mode, mtime, uid, gid) in &es {
         assert_eq!((*mtime, *uid, *gid), (0, 0, 0), "{name}");
-        let want = if typ.is_dir() || name == "run.sh" { 0o755 } else { 0o644 };
+        let want = if typ.is_dir() || name == "run.sh" {
+            0o755
+        } else {
+            0o644
+        };
         assert_eq!(*mode, want, "{name}");
     }
     // user/group names are empty
@@ -97,7 +101,12 @@ fn same_tree_packs_byte_identically() {
     let d1 = digest_dir(&src).unwrap();
 
     // touch: new mtimes
-    for f in ["manifest.json", "AGENT.md", "skills/review/SKILL.md", "skills"] {
+    for f in [
+        "manifest.json",
+        "AGENT.md",
+        "skills/review/SKILL.md",
+        "skills",
+    ] {
         let file = fs::File::options().read(true).open(src.join(f)).unwrap();
         file.set_modified(SystemTime::now() + Duration::from_secs(86400))
             .unwrap();
@@ -111,18 +120,30 @@ fn same_tree_packs_byte_identically() {
     // chown (we run as root in CI; elsewhere this is a no-op)
     let _ = std::os::unix::fs::chown(src.join("AGENT.md"), Some(4242), Some(4242));
     assert_eq!(pack_bytes(&src, &t.path().join("e.zot")), a, "after chown");
-    assert_eq!(digest_dir(&src).unwrap(), d1, "directory digest is stable too");
+    assert_eq!(
+        digest_dir(&src).unwrap(),
+        d1,
+        "directory digest is stable too"
+    );
 
     // A recreated copy made with a different umask gives the same bytes.
     let copy = t.path().join("copy");
     let old = unsafe { libc::umask(0o077) };
     agent_dir(&copy);
     unsafe { libc::umask(old) };
-    assert_eq!(pack_bytes(&copy, &t.path().join("f.zot")), a, "different umask");
+    assert_eq!(
+        pack_bytes(&copy, &t.path().join("f.zot")),
+        a,
+        "different umask"
+    );
 
     // The exec bit is content: flipping it changes the archive.
     fs::set_permissions(src.join("AGENT.md"), fs::Permissions::from_mode(0o700)).unwrap();
-    assert_ne!(pack_bytes(&src, &t.path().join("g.zot")), a, "exec bit kept");
+    assert_ne!(
+        pack_bytes(&src, &t.path().join("g.zot")),
+        a,
+        "exec bit kept"
+    );
     // And so is a content change.
     fs::set_permissions(src.join("AGENT.md"), fs::Permissions::from_mode(0o644)).unwrap();
     fs::write(src.join("AGENT.md"), "changed").unwrap();
@@ -199,7 +220,11 @@ fn default_output_name_and_suffix() {
 }
 
 fn assert_nothing_written(dir: &Path, before: &[String]) {
-    assert_eq!(listing(dir), before, "a failed pack must leave nothing behind");
+    assert_eq!(
+        listing(dir),
+        before,
+        "a failed pack must leave nothing behind"
+    );
 }
 
 #[test]
@@ -241,7 +266,10 @@ fn bundled_extensions_are_rejected() {
     let before = listing(t.path());
     let e = pack(&src, Some(&t.path().join("x.zot"))).unwrap_err();
     assert!(matches!(e, PackageError::BundledExtension { .. }), "{e}");
-    assert!(e.to_string().contains("extensions/lint/extension.json"), "{e}");
+    assert!(
+        e.to_string().contains("extensions/lint/extension.json"),
+        "{e}"
+    );
     assert_nothing_written(t.path(), &before);
 }
 
@@ -312,7 +340,9 @@ fn oversized_files_are_refused_before_writing() {
 #[test]
 fn packed_archive_is_a_standard_zstd_tar() {
     // Interoperability: the system's tar and zstd read what we write.
-    let Ok(zstd_bin) = which_bin("zstd") else { return };
+    let Ok(zstd_bin) = which_bin("zstd") else {
+        return;
+    };
     let t = tempfile::tempdir().unwrap();
     let src = t.path().join("src");
     agent_dir(&src);
@@ -322,7 +352,11 @@ fn packed_archive_is_a_standard_zstd_tar() {
         .arg(&o.out)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut f = fs::File::open(&o.out).unwrap();
     let mut head = [0u8; 4];
     f.read_exact(&mut head).unwrap();
@@ -331,6 +365,10 @@ fn packed_archive_is_a_standard_zstd_tar() {
 
 fn which_bin(name: &str) -> Result<std::path::PathBuf, ()> {
     std::env::var_os("PATH")
-        .and_then(|p| std::env::split_paths(&p).map(|d| d.join(name)).find(|p| p.is_file()))
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(name))
+                .find(|p| p.is_file())
+        })
         .ok_or(())
 }

@@ -94,7 +94,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let m = &s.manifest;
     writeln!(o, "name         {}", m.name)?;
     writeln!(o, "version      {}", m.version.as_deref().unwrap_or("-"))?;
-    writeln!(o, "description  {}", m.description.as_deref().unwrap_or("-"))?;
+    writeln!(
+        o,
+        "description  {}",
+        m.description.as_deref().unwrap_or("-")
+    )?;
     if let Some(l) = &m.license {
         writeln!(o, "license      {l}")?;
     }

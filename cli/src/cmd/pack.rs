@@ -14,8 +14,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let outcome =
-        zot_package::pack(&args.dir, args.out.as_deref()).with_context(|| format!("packing {}", args.dir.display()))?;
+    let outcome = zot_package::pack(&args.dir, args.out.as_deref())
+        .with_context(|| format!("packing {}", args.dir.display()))?;
     println!("wrote {}", outcome.out.display());
     println!("digest {}", outcome.digest);
     Ok(0)

@@ -18,7 +18,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     for w in &s.warnings {
         eprintln!("zot: warning: {w}");
     }
-    println!("unpacked {} files into {}", s.files.len(), args.dir.display());
+    println!(
+        "unpacked {} files into {}",
+        s.files.len(),
+        args.dir.display()
+    );
     println!("digest {}", s.digest);
     Ok(0)
 }

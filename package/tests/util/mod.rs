@@ -51,8 +51,17 @@ impl RawTar {
     }
 
     /// An entry whose header size is `declared` but carries `data`.
-    pub fn raw(&mut self, name: &[u8], typ: u8, declared: u64, mode: u32, link: &[u8], data: &[u8]) -> &mut Self {
-        self.buf.extend_from_slice(&header(name, typ, declared, mode, link));
+    pub fn raw(
+        &mut self,
+        name: &[u8],
+        typ: u8,
+        declared: u64,
+        mode: u32,
+        link: &[u8],
+        data: &[u8],
+    ) -> &mut Self {
+        self.buf
+            .extend_from_slice(&header(name, typ, declared, mode, link));
         self.buf.extend_from_slice(data);
         self.pad();
         self
@@ -97,7 +106,14 @@ impl RawTar {
         }
         let mut rec = len.to_string().into_bytes();
         rec.extend_from_slice(&rec_body);
-        self.raw(b"PaxHeader", b'x', rec.len() as u64, 0o644, b"", &rec.clone())
+        self.raw(
+            b"PaxHeader",
+            b'x',
+            rec.len() as u64,
+            0o644,
+            b"",
+            &rec.clone(),
+        )
     }
 
     /// A GNU long-name entry (`L`) applying to the next entry.

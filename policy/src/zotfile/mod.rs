@@ -305,7 +305,9 @@ pub enum NameError {
     TooLong { max: usize },
     #[error("{0:?} is path-like; use a flat name such as `code-reviewer`")]
     PathLike(String),
-    #[error("registry-style `namespace/agent` names are not accepted locally yet; use a flat name")]
+    #[error(
+        "registry-style `namespace/agent` names are not accepted locally yet; use a flat name"
+    )]
     Namespaced,
     #[error("contains {0:?}; only lowercase a-z, 0-9, `.`, `-` and `_` are allowed")]
     BadChar(char),
@@ -329,7 +331,10 @@ pub fn validate_name(name: &str) -> Result<(), NameError> {
         return Err(NameError::PathLike(name.to_string()));
     }
     if name.contains('/') {
-        if name.starts_with('/') || name.starts_with("./") || name.split('/').any(|p| p == ".." || p == ".") {
+        if name.starts_with('/')
+            || name.starts_with("./")
+            || name.split('/').any(|p| p == ".." || p == ".")
+        {
             return Err(NameError::PathLike(name.to_string()));
         }
         return Err(NameError::Namespaced);
@@ -385,7 +390,9 @@ impl FsScope {
             return Err("contains a NUL byte".into());
         }
         let (base, rest) = if let Some(rest) = s.strip_prefix("${") {
-            let end = rest.find('}').ok_or_else(|| format!("{s:?}: unterminated variable"))?;
+            let end = rest
+                .find('}')
+                .ok_or_else(|| format!("{s:?}: unterminated variable"))?;
             let var = &rest[..end];
             let after = &rest[end + 1..];
             let base = match var {
@@ -398,13 +405,17 @@ impl FsScope {
                 }
             };
             if !after.is_empty() && !after.starts_with('/') {
-                return Err(format!("{s:?}: a variable must be followed by `/` or nothing"));
+                return Err(format!(
+                    "{s:?}: a variable must be followed by `/` or nothing"
+                ));
             }
             (base, after)
         } else if s.starts_with('/') {
             (ScopeBase::Root, s)
         } else if s == "~" || s.starts_with("~/") {
-            return Err(format!("{s:?}: `~` is not expanded; home directories are not scopes"));
+            return Err(format!(
+                "{s:?}: `~` is not expanded; home directories are not scopes"
+            ));
         } else {
             (ScopeBase::Workspace, s)
         };
@@ -455,10 +466,16 @@ pub enum MinZotError {
 /// or absent minimum always passes; an unparsable running version (a
 /// development build) never satisfies a non-empty minimum.
 pub fn check_min_zot(manifest: &Manifest, running_version: &str) -> Result<(), MinZotError> {
-    let Some(required) = manifest.runtime.min_zot.as_deref().filter(|s| !s.is_empty()) else {
+    let Some(required) = manifest
+        .runtime
+        .min_zot
+        .as_deref()
+        .filter(|s| !s.is_empty())
+    else {
         return Ok(());
     };
-    let min = semver::Version::parse(required).map_err(|_| MinZotError::InvalidMinimum(required.to_string()))?;
+    let min = semver::Version::parse(required)
+        .map_err(|_| MinZotError::InvalidMinimum(required.to_string()))?;
     let running = match semver::Version::parse(running_version) {
         Ok(v) => v,
         Err(_) => {
@@ -493,7 +510,10 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, Diagnostics> {
     let Value::Object(top) = value else {
         cx.err(
             "",
-            format!("expected a JSON object at the top level, found {}", kind(&value)),
+            format!(
+                "expected a JSON object at the top level, found {}",
+                kind(&value)
+            ),
         );
         return Err(cx.into_diagnostics());
     };
@@ -534,7 +554,10 @@ fn check_manifest(cx: &mut Cx, top: &Map<String, Value>) -> Manifest {
                 "zotfile",
                 format!("unsupported format version {n}; this zot understands 1"),
             ),
-            None => cx.err("zotfile", format!("expected the integer 1, found {}", kind(v))),
+            None => cx.err(
+                "zotfile",
+                format!("expected the integer 1, found {}", kind(v)),
+            ),
         },
     }
 
@@ -601,7 +624,11 @@ fn check_manifest(cx: &mut Cx, top: &Map<String, Value>) -> Manifest {
 }
 
 fn check_model(cx: &mut Cx, model: &Map<String, Value>, out: &mut Model) {
-    cx.unknown_keys(model, &["requires", "min_context", "preferred", "min_tier"], "model");
+    cx.unknown_keys(
+        model,
+        &["requires", "min_context", "preferred", "min_tier"],
+        "model",
+    );
     let caps = cx.string_list(model, "requires", "model.requires", |s| match s {
         "tools" | "reasoning" | "vision" => Ok(()),
         "tool_calling" | "tool-calling" | "tool_use" | "function_calling" => {
@@ -643,7 +670,9 @@ fn check_model(cx: &mut Cx, model: &Map<String, Value>, out: &mut Model) {
     if let Some(t) = out.min_tier.as_deref().filter(|t| !t.is_empty()) {
         cx.err(
             "model.min_tier",
-            format!("{t:?}: tiers are not supported by the local runtime; leave it empty or omit it"),
+            format!(
+                "{t:?}: tiers are not supported by the local runtime; leave it empty or omit it"
+            ),
         );
     }
 }
@@ -652,8 +681,12 @@ fn check_permissions(cx: &mut Cx, perms: &Map<String, Value>, out: &mut Permissi
     cx.unknown_keys(perms, &["fs", "bash", "net", "env"], "permissions");
     if let Some(fs) = cx.opt_object(perms, "fs", "permissions.fs") {
         cx.unknown_keys(fs, &["read", "write"], "permissions.fs");
-        out.fs.read = cx.string_list(fs, "read", "permissions.fs.read", |s| FsScope::parse(s).map(|_| ()));
-        out.fs.write = cx.string_list(fs, "write", "permissions.fs.write", |s| FsScope::parse(s).map(|_| ()));
+        out.fs.read = cx.string_list(fs, "read", "permissions.fs.read", |s| {
+            FsScope::parse(s).map(|_| ())
+        });
+        out.fs.write = cx.string_list(fs, "write", "permissions.fs.write", |s| {
+            FsScope::parse(s).map(|_| ())
+        });
     }
     if let Some(bash) = cx.opt_object(perms, "bash", "permissions.bash") {
         cx.unknown_keys(bash, &["mode", "allow"], "permissions.bash");
@@ -673,7 +706,8 @@ fn check_permissions(cx: &mut Cx, perms: &Map<String, Value>, out: &mut Permissi
             }
         };
         let present = matches!(bash.get("allow"), Some(v) if !v.is_null());
-        out.bash.allow = cx.string_list(bash, "allow", "permissions.bash.allow", check_command_name);
+        out.bash.allow =
+            cx.string_list(bash, "allow", "permissions.bash.allow", check_command_name);
         if out.bash.mode == BashMode::Allowlist
             && out.bash.allow.is_empty()
             && !cx.has_error_at("permissions.bash.allow")
@@ -683,7 +717,8 @@ fn check_permissions(cx: &mut Cx, perms: &Map<String, Value>, out: &mut Permissi
                 "mode \"allowlist\" needs at least one command",
             );
         }
-        if mode_ok && out.bash.mode != BashMode::Allowlist && present && !out.bash.allow.is_empty() {
+        if mode_ok && out.bash.mode != BashMode::Allowlist && present && !out.bash.allow.is_empty()
+        {
             cx.warn(
                 "permissions.bash.allow",
                 format!(
@@ -765,9 +800,13 @@ fn check_env_name(s: &str) -> Result<(), String> {
     let mut chars = s.chars();
     match chars.next() {
         None => Err("empty variable name".into()),
-        Some(c) if !(c.is_ascii_alphabetic() || c == '_') => Err(format!("{s:?} is not a variable name")),
+        Some(c) if !(c.is_ascii_alphabetic() || c == '_') => {
+            Err(format!("{s:?} is not a variable name"))
+        }
         _ if chars.all(|c| c.is_ascii_alphanumeric() || c == '_') => Ok(()),
-        _ => Err(format!("{s:?} is not a variable name (letters, digits and `_`)")),
+        _ => Err(format!(
+            "{s:?} is not a variable name (letters, digits and `_`)"
+        )),
     }
 }
 
@@ -853,7 +892,12 @@ impl Cx {
         }
     }
 
-    fn opt_object<'a>(&mut self, map: &'a Map<String, Value>, key: &str, path: &str) -> Option<&'a Map<String, Value>> {
+    fn opt_object<'a>(
+        &mut self,
+        map: &'a Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Option<&'a Map<String, Value>> {
         match map.get(key) {
             None | Some(Value::Null) => None,
             Some(Value::Object(o)) => Some(o),
@@ -877,7 +921,10 @@ impl Cx {
             None | Some(Value::Null) => return Vec::new(),
             Some(Value::Array(a)) => a,
             Some(v) => {
-                self.err(path, format!("expected an array of strings, found {}", kind(v)));
+                self.err(
+                    path,
+                    format!("expected an array of strings, found {}", kind(v)),
+                );
                 return Vec::new();
             }
         };
@@ -892,7 +939,10 @@ impl Cx {
                     }
                     Err(msg) => self.err(path, format!("item {i}: {msg}")),
                 },
-                v => self.err(path, format!("item {i}: expected a string, found {}", kind(v))),
+                v => self.err(
+                    path,
+                    format!("item {i}: expected a string, found {}", kind(v)),
+                ),
             }
         }
         out

@@ -28,7 +28,10 @@ fn with(ptr: &str, v: Value) -> Vec<u8> {
 fn ok(bytes: &[u8]) -> Parsed {
     match parse(bytes) {
         Ok(p) => p,
-        Err(d) => panic!("expected valid, got: {d}\n{}", String::from_utf8_lossy(bytes)),
+        Err(d) => panic!(
+            "expected valid, got: {d}\n{}",
+            String::from_utf8_lossy(bytes)
+        ),
     }
 }
 
@@ -87,7 +90,10 @@ fn spec_reference_manifest_parses_fully() {
     assert_eq!(m.version.as_deref(), Some("0.1.0"));
     assert_eq!(m.license.as_deref(), Some("MIT"));
     assert_eq!(m.runtime.min_zot.as_deref(), Some("0.2.76"));
-    assert_eq!(m.model.requires, vec![Capability::Tools, Capability::Reasoning]);
+    assert_eq!(
+        m.model.requires,
+        vec![Capability::Tools, Capability::Reasoning]
+    );
     assert_eq!(m.model.min_context, Some(64000));
     assert_eq!(m.model.preferred, vec!["claude-opus-4-5", "gpt-5.5"]);
     assert_eq!(m.permissions.fs.read, vec!["${workspace}", "${agent_data}"]);
@@ -190,7 +196,9 @@ fn version_is_not_validated_but_warns_when_not_semver() {
     let p = ok(&with("version", json!("banana")));
     assert_eq!(p.manifest.version.as_deref(), Some("banana"));
     assert!(p.warnings.iter().any(|w| w.path == "version"));
-    assert!(ok(&with("version", json!("1.2.3-rc.1"))).warnings.is_empty());
+    assert!(ok(&with("version", json!("1.2.3-rc.1")))
+        .warnings
+        .is_empty());
     err_at(&with("version", json!(1)), "version");
     err_at(&with("description", json!(["x"])), "description");
     err_at(&with("license", json!(true)), "license");
@@ -238,7 +246,10 @@ fn min_zot_compares_as_semver() {
     ));
     // ... but no minimum is always fine
     assert_eq!(check_min_zot(&m(""), "dev"), Ok(()));
-    assert_eq!(check_min_zot(&ok(&with("name", json!("a"))).manifest, ""), Ok(()));
+    assert_eq!(
+        check_min_zot(&ok(&with("name", json!("a"))).manifest, ""),
+        Ok(())
+    );
 }
 
 // --- model -----------------------------------------------------------------
@@ -254,9 +265,15 @@ fn model_requires_known_capabilities() {
         m.model.requires,
         vec![Capability::Tools, Capability::Reasoning, Capability::Vision]
     );
-    let msg = err_at(&with("model/requires", json!(["tool_calling"])), "model.requires");
+    let msg = err_at(
+        &with("model/requires", json!(["tool_calling"])),
+        "model.requires",
+    );
     assert!(msg.contains("use \"tools\""), "{msg}");
-    let msg = err_at(&with("model/requires", json!(["telepathy"])), "model.requires");
+    let msg = err_at(
+        &with("model/requires", json!(["telepathy"])),
+        "model.requires",
+    );
     assert!(msg.contains("unknown capability"), "{msg}");
     err_at(&with("model/requires", json!("tools")), "model.requires");
     err_at(&with("model/requires", json!([1])), "model.requires");
@@ -265,14 +282,20 @@ fn model_requires_known_capabilities() {
 #[test]
 fn model_min_context_preferred_min_tier() {
     assert_eq!(
-        ok(&with("model/min_context", json!(64000))).manifest.model.min_context,
+        ok(&with("model/min_context", json!(64000)))
+            .manifest
+            .model
+            .min_context,
         Some(64000)
     );
     for bad in [json!(-1), json!("64000"), json!(1.5)] {
         err_at(&with("model/min_context", bad), "model.min_context");
     }
     assert_eq!(
-        ok(&with("model/preferred", json!(["a", "b"]))).manifest.model.preferred,
+        ok(&with("model/preferred", json!(["a", "b"])))
+            .manifest
+            .model
+            .preferred,
         vec!["a", "b"]
     );
     err_at(&with("model/preferred", json!([""])), "model.preferred");
@@ -293,14 +316,29 @@ fn fs_scopes_accept_variables_relative_and_absolute() {
     .manifest;
     let ws = Path::new("/w");
     let ad = Path::new("/d");
-    let read: Vec<PathBuf> = m.fs_read_scopes().iter().map(|s| s.resolve(ws, ad)).collect();
+    let read: Vec<PathBuf> = m
+        .fs_read_scopes()
+        .iter()
+        .map(|s| s.resolve(ws, ad))
+        .collect();
     assert_eq!(
         read,
-        ["/w", "/w/src", "/w/go.mod", "/w/docs", "/w/lib", "/usr/share/dict"]
-            .map(PathBuf::from)
-            .to_vec()
+        [
+            "/w",
+            "/w/src",
+            "/w/go.mod",
+            "/w/docs",
+            "/w/lib",
+            "/usr/share/dict"
+        ]
+        .map(PathBuf::from)
+        .to_vec()
     );
-    let write: Vec<PathBuf> = m.fs_write_scopes().iter().map(|s| s.resolve(ws, ad)).collect();
+    let write: Vec<PathBuf> = m
+        .fs_write_scopes()
+        .iter()
+        .map(|s| s.resolve(ws, ad))
+        .collect();
     assert_eq!(write, ["/d", "/d/cache"].map(PathBuf::from).to_vec());
 }
 
@@ -319,9 +357,15 @@ fn fs_scopes_reject_escapes_and_unknown_variables() {
         "~/.ssh",
         "~",
     ] {
-        let msg = err_at(&with("permissions/fs/read", json!([bad])), "permissions.fs.read");
+        let msg = err_at(
+            &with("permissions/fs/read", json!([bad])),
+            "permissions.fs.read",
+        );
         assert!(msg.starts_with("item 0:"), "{msg}");
-        err_at(&with("permissions/fs/write", json!([bad])), "permissions.fs.write");
+        err_at(
+            &with("permissions/fs/write", json!([bad])),
+            "permissions.fs.write",
+        );
     }
     err_at(
         &with("permissions/fs/read", json!("${workspace}")),
@@ -351,7 +395,11 @@ fn bash_modes() {
         BashMode::Ask
     );
     assert_eq!(
-        ok(&with("permissions/bash", json!({}))).manifest.permissions.bash.mode,
+        ok(&with("permissions/bash", json!({})))
+            .manifest
+            .permissions
+            .bash
+            .mode,
         BashMode::None
     );
     let m = ok(&with(
@@ -374,7 +422,10 @@ fn bash_modes() {
 #[test]
 fn bash_empty_allowlist_is_invalid() {
     let msg = err_at(
-        &with("permissions/bash", json!({"mode": "allowlist", "allow": []})),
+        &with(
+            "permissions/bash",
+            json!({"mode": "allowlist", "allow": []}),
+        ),
         "permissions.bash.allow",
     );
     assert!(msg.contains("at least one"), "{msg}");
@@ -386,9 +437,20 @@ fn bash_empty_allowlist_is_invalid() {
 
 #[test]
 fn bash_allow_entries_are_command_names() {
-    for bad in ["/usr/bin/git", "git status", "rm;ls", "$(id)", "", "a|b", ".."] {
+    for bad in [
+        "/usr/bin/git",
+        "git status",
+        "rm;ls",
+        "$(id)",
+        "",
+        "a|b",
+        "..",
+    ] {
         err_at(
-            &with("permissions/bash", json!({"mode": "allowlist", "allow": [bad]})),
+            &with(
+                "permissions/bash",
+                json!({"mode": "allowlist", "allow": [bad]}),
+            ),
             "permissions.bash.allow",
         );
     }
@@ -408,9 +470,14 @@ fn bash_allow_entries_are_command_names() {
 
 #[test]
 fn bash_allow_without_allowlist_mode_warns() {
-    let p = ok(&with("permissions/bash", json!({"mode": "none", "allow": ["git"]})));
+    let p = ok(&with(
+        "permissions/bash",
+        json!({"mode": "none", "allow": ["git"]}),
+    ));
     assert!(
-        p.warnings.iter().any(|w| w.path == "permissions.bash.allow"),
+        p.warnings
+            .iter()
+            .any(|w| w.path == "permissions.bash.allow"),
         "{:?}",
         p.warnings
     );
@@ -420,7 +487,10 @@ fn bash_allow_without_allowlist_mode_warns() {
 
 #[test]
 fn net_and_env_are_accepted_but_flagged_unenforced() {
-    let p = ok(&with("permissions", json!({"net": {"allow": []}, "env": {"read": []}})));
+    let p = ok(&with(
+        "permissions",
+        json!({"net": {"allow": []}, "env": {"read": []}}),
+    ));
     assert!(!p.manifest.uses_unenforced_permissions());
     let m = ok(&with(
         "permissions",
@@ -428,7 +498,11 @@ fn net_and_env_are_accepted_but_flagged_unenforced() {
     ))
     .manifest;
     assert_eq!(m.unenforced_permissions(), vec!["permissions.net.allow"]);
-    let m = ok(&with("permissions", json!({"env": {"read": ["GITHUB_TOKEN"]}}))).manifest;
+    let m = ok(&with(
+        "permissions",
+        json!({"env": {"read": ["GITHUB_TOKEN"]}}),
+    ))
+    .manifest;
     assert_eq!(m.unenforced_permissions(), vec!["permissions.env.read"]);
     assert!(m.uses_unenforced_permissions());
     err_at(
@@ -459,9 +533,15 @@ fn requirements_os_uses_go_names() {
     ))
     .manifest;
     assert_eq!(m.requirements.os.len(), 4);
-    let msg = err_at(&with("requirements/os", json!(["macos"])), "requirements.os");
+    let msg = err_at(
+        &with("requirements/os", json!(["macos"])),
+        "requirements.os",
+    );
     assert!(msg.contains("darwin"), "{msg}");
-    err_at(&with("requirements/os", json!(["Linux"])), "requirements.os");
+    err_at(
+        &with("requirements/os", json!(["Linux"])),
+        "requirements.os",
+    );
     err_at(&with("requirements/os", json!("linux")), "requirements.os");
 }
 
@@ -474,8 +554,14 @@ fn requirements_bin_are_command_names() {
             .bin,
         vec!["git", "python3"]
     );
-    err_at(&with("requirements/bin", json!(["/usr/bin/git"])), "requirements.bin");
-    err_at(&with("requirements/bin", json!(["git status"])), "requirements.bin");
+    err_at(
+        &with("requirements/bin", json!(["/usr/bin/git"])),
+        "requirements.bin",
+    );
+    err_at(
+        &with("requirements/bin", json!(["git status"])),
+        "requirements.bin",
+    );
 }
 
 // --- entry, replace_system_prompt ----------------------------------------------
@@ -497,7 +583,10 @@ fn entry_fields() {
             .default_prompt,
         None
     );
-    err_at(&with("entry", json!({"default_prompt": 3})), "entry.default_prompt");
+    err_at(
+        &with("entry", json!({"default_prompt": 3})),
+        "entry.default_prompt",
+    );
     err_at(&with("entry", json!({"pre": ["a"]})), "entry.pre");
     err_at(&with("entry", json!({"greeting": false})), "entry.greeting");
 }
@@ -509,7 +598,10 @@ fn replace_system_prompt_is_a_bool() {
             .manifest
             .replace_system_prompt
     );
-    err_at(&with("replace_system_prompt", json!("yes")), "replace_system_prompt");
+    err_at(
+        &with("replace_system_prompt", json!("yes")),
+        "replace_system_prompt",
+    );
 }
 
 // --- unknown fields, all errors at once, JSON shape ----------------------------
@@ -517,10 +609,22 @@ fn replace_system_prompt_is_a_bool() {
 #[test]
 fn unknown_fields_warn_with_did_you_mean() {
     let p = ok(&with("permisions", json!({})));
-    let w = p.warnings.iter().find(|w| w.path == "permisions").expect("warning");
-    assert!(w.message.contains("did you mean `permissions`"), "{}", w.message);
+    let w = p
+        .warnings
+        .iter()
+        .find(|w| w.path == "permisions")
+        .expect("warning");
+    assert!(
+        w.message.contains("did you mean `permissions`"),
+        "{}",
+        w.message
+    );
     let p = ok(&with("x-publisher", json!("acme")));
-    let w = p.warnings.iter().find(|w| w.path == "x-publisher").expect("warning");
+    let w = p
+        .warnings
+        .iter()
+        .find(|w| w.path == "x-publisher")
+        .expect("warning");
     assert!(!w.message.contains("did you mean"), "{}", w.message);
     let p = ok(&with("permissions/bash/alow", json!(["git"])));
     let w = p
@@ -564,7 +668,9 @@ fn all_errors_are_reported_at_once() {
 #[test]
 fn json_shape_errors() {
     assert!(err(b"").to_string().contains("not valid JSON"));
-    assert!(err(b"{\"zotfile\":1,").to_string().contains("not valid JSON"));
+    assert!(err(b"{\"zotfile\":1,")
+        .to_string()
+        .contains("not valid JSON"));
     assert!(err(b"[1]").to_string().contains("top level"));
     assert!(err(b"\xff\xfe").to_string().contains("UTF-8"));
     assert!(err(b"{\"zotfile\":1,\"name\":\"a\"} trailing")
