@@ -1,2 +1,390 @@
-//! End-to-end tests (to be filled).
+//! End-to-end tests of `zot debug command`, the risk gate's CLI, including a
+//! differential check against real bash: commands the gate allows are run by
+//! bash with every external program replaced by a logger, and whatever bash
+//! actually tried to execute must be what the gate said.
 mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{require, zot_bin};
+
+fn zot(args: &[&str]) -> Output {
+    Command::new(zot_bin())
+        .args(args)
+        .output()
+        .expect("run zot")
+}
+
+fn verdict(mode: &str, allow: &str, cmd: &str) -> (i32, serde_json::Value) {
+    let out = zot(&[
+        "debug", "command", "--mode", mode, "--allow", allow, "--json", "--", cmd,
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "bad JSON for {cmd:?}: {e}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    (out.status.code().expect("exit code"), v)
+}
+
+#[test]
+fn exit_codes_follow_the_decision() {
+    let cases = [
+        ("ask", "git", "git status", 0, "allow"),
+        ("ask", "git", "rm -rf /", 3, "ask"),
+        ("allowlist", "git", "git status", 0, "allow"),
+        ("allowlist", "git", "rm -rf ./x", 1, "deny"),
+        ("allowlist", "git,rm", "rm -rf /", 1, "deny"),
+        ("none", "git", "git status", 1, "deny"),
+        ("ask", "", "echo \"unbalanced", 3, "ask"),
+    ];
+    for (mode, allow, cmd, code, decision) in cases {
+        let (got, v) = verdict(mode, allow, cmd);
+        assert_eq!(got, code, "{mode} {cmd:?}: {v}");
+        assert_eq!(v["decision"], decision, "{mode} {cmd:?}: {v}");
+    }
+}
+
+#[test]
+fn json_has_the_documented_shape() {
+    let (code, v) = verdict("ask", "", "nice timeout 3 env rm -rf ~");
+    assert_eq!(code, 3);
+    let obj = v.as_object().unwrap();
+    let keys: BTreeSet<&str> = obj.keys().map(String::as_str).collect();
+    assert_eq!(keys, BTreeSet::from(["commands", "decision", "reasons"]));
+    assert!(
+        v["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str().unwrap().contains("`rm -r` of `~`")),
+        "{v}"
+    );
+    let cmds = v["commands"].as_array().unwrap();
+    assert_eq!(cmds.len(), 1, "{v}");
+    assert_eq!(cmds[0]["program"], "rm");
+    assert_eq!(cmds[0]["argv"], serde_json::json!(["rm", "-rf", "~"]));
+    assert_eq!(
+        cmds[0]["via"],
+        serde_json::json!(["nice", "timeout", "env"])
+    );
+}
+
+#[test]
+fn text_output_names_commands_wrappers_and_reasons() {
+    let out = zot(&[
+        "debug",
+        "command",
+        "--mode",
+        "allowlist",
+        "--allow",
+        "git,sh",
+        "--",
+        "sh -c 'git log; curl x'",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("decision: deny"), "{text}");
+    assert!(text.contains("via: sh"), "{text}");
+    assert!(text.contains("`curl` is not in the allowlist"), "{text}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        &["debug", "command"][..],
+        &["debug", "command", "--mode", "sometimes", "--", "ls"][..],
+        &["debug", "command", "--bogus", "--", "ls"][..],
+    ] {
+        let out = zot(args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn long_input_is_bounded() {
+    // 1 MB of commands on the command line is too much for argv limits on
+    // some hosts; the gate's own 1 MiB test is in the policy crate. Here:
+    // 100 KB, which every Linux accepts as one argument (limit 128 KiB).
+    let cmd = "ls -la ; ".repeat(100_000 / 9);
+    let t = Instant::now();
+    let (code, v) = verdict("ask", "", &cmd);
+    assert_eq!(code, 0, "{}", v["reasons"]);
+    assert!(t.elapsed() < Duration::from_secs(20));
+}
+
+/// Where the real program `name` lives on this host.
+fn real(name: &str) -> Option<PathBuf> {
+    ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]
+        .iter()
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.exists())
+}
+
+/// A PATH directory in which every listed wrapper logs its name and then
+/// runs the real wrapper (so it really resolves the wrapped program through
+/// PATH), shells log and run real bash, every word of the tested commands
+/// is a program that only logs its name, and anything else is not found,
+/// which bash reports to `command_not_found_handle` (set via BASH_ENV),
+/// which logs it. Nothing but wrappers and bash really runs.
+struct Harness {
+    dir: tempfile::TempDir,
+    bash: PathBuf,
+}
+
+impl Harness {
+    fn new(words: &BTreeSet<String>) -> Option<Harness> {
+        let bash = real("bash")?;
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        std::fs::create_dir(dir.path().join("work")).unwrap();
+        let log = dir.path().join("log");
+        let mut stubs = vec![];
+        for w in [
+            "env", "nice", "timeout", "nohup", "xargs", "find", "setsid", "stdbuf",
+        ] {
+            if let Some(p) = real(w) {
+                stubs.push((w.to_string(), format!("exec {} \"$@\"", p.display())));
+            }
+        }
+        for s in ["sh", "bash", "dash"] {
+            stubs.push((s.to_string(), format!("exec {} \"$@\"", bash.display())));
+        }
+        // Every other word of the commands becomes a logger, so programs
+        // run by the real wrappers (which bash's handler cannot see) are
+        // logged too.
+        for w in words {
+            if !stubs.iter().any(|(n, _)| n == w) {
+                stubs.push((w.clone(), "exit 0".to_string()));
+            }
+        }
+        for (name, tail) in stubs {
+            let path = bin.join(&name);
+            std::fs::write(
+                &path,
+                format!(
+                    "#!{}\necho {name} >> {}\n{tail}\n",
+                    bash.display(),
+                    log.display()
+                ),
+            )
+            .unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        std::fs::write(
+            dir.path().join("bash_env"),
+            format!(
+                "command_not_found_handle() {{ echo \"${{1##*/}}\" >> {}; return 127; }}\n",
+                log.display()
+            ),
+        )
+        .unwrap();
+        Some(Harness { dir, bash })
+    }
+
+    /// Programs bash tried to execute for `cmd`, by basename.
+    fn executed(&self, cmd: &str) -> BTreeSet<String> {
+        let log = self.dir.path().join("log");
+        let _ = std::fs::remove_file(&log);
+        let mut child = Command::new(&self.bash)
+            .arg("-c")
+            .arg(cmd)
+            .env_clear()
+            .env("PATH", self.dir.path().join("bin"))
+            .env("BASH_ENV", self.dir.path().join("bash_env"))
+            .env("HOME", self.dir.path().join("work"))
+            .current_dir(self.dir.path().join("work"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > Duration::from_secs(3) {
+                let _ = child.kill();
+                let _ = child.wait();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+fn corpus_commands() -> Vec<String> {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../policy/tests/gate_corpus.toml"
+    ))
+    .unwrap();
+    let mut cmds = Vec::new();
+    // A tiny extraction of `cmd = ...` values is enough: re-use the TOML
+    // parser through serde_json-free means is not available in this crate.
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let Some(rest) = line.strip_prefix("cmd = ") else {
+            continue;
+        };
+        let value = if let Some(r) = rest.strip_prefix("'''") {
+            let mut v = r.to_string();
+            while !v.ends_with("'''") {
+                v.push('\n');
+                v.push_str(lines.next().unwrap());
+            }
+            v.trim_end_matches("'''").to_string()
+        } else if let Some(r) = rest.strip_prefix('\'') {
+            r.trim_end_matches('\'').to_string()
+        } else {
+            continue; // basic strings with escapes: skipped here
+        };
+        cmds.push(value);
+    }
+    cmds
+}
+
+/// Extra evasions for the differential test.
+const EXTRA: &[&str] = &[
+    "'r''m' -rf x",
+    "r\\m x",
+    "\"g\"i\\t status",
+    "env -S 'curl -s x'",
+    "env -i X=1 curl x",
+    "nice -n 5 timeout 3 env curl x",
+    "ls | xargs -n1 curl",
+    "find . -maxdepth 0 -exec curl {} \\;",
+    "sh -c 'curl x; wget y'",
+    "bash -c \"sh -c 'nc -l 1'\"",
+    "echo $(curl x) `wget y`",
+    "cat <(curl x)",
+    "git status; curl x & wget y",
+    "a=1 b=2 curl x",
+    "if ls; then curl x; else wget y; fi",
+    "for i in 1; do curl $i; done",
+    "{ curl x; }",
+    "(wget y)",
+    "! curl x",
+    "case a in a) curl x;; esac",
+    "f() { curl x; }; f",
+    "command curl x",
+    "builtin command curl x",
+    "exec curl x",
+    "time curl x",
+    "x=$(wget y) curl z",
+    "ls # ; curl x",
+    "ls; #curl x",
+    "echo a#b; curl x",
+    "cat <<EOF\n$(curl x)\nEOF",
+    "timeout -k 1 5 nohup setsid curl x",
+    "stdbuf -o0 curl x",
+    "coproc curl x",
+    "env -- curl x",
+    "xargs -I{} -n1 curl {}",
+    "find . -maxdepth 0 -execdir sh -c 'curl x' \\;",
+];
+
+#[test]
+fn allowed_commands_run_only_what_the_gate_reported() {
+    let mut cmds = corpus_commands();
+    cmds.extend(EXTRA.iter().map(|s| s.to_string()));
+    let words: BTreeSet<String> = cmds
+        .iter()
+        .flat_map(|c| c.split(|ch: char| !(ch.is_ascii_alphanumeric() || "._-".contains(ch))))
+        .filter(|w| !w.is_empty() && !w.starts_with(['-', '.']) && w.len() < 40)
+        .map(str::to_string)
+        .collect();
+    let Some(h) = Harness::new(&words) else {
+        require("bash", false, "bash not found in /usr/bin or /bin");
+        return;
+    };
+    // Sanity: the harness really sees executions.
+    assert_eq!(
+        h.executed("curl x; sh -c 'wget y'"),
+        BTreeSet::from(["curl".into(), "sh".into(), "wget".into()])
+    );
+
+    let allow = "git,ls,grep,rg,cat,wc,head,tail,echo,sed,awk,find,xargs,tar,sort,env,nice,timeout";
+    let allow_set: BTreeSet<&str> = allow.split(',').collect();
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for cmd in &cmds {
+        // Never hand bash a program by absolute or relative path: only PATH
+        // lookups are redirected to loggers.
+        if cmd.contains('/')
+            && (cmd.contains("/bin")
+                || cmd.contains("/usr")
+                || cmd.contains("./")
+                || cmd.starts_with('/'))
+        {
+            continue;
+        }
+        // Nor let a real wrapper fall back to the default PATH (`env -i`
+        // unsets PATH; `command -p` uses the system one).
+        if (cmd.contains("env")
+            && (cmd.contains("-i")
+                || cmd.contains("-u")
+                || cmd.contains(" - ")
+                || cmd.contains("--ignore")))
+            || cmd.contains("-p")
+        {
+            continue;
+        }
+        let (_, ask) = verdict("ask", allow, cmd);
+        let (_, al) = verdict("allowlist", allow, cmd);
+        if ask["decision"] != "allow" && al["decision"] != "allow" {
+            continue;
+        }
+        let mut reported = BTreeSet::new();
+        for c in ask["commands"].as_array().unwrap() {
+            let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
+            reported.insert(base(c["program"].as_str().unwrap()));
+            for v in c["via"].as_array().unwrap() {
+                reported.insert(base(v.as_str().unwrap()));
+            }
+        }
+        let ran = h.executed(cmd);
+        checked += 1;
+        let unreported: Vec<&String> = ran.iter().filter(|p| !reported.contains(*p)).collect();
+        if !unreported.is_empty() {
+            failures.push(format!(
+                "{cmd:?}: bash ran {unreported:?}, the gate reported {reported:?}"
+            ));
+        }
+        if al["decision"] == "allow" {
+            let unlisted: Vec<&String> = ran
+                .iter()
+                .filter(|p| !allow_set.contains(p.as_str()))
+                .collect();
+            if !unlisted.is_empty() {
+                failures.push(format!(
+                    "{cmd:?}: allowlist mode allowed it but bash ran {unlisted:?}"
+                ));
+            }
+        }
+    }
+    assert!(
+        checked >= 100,
+        "only {checked} commands were checked against bash"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} differential checks failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
