@@ -24,6 +24,8 @@ struct World {
     home: PathBuf,
     zot_home: PathBuf,
     ws: PathBuf,
+    /// Run zot as uid/gid 65534 (setpriv) instead of the test's user.
+    nobody: bool,
 }
 
 impl World {
@@ -44,11 +46,35 @@ impl World {
             home,
             zot_home,
             ws,
+            nobody: false,
         }
     }
 
+    /// The same world, owned by and run as uid/gid 65534.
+    fn unprivileged() -> World {
+        let mut w = World::new();
+        fn chown_all(p: &Path) {
+            std::os::unix::fs::lchown(p, Some(65534), Some(65534)).unwrap();
+            if p.is_dir() && !p.is_symlink() {
+                for e in std::fs::read_dir(p).unwrap().flatten() {
+                    chown_all(&e.path());
+                }
+            }
+        }
+        chown_all(&w.root);
+        w.nobody = true;
+        w
+    }
+
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(common::zot_bin());
+        let mut c = if self.nobody {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(common::zot_bin());
+            c
+        } else {
+            Command::new(common::zot_bin())
+        };
         c.args(args)
             .current_dir(&self.ws)
             .env_clear()
@@ -315,7 +341,37 @@ fn file_tools_refuse_symlink_escape_and_writes() {
 
 #[test]
 fn readonly_agent_bash_attacks_are_refused() {
-    let w = World::new();
+    bash_attacks(World::new());
+}
+
+#[test]
+fn readonly_agent_bash_attacks_are_refused_unprivileged() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        // Already unprivileged: the other test covers it.
+        return;
+    }
+    let have = Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !common::require("setpriv", have, "setpriv is not installed") {
+        return;
+    }
+    let w = World::unprivileged();
+    // The binary must be reachable for uid 65534.
+    let probe = w.run(&["--version"]);
+    if !common::require(
+        "zot binary readable by uid 65534",
+        probe.status.success(),
+        &text(&probe.stderr),
+    ) {
+        return;
+    }
+    bash_attacks(w);
+}
+
+fn bash_attacks(w: World) {
     if !sandbox_works(&w) {
         return;
     }
@@ -325,6 +381,10 @@ fn readonly_agent_bash_attacks_are_refused() {
     let outside = w.root.join("outside-secret.txt");
     std::fs::write(&outside, "OUTSIDE-SECRET").unwrap();
     std::os::unix::fs::symlink(&outside, w.ws.join("escape")).unwrap();
+    if w.nobody {
+        std::os::unix::fs::lchown(&outside, Some(65534), Some(65534)).unwrap();
+        std::os::unix::fs::lchown(w.ws.join("escape"), Some(65534), Some(65534)).unwrap();
+    }
     let key = w.home.join(".ssh/id_rsa");
     let cmds = [
         "ls".to_string(),

@@ -143,11 +143,36 @@ fn open_root(s: &Scoped) -> io::Result<(OwnedFd, PathBuf, u64)> {
     ))
 }
 
-/// Open `s` read-only beneath its root.
+/// Only regular files are opened (a FIFO or device would block or never
+/// end); `O_NONBLOCK`, used to open them safely, is cleared again.
+fn regular(fd: OwnedFd) -> io::Result<(File, libc::stat)> {
+    // SAFETY: fstat on a valid fd into a zeroed struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Err(io::Error::other("not a regular file"));
+    }
+    // SAFETY: fcntl flag changes on a valid fd.
+    unsafe {
+        let fl = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl & !libc::O_NONBLOCK);
+    }
+    Ok((File::from(fd), st))
+}
+
+/// Open `s` read-only beneath its root (regular files only).
 pub fn open_read(s: &Scoped) -> io::Result<File> {
     let (root, rel, res) = open_root(s)?;
-    let fd = openat2(root.as_raw_fd(), &rel, libc::O_RDONLY, 0, res)?;
-    Ok(File::from(fd))
+    let fd = openat2(
+        root.as_raw_fd(),
+        &rel,
+        libc::O_RDONLY | libc::O_NONBLOCK,
+        0,
+        res,
+    )?;
+    regular(fd).map(|(f, _)| f)
 }
 
 /// Open `s` for writing beneath its root (create/truncate), creating missing
@@ -206,9 +231,24 @@ pub fn open_write(s: &Scoped, truncate: bool) -> io::Result<File> {
             }
         }
     }
-    let flags = libc::O_WRONLY | libc::O_CREAT | if truncate { libc::O_TRUNC } else { 0 };
-    let fd = openat2(root.as_raw_fd(), &rel, flags, 0o644, res)?;
-    Ok(File::from(fd))
+    let fd = openat2(
+        root.as_raw_fd(),
+        &rel,
+        libc::O_WRONLY | libc::O_CREAT | libc::O_NONBLOCK,
+        0o644,
+        res,
+    )?;
+    let (f, st) = regular(fd)?;
+    if st.st_nlink > 1 {
+        // Another name (maybe outside the scope) shares this inode.
+        return Err(io::Error::other(
+            "the file has other hard links; refusing to write through them",
+        ));
+    }
+    if truncate {
+        f.set_len(0)?;
+    }
+    Ok(f)
 }
 
 /// One file found by [`walk`]: its path relative to the walk start.
@@ -361,5 +401,28 @@ mod tests {
         std::fs::remove_file(base.join("go.mod")).unwrap();
         std::os::unix::fs::symlink("other", base.join("go.mod")).unwrap();
         assert!(open_read(&s).is_err());
+    }
+
+    #[test]
+    fn special_files_and_hard_links() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().canonicalize().unwrap();
+        let ws = base.join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        nix::unistd::mkfifo(
+            &ws.join("fifo"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
+        assert!(open_read(&scoped(&ws, Path::new("fifo"))).is_err());
+        assert!(open_write(&scoped(&ws, Path::new("fifo")), true).is_err());
+        std::fs::write(base.join("outside"), "keep").unwrap();
+        std::fs::hard_link(base.join("outside"), ws.join("hl")).unwrap();
+        assert!(open_write(&scoped(&ws, Path::new("hl")), true).is_err());
+        assert_eq!(
+            std::fs::read_to_string(base.join("outside")).unwrap(),
+            "keep"
+        );
+        assert!(open_read(&scoped(&ws, Path::new(""))).is_err());
     }
 }

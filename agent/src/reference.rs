@@ -58,6 +58,13 @@ pub fn parse(s: &str, cwd: &Path) -> Result<Reference, RunError> {
                 "expected https://github.com/OWNER/REPO[/PATH] or .../tree/REF/PATH",
             ));
         }
+        let gh_ok = |p: &str| {
+            p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        };
+        if !parts.iter().all(|p| gh_ok(p)) {
+            return Err(ref_err(s, "unsupported characters in the URL path"));
+        }
         let repo = parts[1].trim_end_matches(".git");
         let (git_ref, path) = if parts.len() >= 4 && parts[2] == "tree" {
             (parts[3].to_string(), parts[4..].join("/"))
@@ -250,5 +257,7 @@ mod tests {
         );
         assert!(parse("https://github.com/acme/agents/tree/main/../x", cwd).is_err());
         assert!(parse("https://example.com/a/b", cwd).is_err());
+        assert!(parse("https://github.com/a/b?x=1", cwd).is_err());
+        assert!(parse("https://github.com/a/b%2F..", cwd).is_err());
     }
 }
