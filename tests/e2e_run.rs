@@ -1012,3 +1012,62 @@ fn interactive_repl_with_cd_and_exit() {
         "{term}"
     );
 }
+
+#[test]
+fn bash_cannot_forge_consent_or_read_sessions_inside_a_writable_scope() {
+    let w = World::new();
+    if !sandbox_works(&w) {
+        return;
+    }
+    // zot's state lives inside the workspace the agent may write.
+    let zh = w.ws.join("state");
+    let agent = w.agent(
+        "writer",
+        json!({"permissions": {"fs": {"read": ["${workspace}"], "write": ["${workspace}"]},
+               "bash": {"mode": "allowlist", "allow": ["touch", "mkdir", "ls", "cat"]}}}),
+    );
+    // An earlier session of another agent.
+    std::fs::create_dir_all(zh.join("sessions/agents/other")).unwrap();
+    std::fs::write(
+        zh.join("sessions/agents/other/s.jsonl"),
+        "PRIVATE-TRANSCRIPT",
+    )
+    .unwrap();
+    let cmds = [
+        "touch ok.txt".to_string(),
+        format!("mkdir -p {}/agents/evil/consents", zh.display()),
+        format!("touch {}/agents/writer/consents/forged.json", zh.display()),
+        format!("cat {}/sessions/agents/other/s.jsonl", zh.display()),
+    ];
+    let calls: Vec<Value> = cmds
+        .iter()
+        .map(|c| json!({"name": "bash", "arguments": {"command": c}}))
+        .collect();
+    let script = w.script("s.json", json!([{"tool_calls": calls}, {"text": "end"}]));
+    let out = w
+        .cmd(&[
+            "run",
+            s(&agent),
+            "-y",
+            "--no-session",
+            "--json",
+            "--sim-script",
+            s(&script),
+            "go",
+        ])
+        .env("ZOT_HOME", &zh)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ev = events(&out);
+    let r = of_type(&ev, "tool_result");
+    assert_eq!(r[0]["is_error"], false, "{}", r[0]);
+    assert!(w.ws.join("ok.txt").exists());
+    for (c, r) in cmds.iter().zip(&r).skip(1) {
+        assert_eq!(r["is_error"], true, "{c}: {r}");
+    }
+    assert!(
+        !zh.join("agents/evil").exists() && !zh.join("agents/writer/consents/forged.json").exists()
+    );
+    assert!(!text(&out.stdout).contains("PRIVATE-TRANSCRIPT"));
+}

@@ -176,6 +176,12 @@ pub struct AgentPolicyInput {
     pub workspace: PathBuf,
     pub read: Vec<PathBuf>,
     pub write: Vec<PathBuf>,
+    /// zot's state directory: never writable by the agent's commands
+    /// (consent receipts live there) and its sessions and other agents'
+    /// files are unreadable, even when a scope covers it.
+    pub zot_home: PathBuf,
+    /// This agent's name (its own data dir stays as granted).
+    pub agent: String,
 }
 
 /// Compile the restricted-read policy an agent's bash runs under. The
@@ -208,7 +214,34 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
         network: false,
         nested_repos: nested,
     };
-    zot_policy::sandbox::agent_policy(&opts).map_err(|e| RunError::Sandbox(e.to_string()))
+    let mut policy =
+        zot_policy::sandbox::agent_policy(&opts).map_err(|e| RunError::Sandbox(e.to_string()))?;
+    let home = crate::perms::canonical_prefix(&input.zot_home);
+    let visible = |p: &Path| {
+        input
+            .read
+            .iter()
+            .chain(input.write.iter())
+            .any(|r| p.starts_with(r))
+    };
+    if input.write.iter().any(|r| home.starts_with(r)) {
+        policy.protected.push(home.clone());
+    }
+    if visible(&home) || visible(&home.join("agents")) || visible(&home.join("sessions")) {
+        policy.deny_read.push(home.join("sessions"));
+        let own = home.join("agents").join(&input.agent);
+        policy.deny_read.push(own.join("consents"));
+        if let Ok(rd) = std::fs::read_dir(home.join("agents")) {
+            policy
+                .deny_read
+                .extend(rd.flatten().map(|e| e.path()).filter(|p| *p != own));
+        }
+    }
+    policy.protected.sort();
+    policy.protected.dedup();
+    policy.deny_read.sort();
+    policy.deny_read.dedup();
+    Ok(policy)
 }
 
 /// The result of one sandboxed command.

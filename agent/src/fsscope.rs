@@ -251,6 +251,11 @@ pub fn open_write(s: &Scoped, truncate: bool) -> io::Result<File> {
     Ok(f)
 }
 
+/// The real path of an open fd (from `/proc/self/fd`).
+pub fn fd_path(fd: &OwnedFd) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()
+}
+
 /// One file found by [`walk`]: its path relative to the walk start.
 pub type Found = PathBuf;
 

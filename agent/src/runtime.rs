@@ -63,15 +63,25 @@ fn workspace_of(cwd: Option<&Path>) -> Result<PathBuf, RunError> {
         .map_err(|e| RunError::io(format!("workspace {}", ws.display()), e))
 }
 
-fn policy_for(perms: &Permissions, workspace: &Path) -> Result<SandboxPolicy, String> {
-    compile(perms, workspace).map_err(|e| e.to_string())
+fn policy_for(
+    perms: &Permissions,
+    workspace: &Path,
+    ah: &AgentHome,
+) -> Result<SandboxPolicy, String> {
+    compile(perms, workspace, ah).map_err(|e| e.to_string())
 }
 
-fn compile(perms: &Permissions, workspace: &Path) -> Result<SandboxPolicy, RunError> {
+fn compile(
+    perms: &Permissions,
+    workspace: &Path,
+    ah: &AgentHome,
+) -> Result<SandboxPolicy, RunError> {
     deps::agent_policy(&AgentPolicyInput {
         workspace: workspace.to_path_buf(),
         read: perms.fs_read.clone(),
         write: perms.fs_write.clone(),
+        zot_home: ah.home.clone(),
+        agent: ah.name.clone(),
     })
 }
 
@@ -86,7 +96,7 @@ pub fn compile_policy(reference: &str, workspace: &Path) -> Result<SandboxPolicy
         .map_err(|e| RunError::io(format!("workspace {}", workspace.display()), e))?;
     let ah = AgentHome::new(home::zot_home()?, &agent.spec.name);
     let perms = perms::expand(&agent.spec, &ws, &ah.data_dir())?;
-    compile(&perms, &ws)
+    compile(&perms, &ws, &ah)
 }
 
 fn warn(msg: &str) {
@@ -167,7 +177,7 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
     for w in &loaded.warnings {
         warn(w);
     }
-    let policy = policy_for(&perms, &workspace);
+    let policy = policy_for(&perms, &workspace, &ah);
     let side_dir = loaded.session.as_ref().map(Session::side_dir);
     let env = ToolEnv {
         workspace: workspace.clone(),
@@ -177,6 +187,8 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
         interactive,
         side_dir,
         backend: opts.backend.clone(),
+        zot_home: crate::perms::canonical_prefix(&ah.home),
+        agent_data: crate::perms::canonical_prefix(&data),
     };
     let mut rt = Runtime {
         agent,
@@ -337,7 +349,7 @@ impl Runtime<'_> {
                 self.env.interactive,
             )?;
         }
-        self.env.policy = policy_for(&perms, &ws);
+        self.env.policy = policy_for(&perms, &ws, &self.ah);
         self.env.perms = perms;
         self.env.workspace = ws.clone();
         let (skills, _) = prompt::discover(&self.agent.root, &self.ah.home);

@@ -40,6 +40,35 @@ pub struct ToolEnv {
     /// Where full tool outputs are saved (the session's side dir).
     pub side_dir: Option<PathBuf>,
     pub backend: Option<String>,
+    /// zot's state directory (canonical): the file tools never touch it,
+    /// except the agent's own data dir inside it.
+    pub zot_home: PathBuf,
+    pub agent_data: PathBuf,
+}
+
+impl ToolEnv {
+    /// Whether a real (canonical) path is zot's private state.
+    fn private(&self, p: &Path) -> bool {
+        p.starts_with(&self.zot_home) && !p.starts_with(&self.agent_data)
+    }
+
+    /// Refuse an opened file whose real path is zot's private state.
+    fn check_fd(&self, f: &std::fs::File, s: &Scoped) -> Result<(), ToolOutput> {
+        use std::os::fd::AsRawFd;
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd())).map_err(|e| {
+            fail(format!(
+                "{}: cannot tell where it leads: {e}",
+                s.full.display()
+            ))
+        })?;
+        if self.private(&real) {
+            return Err(fail(format!(
+                "permission denied: {} is zot's private state",
+                s.full.display()
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// The result of one tool call.
@@ -143,6 +172,7 @@ fn read_capped(f: &mut std::fs::File) -> std::io::Result<Vec<u8>> {
 fn read(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
     let s = locate(env, arg_str(a, "path")?, false)?;
     let mut f = fsscope::open_read(&s).map_err(|e| io_fail("read", &s, e))?;
+    env.check_fd(&f, &s)?;
     let data = read_capped(&mut f).map_err(|e| io_fail("read", &s, e))?;
     let text = String::from_utf8_lossy(&data);
     let offset = a.get("offset").and_then(Value::as_u64).unwrap_or(1).max(1) as usize;
@@ -162,7 +192,15 @@ fn read(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
 fn write(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
     let s = locate(env, arg_str(a, "path")?, true)?;
     let content = arg_str(a, "content")?;
-    let mut f = fsscope::open_write(&s, true).map_err(|e| io_fail("write", &s, e))?;
+    if env.private(&crate::perms::canonical_prefix(&s.full)) {
+        return Err(fail(format!(
+            "permission denied: {} is zot's private state",
+            s.full.display()
+        )));
+    }
+    let mut f = fsscope::open_write(&s, false).map_err(|e| io_fail("write", &s, e))?;
+    env.check_fd(&f, &s)?;
+    f.set_len(0).map_err(|e| io_fail("write", &s, e))?;
     f.write_all(content.as_bytes())
         .map_err(|e| io_fail("write", &s, e))?;
     Ok(ok(format!(
@@ -184,6 +222,7 @@ fn edit(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
         return Err(fail("old_string must not be empty"));
     }
     let mut f = fsscope::open_read(&s).map_err(|e| io_fail("edit", &s, e))?;
+    env.check_fd(&f, &s)?;
     let data = read_capped(&mut f).map_err(|e| io_fail("edit", &s, e))?;
     let text = String::from_utf8(data)
         .map_err(|_| fail(format!("edit {}: not UTF-8 text", s.full.display())))?;
@@ -229,7 +268,10 @@ fn glob(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
         .compile_matcher();
     let s = walk_base(env, a)?;
     let mut found = Vec::new();
-    fsscope::walk(&s, |rel, _| {
+    fsscope::walk(&s, |rel, fd| {
+        if fsscope::fd_path(fd).is_none_or(|p| env.private(&p)) {
+            return true;
+        }
         if m.is_match(rel) {
             found.push(s.full.join(rel).display().to_string());
         }
@@ -279,6 +321,9 @@ fn grep(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
     } else {
         fsscope::walk(&s, |rel, fd| {
             if filter.as_ref().is_some_and(|g| !g.is_match(rel)) {
+                return true;
+            }
+            if fsscope::fd_path(fd).is_none_or(|p| env.private(&p)) {
                 return true;
             }
             let Ok(dup) = fd.try_clone() else { return true };
@@ -432,6 +477,8 @@ mod tests {
             interactive: false,
             side_dir: None,
             backend: None,
+            zot_home: ws.join("zot-home"),
+            agent_data: ws.join("zot-home/agents/a/data"),
         }
     }
 
@@ -498,6 +545,52 @@ mod tests {
         assert!(r.is_error);
         let r = execute(&e, &call("bash", json!({"command": "true"})));
         assert!(r.is_error && r.content.contains("mode: none"));
+    }
+
+    #[test]
+    fn zot_home_is_off_limits_even_inside_a_scope() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path().canonicalize().unwrap();
+        std::fs::create_dir_all(ws.join("zot-home/agents/a/data")).unwrap();
+        std::fs::create_dir_all(ws.join("zot-home/agents/a/consents")).unwrap();
+        std::fs::write(ws.join("zot-home/agents/a/consents/r.json"), "{}").unwrap();
+        std::fs::write(ws.join("zot-home/agents/a/data/mine.txt"), "mine").unwrap();
+        std::os::unix::fs::symlink("zot-home/agents/a/consents", ws.join("sneaky")).unwrap();
+        let e = env(&ws, vec![ws.clone()], vec![ws.clone()]);
+        for (name, args) in [
+            ("read", json!({"path": "zot-home/agents/a/consents/r.json"})),
+            ("read", json!({"path": "sneaky/r.json"})),
+            (
+                "write",
+                json!({"path": "zot-home/agents/a/consents/forged.json", "content": "{}"}),
+            ),
+            (
+                "write",
+                json!({"path": "sneaky/forged2.json", "content": "{}"}),
+            ),
+            (
+                "edit",
+                json!({"path": "sneaky/r.json", "old_string": "{", "new_string": "["}),
+            ),
+        ] {
+            let r = execute(&e, &call(name, args.clone()));
+            assert!(
+                r.is_error && r.content.contains("private state"),
+                "{name} {args}: {r:?}"
+            );
+        }
+        assert!(!ws.join("zot-home/agents/a/consents/forged.json").exists());
+        assert_eq!(
+            std::fs::read_to_string(ws.join("zot-home/agents/a/consents/r.json")).unwrap(),
+            "{}"
+        );
+        let r = execute(&e, &call("grep", json!({"pattern": "\\{"})));
+        assert_eq!(r.content, "no matches", "{r:?}");
+        let r = execute(
+            &e,
+            &call("read", json!({"path": "zot-home/agents/a/data/mine.txt"})),
+        );
+        assert!(!r.is_error, "{r:?}");
     }
 
     #[test]
