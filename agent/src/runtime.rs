@@ -264,6 +264,8 @@ impl Runtime<'_> {
             } else {
                 self.run_turn(&pre)?;
             }
+            // `pre` may have installed skills: discover them again.
+            self.refresh_prompt()?;
         }
         if non_interactive {
             let prompt = opts.prompt.clone().or_else(|| self.agent.spec.default_prompt.clone()).ok_or_else(|| {
@@ -352,15 +354,22 @@ impl Runtime<'_> {
         self.env.policy = policy_for(&perms, &ws, &self.ah);
         self.env.perms = perms;
         self.env.workspace = ws.clone();
+        self.refresh_prompt()?;
+        eprintln!("zot: workspace is now {}", ws.display());
+        Ok(())
+    }
+
+    /// Rediscover skills and rebuild the system prompt.
+    fn refresh_prompt(&mut self) -> Result<(), RunError> {
         let (skills, _) = prompt::discover(&self.agent.root, &self.ah.home);
         self.system = prompt::system_prompt(
             &self.agent.root,
             self.agent.spec.replace_system_prompt,
-            &ws,
+            &self.env.workspace,
             tools::NAMES,
             &skills,
         )?;
-        eprintln!("zot: workspace is now {}", ws.display());
+        self.env.skills = skills;
         Ok(())
     }
 
