@@ -100,6 +100,7 @@ pub(crate) fn parse_and_walk(ctx: &mut Ctx, src: &str, via: &[String], reparse: 
     if root.has_error() {
         ctx.unknown("the command does not parse as shell (syntax error or unbalanced quotes)");
     }
+    check_coverage(ctx, root, src);
     let mut w = Walker {
         ctx,
         src,
@@ -107,6 +108,84 @@ pub(crate) fn parse_and_walk(ctx: &mut Ctx, src: &str, via: &[String], reparse: 
         reparse,
     };
     w.walk(root, 0);
+}
+
+/// Every byte between tokens must be a blank or a `\`-newline. The grammar
+/// also skips `\` + space as if it were a blank, where bash makes it part of
+/// a word (`\ sh` runs a program named " sh"): such text is not understood.
+fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
+    let bytes = src.as_bytes();
+    let mut prev = 0usize;
+    let mut gap_ok = |from: usize, to: usize| -> bool {
+        let mut i = from;
+        while i < to.min(bytes.len()) {
+            match bytes[i] {
+                b' ' | b'\t' | b'\n' | b'\r' => i += 1,
+                b'\\' if bytes.get(i + 1) == Some(&b'\n') => i += 2,
+                b'\\' if bytes.get(i + 1) == Some(&b'\r') && bytes.get(i + 2) == Some(&b'\n') => {
+                    i += 3
+                }
+                _ => return false,
+            }
+        }
+        true
+    };
+    let mut cursor = root.walk();
+    let mut ok = true;
+    'outer: loop {
+        let node = cursor.node();
+        if node.child_count() == 0 {
+            let r = node.byte_range();
+            if r.start > prev && !gap_ok(prev, r.start) {
+                ok = false;
+                break;
+            }
+            // An unquoted word never holds an unescaped blank; when the
+            // grammar's does (`x\n\;`), it read past a command's end.
+            if node.kind() == "word"
+                && has_unescaped_blank(&bytes[r.start.min(bytes.len())..r.end.min(bytes.len())])
+            {
+                ok = false;
+                break;
+            }
+            prev = prev.max(r.end);
+        } else if cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                break 'outer;
+            }
+        }
+    }
+    if ok && !gap_ok(prev, bytes.len()) {
+        ok = false;
+    }
+    if !ok {
+        ctx.unknown(
+            "the parser's words differ from bash's (escaped blank or newline inside a word)",
+        );
+    }
+}
+
+fn has_unescaped_blank(word: &[u8]) -> bool {
+    let mut i = 0;
+    while i < word.len() {
+        match word[i] {
+            b'\\' => i += 2,
+            b' ' | b'\t' | b'\n' | b'\r' => return true,
+            _ => i += 1,
+        }
+    }
+    false
+}
+
+/// Is the byte right after `node` a blank (or the end)?
+fn blank_after(node: Node, src: &str) -> bool {
+    match src.as_bytes().get(node.end_byte()) {
+        None => true,
+        Some(b) => b.is_ascii_whitespace(),
+    }
 }
 
 struct Walker<'c, 'a, 's, 'v> {
@@ -246,6 +325,16 @@ impl Walker<'_, '_, '_, '_> {
         if self.ctx.allowlist() && !ALLOWLIST_KINDS.contains(&kind) && kind != "ERROR" {
             self.ctx.restrict(describe(kind));
         }
+        // Bash only reads `{` and `!` as keywords when a blank follows
+        // (`{}` and `!x` are programs); the grammar does not check that.
+        if matches!(kind, "compound_statement" | "negated_command") {
+            if let Some(first) = node.child(0) {
+                if matches!(first.kind(), "{" | "!") && !blank_after(first, self.src) {
+                    self.ctx
+                        .unknown(format!("`{}` not followed by a blank", first.kind()));
+                }
+            }
+        }
         match kind {
             "command" => self.command(node, depth),
             "pipeline" => self.pipeline(node, depth),
@@ -281,6 +370,7 @@ impl Walker<'_, '_, '_, '_> {
         let mut words: Vec<Word> = Vec::new();
         let mut cursor = node.walk();
         let mut children = Vec::new();
+        let mut last_word_end: Option<usize> = None;
         if cursor.goto_first_child() {
             loop {
                 let child = cursor.node();
@@ -299,6 +389,20 @@ impl Walker<'_, '_, '_, '_> {
                     }
                     Some("argument") => words.push(decode(child, self.src)),
                     _ => {}
+                }
+                // Bash separates words by blanks; the grammar sometimes
+                // splits one word in two (`$'a'\{`).
+                let wordish = matches!(cursor.field_name(), Some("name" | "argument"))
+                    || child.kind() == "variable_assignment";
+                if wordish {
+                    if let Some(prev) = last_word_end {
+                        if prev == child.start_byte() {
+                            self.ctx.unknown("two words with no blank between them");
+                        }
+                    }
+                    last_word_end = Some(child.end_byte());
+                } else {
+                    last_word_end = None;
                 }
                 children.push(child);
                 if !cursor.goto_next_sibling() {
@@ -409,6 +513,20 @@ impl Walker<'_, '_, '_, '_> {
 
     fn assignment(&mut self, node: Node, depth: usize) {
         if let Some(name) = node.child_by_field_name("name") {
+            let ident = match name.kind() {
+                "subscript" => name
+                    .child_by_field_name("name")
+                    .map(|n| self.text(n))
+                    .unwrap_or(""),
+                _ => self.text(name),
+            };
+            // `*a=x` is a command word to bash, not an assignment.
+            if !rules::is_var_name(ident) {
+                self.ctx.unknown(format!(
+                    "`{}` is not a valid variable name",
+                    self.text(name)
+                ));
+            }
             let name = self.text(name).to_string();
             rules::check_assignment(self.ctx, &name);
         }
