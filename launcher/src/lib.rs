@@ -299,8 +299,11 @@ fn launch(args: &[OsString], status: &mut StatusPipe) -> Result<Never, LaunchFai
     if spec.argv.is_empty() {
         return Err(LaunchError::EmptyCommand.into());
     }
-    if spec.backend == BackendKind::Native {
-        native::enter(&spec)?;
+    match spec.backend {
+        BackendKind::Native => native::enter(&spec)?,
+        // bwrap and the native stage set the cwd themselves.
+        BackendKind::Landlock => nix::unistd::chdir(&spec.policy.cwd).map_err(sys("chdir"))?,
+        BackendKind::Bwrap => {}
     }
     let (landlock, seccomp) = harden::harden(&spec)?;
     status.send(&LaunchStatus::Ready { landlock, seccomp });

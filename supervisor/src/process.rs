@@ -1,28 +1,38 @@
 //! Spawning, output, timeouts, signal forwarding and exit codes.
+//!
+//! The launcher (and bwrap) are started with `posix_spawn` (vfork speed; no
+//! code runs between fork and exec in this possibly multi-threaded process).
+//! The spec, status and bwrap info pipes are handed over as fds 3, 4 and 5.
 
-use std::ffi::OsString;
+use std::ffi::{CString, OsStr, OsString};
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use nix::errno::Errno;
 use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::Pid;
 use zot_launcher::{
     BackendKind, LandlockLevel, LandlockMode, LaunchSpec, LaunchStatus, SeccompSpec,
 };
-use zot_policy::sandbox::{NetworkPolicy, ReadScope, SandboxPolicy};
+use zot_policy::sandbox::{NetworkPolicy, ReadScope};
 
 use crate::resolve::{self, Backend};
 use crate::{
-    bwrap, env, EnforcementReport, Level, Output, RunOutcome, RunRequest, Stdin, SupervisorError,
-    EXIT_TIMEOUT,
+    bwrap, env, Level, Output, RunOutcome, RunRequest, Stdin, SupervisorError, EXIT_TIMEOUT,
 };
+
+/// Fd numbers the launcher gets.
+const SPEC_FD: RawFd = 3;
+const STATUS_FD: RawFd = 4;
+const INFO_FD: RawFd = 5;
 
 /// Run a command confined by `req.policy`.
 pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
@@ -34,46 +44,70 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
     let mut report = resolved.report.clone();
     let env = env::command_env(&req.policy, std::env::vars_os());
 
-    let mut prepared = match &resolved.backend {
-        Backend::Unconfined => {
-            let mut cmd = Command::new(&req.argv[0]);
-            cmd.args(&req.argv[1..])
-                .current_dir(&req.policy.cwd)
-                .env_clear()
-                .envs(env.iter().cloned());
-            Prepared {
-                cmd,
-                pipes: None,
-                info: None,
-                placeholders: Vec::new(),
-                kind: Kind::Direct,
+    let (out_pipes, parent_out) = if matches!(req.output, Output::Inherit) {
+        (None, None)
+    } else {
+        let (or, ow) = pipe()?;
+        let (er, ew) = pipe()?;
+        (Some((ow, ew)), Some((or, er)))
+    };
+
+    let mut placeholders = Vec::new();
+    let mut status_read = None;
+    let mut info_read = None;
+    let spawned = match &resolved.backend {
+        Backend::Unconfined => spawn_unconfined(&req, env, out_pipes),
+        backend => {
+            let exe = launcher_exe()?;
+            let kind = match backend {
+                Backend::Bwrap { .. } => BackendKind::Bwrap,
+                Backend::Native => BackendKind::Native,
+                _ => BackendKind::Landlock,
+            };
+            let spec = launch_spec(&req, kind, env);
+            let (spec_r, status_r, status_w) = spec_pipes(&spec)?;
+            status_read = Some(status_r);
+            let mut launcher_args: Vec<OsString> = vec![
+                zot_launcher::LAUNCH_ARG.into(),
+                "--spec-fd".into(),
+                SPEC_FD.to_string().into(),
+                "--status-fd".into(),
+                STATUS_FD.to_string().into(),
+            ];
+            match backend {
+                Backend::Bwrap { path } => {
+                    let plan = bwrap::plan(&req.policy, &exe);
+                    placeholders = plan.placeholders;
+                    let (ir, iw) = pipe()?;
+                    info_read = Some(ir);
+                    let mut argv: Vec<OsString> = vec![path.as_os_str().into()];
+                    argv.extend(plan.args);
+                    argv.extend(["--info-fd".into(), INFO_FD.to_string().into(), "--".into()]);
+                    argv.push(bwrap::LAUNCHER_PATH.into());
+                    argv.append(&mut launcher_args);
+                    spawn_raw(
+                        path,
+                        &argv,
+                        &[],
+                        req.stdin,
+                        out_pipes,
+                        &[spec_r, status_w, iw],
+                    )
+                }
+                _ => {
+                    let mut argv: Vec<OsString> = vec![exe.as_os_str().into()];
+                    argv.append(&mut launcher_args);
+                    spawn_raw(&exe, &argv, &[], req.stdin, out_pipes, &[spec_r, status_w])
+                }
             }
         }
-        Backend::Bwrap { path } => prepare_bwrap(&req, path, env)?,
-        Backend::Native => prepare_direct(&req, BackendKind::Native, env)?,
-        Backend::Landlock => prepare_direct(&req, BackendKind::Landlock, env)?,
     };
-    // Nothing below prints: stdio per request.
-    prepared.cmd.stdin(match req.stdin {
-        Stdin::Inherit => Stdio::inherit(),
-        Stdin::Null => Stdio::null(),
-    });
-    let piped = !matches!(req.output, Output::Inherit);
-    if piped {
-        prepared.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    }
-    prepared.cmd.process_group(0);
-
-    let program = PathBuf::from(prepared.cmd.get_program());
-    let spawned = prepared.cmd.spawn();
-    // Close our copies of the child's pipe ends whatever happened.
-    let pipes = prepared.pipes.take();
-    let info_read = prepared.info.take();
-    let mut child = match spawned {
-        Ok(c) => c,
+    let pid = match spawned {
+        Ok(pid) => pid,
         Err(source) => {
-            cleanup(&prepared.placeholders);
-            if prepared.kind == Kind::Direct && resolved.backend == Backend::Unconfined {
+            cleanup(&placeholders);
+            let program = PathBuf::from(&req.argv[0]);
+            if resolved.backend == Backend::Unconfined {
                 // like a shell: not found / not executable are the command's codes
                 let code = if source.kind() == std::io::ErrorKind::NotFound {
                     127
@@ -93,40 +127,20 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
             return Err(SupervisorError::Spawn { program, source });
         }
     };
-    let status_reader = pipes.map(|p| {
-        drop(p.child_ends);
-        let mut status_read = std::fs::File::from(p.status_read);
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = status_read.read_to_end(&mut buf);
-            buf
-        })
-    });
     let target = Arc::new(Target {
-        direct: child.id() as i32,
+        direct: pid,
+        wrapped: matches!(resolved.backend, Backend::Bwrap { .. }),
         sandbox_init: AtomicI32::new(0),
-        wrapped: prepared.kind == Kind::Bwrap,
-    });
-    let info_thread = info_read.map(|fd| {
-        let target = target.clone();
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = std::fs::File::from(fd).read_to_string(&mut s);
-            if let Some(pid) = parse_child_pid(&s) {
-                target.sandbox_init.store(pid, Ordering::SeqCst);
-            }
-        })
+        info: Mutex::new(info_read.map(std::fs::File::from)),
     });
 
     let truncated = Arc::new(AtomicBool::new(false));
-    let out_thread = child
-        .stdout
-        .take()
-        .map(|s| pump(s, req.output, false, truncated.clone()));
-    let err_thread = child
-        .stderr
-        .take()
-        .map(|s| pump(s, req.output, true, truncated.clone()));
+    let pumps = parent_out.map(|(o, e)| {
+        (
+            pump(std::fs::File::from(o), req.output, false, truncated.clone()),
+            pump(std::fs::File::from(e), req.output, true, truncated.clone()),
+        )
+    });
 
     let forwarder = req
         .forward_signals
@@ -149,40 +163,26 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
         })
     });
 
-    let status = wait(&mut child);
+    let status = wait_pid(pid);
     let _ = done_tx.send(());
-    if prepared.kind == Kind::Direct {
+    if resolved.backend == Backend::Unconfined {
         // Reap the rest of the tree (the command's process group).
-        let _ = kill(Pid::from_raw(-(child.id() as i32)), Signal::SIGKILL);
+        let _ = kill(Pid::from_raw(-pid), Signal::SIGKILL);
     }
     drop(forwarder);
     if let Some(t) = timer {
         let _ = t.join();
     }
-    if let Some(t) = info_thread {
-        let _ = t.join();
-    }
-    let stdout = out_thread
-        .map(|t| t.join().unwrap_or_default())
-        .unwrap_or_default();
-    let stderr = err_thread
-        .map(|t| t.join().unwrap_or_default())
-        .unwrap_or_default();
-    cleanup(&prepared.placeholders);
-    let status = status.map_err(SupervisorError::io("waiting for the sandbox"))?;
-    let raw_code = match (status.code(), status.signal()) {
-        (Some(c), _) => c,
-        (None, Some(sig)) => 128 + sig,
-        _ => 1,
+    let (stdout, stderr) = match pumps {
+        Some((o, e)) => (o.join().unwrap_or_default(), e.join().unwrap_or_default()),
+        None => (Vec::new(), Vec::new()),
     };
+    cleanup(&placeholders);
+    let raw_code = status.map_err(SupervisorError::io("waiting for the sandbox"))?;
+    let timed_out = timed_out.load(Ordering::SeqCst);
 
-    if let Some(reader) = status_reader {
-        let lines = reader.join().unwrap_or_default();
-        let events: Vec<LaunchStatus> = lines
-            .split(|b| *b == b'\n')
-            .filter(|l| !l.is_empty())
-            .filter_map(|l| serde_json::from_slice(l).ok())
-            .collect();
+    if let Some(status_read) = status_read {
+        let events = read_status(status_read);
         let ready = events.iter().find_map(|e| match e {
             LaunchStatus::Ready { landlock, seccomp } => Some((landlock.clone(), *seccomp)),
             _ => None,
@@ -212,7 +212,7 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
                 }
                 report.seccomp = if seccomp { Level::Full } else { Level::None };
             }
-            (None, None) if !timed_out.load(Ordering::SeqCst) => {
+            (None, None) if !timed_out => {
                 let tail = String::from_utf8_lossy(&stderr);
                 let tail = tail
                     .lines()
@@ -224,17 +224,14 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
                     Backend::Bwrap { .. } => Some(resolve::bwrap_failure_hint()),
                     _ => None,
                 };
-                let message = if tail.is_empty() {
-                    format!(
-                        "{} exited with code {raw_code} before the launcher started",
-                        report.backend
-                    )
-                } else {
-                    format!(
-                        "{} exited with code {raw_code} before the launcher started: {tail}",
-                        report.backend
-                    )
-                };
+                let mut message = format!(
+                    "{} exited with code {raw_code} before the launcher started",
+                    report.backend
+                );
+                if !tail.is_empty() {
+                    message.push_str(": ");
+                    message.push_str(&tail);
+                }
                 return Err(SupervisorError::Setup {
                     backend: report.backend.clone(),
                     message,
@@ -244,7 +241,6 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
             (None, None) => {}
         }
     }
-    let timed_out = timed_out.load(Ordering::SeqCst);
     Ok(RunOutcome {
         exit_code: if timed_out { EXIT_TIMEOUT } else { raw_code },
         stdout,
@@ -256,13 +252,39 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
     })
 }
 
-fn wait(child: &mut Child) -> std::io::Result<std::process::ExitStatus> {
+/// Wait for `pid`; its exit code, or 128+N when killed by signal N.
+fn wait_pid(pid: i32) -> std::io::Result<i32> {
     loop {
-        match child.wait() {
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            r => return r,
+        match waitpid(Pid::from_raw(pid), None) {
+            Ok(WaitStatus::Exited(_, code)) => return Ok(code),
+            Ok(WaitStatus::Signaled(_, sig, _)) => return Ok(128 + sig as i32),
+            Ok(_) => continue,
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
         }
     }
+}
+
+/// The status lines the launcher wrote. Read after the sandbox exited, so
+/// every writer is gone; non-blocking in case a copy of the pipe survived.
+fn read_status(fd: OwnedFd) -> Vec<LaunchStatus> {
+    let _ = nix::fcntl::fcntl(
+        &fd,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+    );
+    let mut f = std::fs::File::from(fd);
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while let Ok(n) = f.read(&mut chunk) {
+        if n == 0 || buf.len() > 1 << 20 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    buf.split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| serde_json::from_slice(l).ok())
+        .collect()
 }
 
 fn parse_child_pid(info: &str) -> Option<i32> {
@@ -283,28 +305,6 @@ fn cleanup(placeholders: &[PathBuf]) {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// We spawned the command or the launcher itself.
-    Direct,
-    /// bwrap sits between us and the launcher.
-    Bwrap,
-}
-
-struct Pipes {
-    status_read: OwnedFd,
-    /// Ends the child inherits; dropped in the parent after spawn.
-    child_ends: Vec<OwnedFd>,
-}
-
-struct Prepared {
-    cmd: Command,
-    pipes: Option<Pipes>,
-    info: Option<OwnedFd>,
-    placeholders: Vec<PathBuf>,
-    kind: Kind,
-}
-
 fn pipe() -> Result<(OwnedFd, OwnedFd), SupervisorError> {
     nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| SupervisorError::Io {
         what: "creating a pipe".into(),
@@ -314,6 +314,236 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), SupervisorError> {
 
 fn launcher_exe() -> Result<PathBuf, SupervisorError> {
     std::env::current_exe().map_err(SupervisorError::CurrentExe)
+}
+
+/// The spec pipe (already written and closed on our side) and the status pipe.
+fn spec_pipes(spec: &LaunchSpec) -> Result<(OwnedFd, OwnedFd, OwnedFd), SupervisorError> {
+    let (spec_read, spec_write) = pipe()?;
+    let (status_read, status_write) = pipe()?;
+    let json = serde_json::to_vec(spec).map_err(|e| SupervisorError::Io {
+        what: "encoding the launch spec".into(),
+        source: e.into(),
+    })?;
+    let mut w = std::fs::File::from(spec_write);
+    if json.len() <= 60_000 {
+        w.write_all(&json)
+            .map_err(SupervisorError::io("writing the launch spec"))?;
+        drop(w);
+    } else {
+        std::thread::spawn(move || {
+            let _ = w.write_all(&json);
+        });
+    }
+    Ok((spec_read, status_read, status_write))
+}
+
+fn spawn_unconfined(
+    req: &RunRequest,
+    env: Vec<(OsString, OsString)>,
+    out: Option<(OwnedFd, OwnedFd)>,
+) -> std::io::Result<i32> {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(&req.argv[0]);
+    cmd.args(&req.argv[1..])
+        .current_dir(&req.policy.cwd)
+        .env_clear()
+        .envs(env)
+        .process_group(0);
+    cmd.stdin(match req.stdin {
+        Stdin::Inherit => Stdio::inherit(),
+        Stdin::Null => Stdio::null(),
+    });
+    if let Some((o, e)) = out {
+        cmd.stdout(Stdio::from(o)).stderr(Stdio::from(e));
+    }
+    // The child is reaped by pid (waitpid); dropping `Child` does not wait.
+    Ok(cmd.spawn()?.id() as i32)
+}
+
+fn cstring(s: &OsStr) -> std::io::Result<CString> {
+    CString::new(s.as_bytes())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "NUL byte in argument"))
+}
+
+/// `posix_spawn` `program` in a new process group with the default signal
+/// dispositions and an empty mask; `keep[i]` becomes fd 3+i in the child
+/// (our copies stay close-on-exec, so concurrent spawns never inherit them).
+fn spawn_raw(
+    program: &Path,
+    argv: &[OsString],
+    env: &[(OsString, OsString)],
+    stdin: Stdin,
+    out: Option<(OwnedFd, OwnedFd)>,
+    keep: &[OwnedFd],
+) -> std::io::Result<i32> {
+    let prog = cstring(program.as_os_str())?;
+    let args: Vec<CString> = argv.iter().map(|a| cstring(a)).collect::<Result<_, _>>()?;
+    let envs: Vec<CString> = env
+        .iter()
+        .map(|(k, v)| {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            cstring(OsStr::from_bytes(&kv))
+        })
+        .collect::<Result<_, _>>()?;
+    let mut argp: Vec<*mut libc::c_char> = args.iter().map(|a| a.as_ptr() as *mut _).collect();
+    argp.push(std::ptr::null_mut());
+    let mut envp: Vec<*mut libc::c_char> = envs.iter().map(|a| a.as_ptr() as *mut _).collect();
+    envp.push(std::ptr::null_mut());
+    // Move the fds to keep above every target number first, so the dup2s
+    // below cannot clobber each other.
+    let high: Vec<OwnedFd> = keep
+        .iter()
+        .map(|fd| {
+            // SAFETY: F_DUPFD_CLOEXEC returns a new fd we own.
+            let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 64) };
+            if r < 0 {
+                Err(std::io::Error::last_os_error())
+            } else {
+                // SAFETY: r is a fresh fd.
+                Ok(unsafe { OwnedFd::from_raw_fd(r) })
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    let devnull = c"/dev/null";
+    // SAFETY: plain libc calls on zero-initialised structs we destroy below;
+    // every pointer passed outlives the posix_spawn call.
+    unsafe {
+        let mut fa: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+        let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
+        libc::posix_spawn_file_actions_init(&mut fa);
+        libc::posix_spawnattr_init(&mut attr);
+        let mut rc = 0;
+        if stdin == Stdin::Null {
+            rc |= libc::posix_spawn_file_actions_addopen(
+                &mut fa,
+                0,
+                devnull.as_ptr(),
+                libc::O_RDONLY,
+                0,
+            );
+        }
+        if let Some((o, e)) = &out {
+            rc |= libc::posix_spawn_file_actions_adddup2(&mut fa, o.as_raw_fd(), 1);
+            rc |= libc::posix_spawn_file_actions_adddup2(&mut fa, e.as_raw_fd(), 2);
+        }
+        for (i, fd) in high.iter().enumerate() {
+            rc |= libc::posix_spawn_file_actions_adddup2(
+                &mut fa,
+                fd.as_raw_fd(),
+                SPEC_FD + i as RawFd,
+            );
+        }
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        let mut defaults: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut defaults);
+        for s in [
+            libc::SIGPIPE,
+            libc::SIGXFSZ,
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+        ] {
+            libc::sigaddset(&mut defaults, s);
+        }
+        rc |= libc::posix_spawnattr_setsigmask(&mut attr, &empty);
+        rc |= libc::posix_spawnattr_setsigdefault(&mut attr, &defaults);
+        rc |= libc::posix_spawnattr_setpgroup(&mut attr, 0);
+        rc |= libc::posix_spawnattr_setflags(
+            &mut attr,
+            (libc::POSIX_SPAWN_SETPGROUP
+                | libc::POSIX_SPAWN_SETSIGMASK
+                | libc::POSIX_SPAWN_SETSIGDEF) as _,
+        );
+        let mut pid: libc::pid_t = 0;
+        let result = if rc != 0 {
+            libc::EINVAL
+        } else {
+            libc::posix_spawn(
+                &mut pid,
+                prog.as_ptr(),
+                &fa,
+                &attr,
+                argp.as_ptr(),
+                envp.as_ptr(),
+            )
+        };
+        libc::posix_spawn_file_actions_destroy(&mut fa);
+        libc::posix_spawnattr_destroy(&mut attr);
+        drop(high);
+        drop(out);
+        if result != 0 {
+            return Err(std::io::Error::from_raw_os_error(result));
+        }
+        Ok(pid)
+    }
+}
+
+/// Whom to signal.
+struct Target {
+    /// The process we spawned (bwrap, the launcher, or the command).
+    direct: i32,
+    wrapped: bool,
+    /// bwrap's PID 1 inside the sandbox, as a host pid (from --info-fd).
+    sandbox_init: AtomicI32,
+    info: Mutex<Option<std::fs::File>>,
+}
+
+impl Target {
+    fn init_pid(&self) -> Option<i32> {
+        let known = self.sandbox_init.load(Ordering::SeqCst);
+        if known > 0 {
+            return Some(known);
+        }
+        let mut guard = self.info.lock().ok()?;
+        let f = guard.as_mut()?;
+        let _ = nix::fcntl::fcntl(
+            &*f,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+        );
+        let mut s = String::new();
+        let _ = f.read_to_string(&mut s);
+        let pid = parse_child_pid(&s)?;
+        self.sandbox_init.store(pid, Ordering::SeqCst);
+        Some(pid)
+    }
+
+    /// The sandboxed command's host pid, when bwrap runs it under its init.
+    fn command_pid(&self) -> Option<i32> {
+        let init = self.init_pid()?;
+        let children =
+            std::fs::read_to_string(format!("/proc/{init}/task/{init}/children")).ok()?;
+        children.split_whitespace().next()?.parse().ok()
+    }
+
+    /// Deliver `sig` to the command (and its process group).
+    fn signal(&self, sig: Signal) {
+        if !self.wrapped {
+            let _ = kill(Pid::from_raw(self.direct), sig);
+            return;
+        }
+        match self.command_pid() {
+            Some(pid) => {
+                let _ = kill(Pid::from_raw(-pid), sig);
+                let _ = kill(Pid::from_raw(pid), sig);
+            }
+            // Not started yet or unknown: stop everything.
+            None => self.kill_all(),
+        }
+    }
+
+    /// SIGKILL the whole tree.
+    fn kill_all(&self) {
+        if let Some(init) = self.init_pid() {
+            // Killing the PID namespace's init kills every process in it.
+            let _ = kill(Pid::from_raw(init), Signal::SIGKILL);
+        }
+        let _ = kill(Pid::from_raw(-self.direct), Signal::SIGKILL);
+        let _ = kill(Pid::from_raw(self.direct), Signal::SIGKILL);
+    }
 }
 
 /// The launch spec a run of `req` on `backend` gets (also shown by
@@ -353,160 +583,6 @@ pub fn launch_spec(
             deny_unix_connect: backend == BackendKind::Landlock
                 && req.policy.network == NetworkPolicy::Off,
         },
-    }
-}
-
-/// Create the spec and status pipes, write the spec, and make `cmd` inherit
-/// the child ends (the launcher marks them close-on-exec again).
-fn attach_spec(
-    cmd: &mut Command,
-    spec: &LaunchSpec,
-) -> Result<(Pipes, Vec<OsString>), SupervisorError> {
-    let (spec_read, spec_write) = pipe()?;
-    let (status_read, status_write) = pipe()?;
-    let json = serde_json::to_vec(spec).map_err(|e| SupervisorError::Io {
-        what: "encoding the launch spec".into(),
-        source: e.into(),
-    })?;
-    let mut w = std::fs::File::from(spec_write);
-    if json.len() <= 60_000 {
-        w.write_all(&json)
-            .map_err(SupervisorError::io("writing the launch spec"))?;
-        drop(w);
-    } else {
-        std::thread::spawn(move || {
-            let _ = w.write_all(&json);
-        });
-    }
-    let fds: Vec<RawFd> = vec![spec_read.as_raw_fd(), status_write.as_raw_fd()];
-    inherit_fds(cmd, fds);
-    let args = vec![
-        OsString::from(zot_launcher::LAUNCH_ARG),
-        "--spec-fd".into(),
-        spec_read.as_raw_fd().to_string().into(),
-        "--status-fd".into(),
-        status_write.as_raw_fd().to_string().into(),
-    ];
-    Ok((
-        Pipes {
-            status_read,
-            child_ends: vec![spec_read, status_write],
-        },
-        args,
-    ))
-}
-
-fn inherit_fds(cmd: &mut Command, fds: Vec<RawFd>) {
-    // SAFETY: only fcntl (async-signal-safe) runs between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            for fd in &fds {
-                if libc::fcntl(*fd, libc::F_SETFD, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
-    }
-}
-
-fn prepare_bwrap(
-    req: &RunRequest,
-    bwrap_path: &std::path::Path,
-    env: Vec<(OsString, OsString)>,
-) -> Result<Prepared, SupervisorError> {
-    let exe = launcher_exe()?;
-    let plan = bwrap::plan(&req.policy, &exe);
-    let spec = launch_spec(req, BackendKind::Bwrap, env);
-    let mut cmd = Command::new(bwrap_path);
-    cmd.env_clear();
-    let (info_read, info_write) = pipe()?;
-    let (pipes, launcher_args) = attach_spec(&mut cmd, &spec)?;
-    cmd.args(&plan.args);
-    cmd.arg("--info-fd").arg(info_write.as_raw_fd().to_string());
-    cmd.arg("--").arg(bwrap::LAUNCHER_PATH).args(launcher_args);
-    // The info fd must be inherited too; chain a second pre_exec.
-    inherit_fds(&mut cmd, vec![info_write.as_raw_fd()]);
-    let mut pipes = pipes;
-    pipes.child_ends.push(info_write);
-    Ok(Prepared {
-        cmd,
-        pipes: Some(pipes),
-        info: Some(info_read),
-        placeholders: plan.placeholders,
-        kind: Kind::Bwrap,
-    })
-}
-
-fn prepare_direct(
-    req: &RunRequest,
-    kind: BackendKind,
-    env: Vec<(OsString, OsString)>,
-) -> Result<Prepared, SupervisorError> {
-    let exe = launcher_exe()?;
-    let spec = launch_spec(req, kind, env);
-    let mut cmd = Command::new(&exe);
-    cmd.env_clear();
-    if kind == BackendKind::Landlock {
-        cmd.current_dir(&req.policy.cwd);
-    }
-    let (pipes, launcher_args) = attach_spec(&mut cmd, &spec)?;
-    cmd.args(launcher_args);
-    Ok(Prepared {
-        cmd,
-        pipes: Some(pipes),
-        info: None,
-        placeholders: Vec::new(),
-        kind: Kind::Direct,
-    })
-}
-
-/// Whom to signal.
-struct Target {
-    /// The process we spawned (bwrap, the launcher, or the command).
-    direct: i32,
-    /// bwrap's PID 1 inside the sandbox, as a host pid (from --info-fd).
-    sandbox_init: AtomicI32,
-    wrapped: bool,
-}
-
-impl Target {
-    /// The sandboxed command's host pid, when bwrap runs it under its init.
-    fn command_pid(&self) -> Option<i32> {
-        let init = self.sandbox_init.load(Ordering::SeqCst);
-        if init <= 0 {
-            return None;
-        }
-        let children =
-            std::fs::read_to_string(format!("/proc/{init}/task/{init}/children")).ok()?;
-        children.split_whitespace().next()?.parse().ok()
-    }
-
-    /// Deliver `sig` to the command (and its process group).
-    fn signal(&self, sig: Signal) {
-        if !self.wrapped {
-            let _ = kill(Pid::from_raw(self.direct), sig);
-            return;
-        }
-        match self.command_pid() {
-            Some(pid) => {
-                let _ = kill(Pid::from_raw(-pid), sig);
-                let _ = kill(Pid::from_raw(pid), sig);
-            }
-            // Not started yet or unknown: stop everything.
-            None => self.kill_all(),
-        }
-    }
-
-    /// SIGKILL the whole tree.
-    fn kill_all(&self) {
-        let init = self.sandbox_init.load(Ordering::SeqCst);
-        if init > 0 {
-            // Killing the PID namespace's init kills every process in it.
-            let _ = kill(Pid::from_raw(init), Signal::SIGKILL);
-        }
-        let _ = kill(Pid::from_raw(-self.direct), Signal::SIGKILL);
-        let _ = kill(Pid::from_raw(self.direct), Signal::SIGKILL);
     }
 }
 
@@ -643,6 +719,3 @@ mod signals {
         }
     }
 }
-
-#[allow(dead_code)]
-fn _assert_policy(_: &SandboxPolicy, _: &EnforcementReport) {}
