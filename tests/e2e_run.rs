@@ -1071,3 +1071,69 @@ fn bash_cannot_forge_consent_or_read_sessions_inside_a_writable_scope() {
     );
     assert!(!text(&out.stdout).contains("PRIVATE-TRANSCRIPT"));
 }
+
+// ------------------------------------------------------------ agent.toml
+
+#[test]
+fn agent_toml_package_runs_in_its_seeded_files() {
+    let w = World::new();
+    let agent = fixture("toml-agent");
+    let script = w.script(
+        "s.json",
+        json!([{"tool_calls": [
+            {"name": "read", "arguments": {"path": "notes.md"}},
+            {"name": "write", "arguments": {"path": "notes.md", "content": "overwritten"}},
+            {"name": "edit", "arguments": {"path": "drafts/today.md", "old_string": "draft", "new_string": "final"}},
+            {"name": "skill", "arguments": {"name": "summarize"}},
+            {"name": "bash", "arguments": {"command": "true"}},
+            {"name": "read", "arguments": {"path": s(&w.ws.join("README.md"))}}
+        ]}, {"text": "noted"}]),
+    );
+    let out = w.run(&[
+        "run",
+        s(&agent),
+        "-y",
+        "--json",
+        "--sim-script",
+        s(&script),
+        "go",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ev = events(&out);
+    let r = of_type(&ev, "tool_result");
+    let errs: Vec<bool> = r.iter().map(|r| r["is_error"] == true).collect();
+    assert_eq!(errs, [false, true, false, false, true, true], "{r:?}");
+    assert_eq!(r[0]["content"], "seeded notes, read-only\n");
+    assert!(r[1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("read-only file of the agent package"));
+    assert!(r[3]["content"].as_str().unwrap().contains("three bullets"));
+    let files = w.zot_home.join("agents/toml-notes/data/files");
+    assert_eq!(
+        std::fs::read_to_string(files.join("notes.md")).unwrap(),
+        "seeded notes, read-only\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(files.join("drafts/today.md")).unwrap(),
+        "final\n"
+    );
+    // Seeded once: the edit survives the next run.
+    let out = w.run(&["run", s(&agent), "-y", "--print", "read: drafts/today.md"]);
+    assert_eq!(text(&out.stdout), "read: final\n");
+    // Fields this host cannot honour refuse the run.
+    let dir = w.root.join("mcp-agent");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(
+        dir.join("agent.toml"),
+        "schema_version = 1\nname = \"mcp-user\"\ninstructions = \"x\"\n\n[mcpServers.docs]\nurl = \"https://example.com/mcp\"\n",
+    )
+    .unwrap();
+    let out = w.run(&["run", s(&dir), "-y", "--print", "hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("mcpServers.docs"),
+        "{}",
+        text(&out.stderr)
+    );
+}

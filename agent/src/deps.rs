@@ -48,6 +48,11 @@ pub struct AgentSpec {
     pub entry_pre: Option<String>,
     pub default_prompt: Option<String>,
     pub replace_system_prompt: bool,
+    /// Instructions given in the package itself (agent.toml); `None` for a
+    /// zotfile, whose instructions are `AGENT.md`.
+    pub instructions: Option<String>,
+    /// Model steps allowed per turn (agent.toml `max_iterations`).
+    pub max_steps: Option<u32>,
 }
 
 /// A loaded agent: its files on disk (a directory, or a private extraction
@@ -62,6 +67,87 @@ pub struct LoadedAgent {
     pub _package: Option<zot_package::Agent>,
     /// Keeps a downloaded repository alive.
     pub _guard: Option<tempfile::TempDir>,
+    /// An agent.toml package: its session files are seeded into the
+    /// workspace.
+    pub toml: Option<zot_package::agent_toml::AgentPackage>,
+}
+
+impl LoadedAgent {
+    /// Seed an agent.toml package's files and skills into `dir` (once: only
+    /// when `dir` does not exist yet). Returns the read-only seeds.
+    pub fn seed(&self, dir: &Path) -> Result<Vec<PathBuf>, RunError> {
+        let Some(pkg) = &self.toml else {
+            return Ok(Vec::new());
+        };
+        let ro: Vec<PathBuf> = pkg
+            .files
+            .iter()
+            .filter(|f| f.readonly)
+            .map(|f| dir.join(&f.dest))
+            .collect();
+        if !dir.exists() {
+            let tmp = dir.with_extension("seeding");
+            let _ = std::fs::remove_dir_all(&tmp);
+            crate::home::private_dir(&tmp)
+                .map_err(|e| RunError::io(format!("session files {}", tmp.display()), e))?;
+            pkg.seed_files(&tmp)
+                .and_then(|_| pkg.seed_skills(&tmp))
+                .and_then(|_| std::fs::rename(&tmp, dir))
+                .map_err(|e| {
+                    RunError::io(format!("seeding session files into {}", dir.display()), e)
+                })?;
+        }
+        Ok(ro)
+    }
+}
+
+/// Load an agent.toml package (folder or ZIP) as an agent. Fields this
+/// host cannot honour refuse the run; ignorable ones become warnings.
+pub fn open_agent_toml(path: &Path) -> Result<LoadedAgent, RunError> {
+    use zot_package::agent_toml::{self as at, UnsupportedAction};
+    let pkg = at::load(path).map_err(|d| {
+        RunError::Manifest(format!("{}: {}", path.display(), d.to_string().trim_end()))
+    })?;
+    let mut warnings = Vec::new();
+    let mut refused = Vec::new();
+    for u in pkg.unsupported() {
+        match u.action {
+            UnsupportedAction::Refuse => refused.push(format!("{}: {}", u.path, u.message)),
+            _ => warnings.push(format!("{}: {}", u.path, u.message)),
+        }
+    }
+    if !refused.is_empty() {
+        return Err(RunError::Unenforced(format!(
+            "agent.toml package {}: {}",
+            pkg.name,
+            refused.join("; ")
+        )));
+    }
+    let root = path
+        .canonicalize()
+        .map_err(|e| RunError::io(path.display().to_string(), e))?;
+    let spec = AgentSpec {
+        name: pkg.name.clone(),
+        description: pkg.manifest.description.clone(),
+        preferred: pkg
+            .model()
+            .map(|m| vec![m.model.clone()])
+            .unwrap_or_default(),
+        fs_read: vec!["${workspace}".into()],
+        fs_write: vec!["${workspace}".into()],
+        instructions: Some(pkg.instructions.clone()),
+        max_steps: pkg.max_iterations(),
+        ..Default::default()
+    };
+    Ok(LoadedAgent {
+        root,
+        spec,
+        digest: pkg.digest(),
+        warnings,
+        _package: None,
+        _guard: None,
+        toml: Some(pkg),
+    })
 }
 
 fn spec_of(m: &zot_policy::zotfile::Manifest) -> AgentSpec {
@@ -94,12 +180,17 @@ fn spec_of(m: &zot_policy::zotfile::Manifest) -> AgentSpec {
         entry_pre: m.entry.pre.clone().filter(|s| !s.is_empty()),
         default_prompt: m.entry.default_prompt.clone().filter(|s| !s.is_empty()),
         replace_system_prompt: m.replace_system_prompt,
+        instructions: None,
+        max_steps: None,
     }
 }
 
 /// Load an agent from a local directory or `.zot` archive (validated by
 /// the package loader).
 pub fn open_agent(path: &Path) -> Result<LoadedAgent, RunError> {
+    if !path.join("manifest.json").exists() && zot_package::agent_toml::detect(path) {
+        return open_agent_toml(path);
+    }
     let pkg = zot_package::open(path).map_err(RunError::Package)?;
     Ok(LoadedAgent {
         root: pkg.root.clone(),
@@ -108,6 +199,7 @@ pub fn open_agent(path: &Path) -> Result<LoadedAgent, RunError> {
         warnings: pkg.warnings.clone(),
         _package: Some(pkg),
         _guard: None,
+        toml: None,
     })
 }
 
@@ -182,6 +274,8 @@ pub struct AgentPolicyInput {
     pub zot_home: PathBuf,
     /// This agent's name (its own data dir stays as granted).
     pub agent: String,
+    /// Files inside write scopes that stay read-only (agent.toml seeds).
+    pub read_only: Vec<PathBuf>,
 }
 
 /// Compile the restricted-read policy an agent's bash runs under. The
@@ -224,6 +318,7 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
             .chain(input.write.iter())
             .any(|r| p.starts_with(r))
     };
+    policy.protected.extend(input.read_only.iter().cloned());
     if input.write.iter().any(|r| home.starts_with(r)) {
         policy.protected.push(home.clone());
     }

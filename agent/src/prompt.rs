@@ -83,10 +83,20 @@ fn scan(dir: &Path, source: &'static str, out: &mut Vec<Skill>, warnings: &mut V
 /// Bundled skills (`<agent>/skills/*/SKILL.md`) first, then the user's
 /// (`$ZOT_HOME/skills/*/SKILL.md`). A bundled skill wins a name clash.
 pub fn discover(agent_root: &Path, zot_home: &Path) -> (Vec<Skill>, Vec<String>) {
+    discover_in(&[
+        (agent_root.join("skills"), "agent"),
+        (zot_home.join("skills"), "user"),
+    ])
+}
+
+/// Skills in these directories (`<dir>/<name>/SKILL.md`); the first one
+/// found wins a name clash.
+pub fn discover_in(dirs: &[(PathBuf, &'static str)]) -> (Vec<Skill>, Vec<String>) {
     let mut out = Vec::new();
     let mut warnings = Vec::new();
-    scan(&agent_root.join("skills"), "agent", &mut out, &mut warnings);
-    scan(&zot_home.join("skills"), "user", &mut out, &mut warnings);
+    for (dir, source) in dirs {
+        scan(dir, source, &mut out, &mut warnings);
+    }
     (out, warnings)
 }
 
@@ -123,6 +133,17 @@ pub fn system_prompt(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(RunError::io("AGENT.md", e)),
     };
+    Ok(compose(agent_md, replace, workspace, tools, skills))
+}
+
+/// [`system_prompt`] with the agent's instructions given (`None`: none).
+pub fn compose(
+    agent_md: Option<String>,
+    replace: bool,
+    workspace: &Path,
+    tools: &[&str],
+    skills: &[Skill],
+) -> String {
     let mut out = String::new();
     match (replace, agent_md) {
         (true, md) => out.push_str(md.unwrap_or_default().trim()),
@@ -149,7 +170,7 @@ pub fn system_prompt(
             out.push_str(&format!("- {}: {}\n", s.name, s.description));
         }
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]

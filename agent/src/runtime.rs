@@ -67,14 +67,16 @@ fn policy_for(
     perms: &Permissions,
     workspace: &Path,
     ah: &AgentHome,
+    read_only: &[PathBuf],
 ) -> Result<SandboxPolicy, String> {
-    compile(perms, workspace, ah).map_err(|e| e.to_string())
+    compile(perms, workspace, ah, read_only).map_err(|e| e.to_string())
 }
 
 fn compile(
     perms: &Permissions,
     workspace: &Path,
     ah: &AgentHome,
+    read_only: &[PathBuf],
 ) -> Result<SandboxPolicy, RunError> {
     deps::agent_policy(&AgentPolicyInput {
         workspace: workspace.to_path_buf(),
@@ -82,6 +84,7 @@ fn compile(
         write: perms.fs_write.clone(),
         zot_home: ah.home.clone(),
         agent: ah.name.clone(),
+        read_only: read_only.to_vec(),
     })
 }
 
@@ -96,7 +99,7 @@ pub fn compile_policy(reference: &str, workspace: &Path) -> Result<SandboxPolicy
         .map_err(|e| RunError::io(format!("workspace {}", workspace.display()), e))?;
     let ah = AgentHome::new(home::zot_home()?, &agent.spec.name);
     let perms = perms::expand(&agent.spec, &ws, &ah.data_dir())?;
-    compile(&perms, &ws, &ah)
+    compile(&perms, &ws, &ah, &[])
 }
 
 fn warn(msg: &str) {
@@ -139,8 +142,22 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
         yes: opts.yes,
         env: std::env::var("ZOT_AGENT_CONSENT").is_ok_and(|v| v == "1"),
     };
+    // An agent.toml package works in its own seeded file tree unless
+    // --cwd names a workspace.
+    let workspace = match (&agent.toml, &opts.cwd) {
+        (Some(_), None) => data
+            .canonicalize()
+            .map_err(|e| RunError::io(format!("agent data dir {}", data.display()), e))?
+            .join("files"),
+        _ => workspace,
+    };
     let perms = perms::expand(&spec, &workspace, &data)?;
     get_consent(&ah, &agent, &perms, bypass, interactive)?;
+    let read_only = if opts.cwd.is_none() {
+        agent.seed(&workspace)?
+    } else {
+        Vec::new()
+    };
 
     if opts.sim_script.is_some() && opts.model.as_deref().is_some_and(|m| m != models::SIM) {
         return Err(RunError::Usage("--sim-script needs the sim model".into()));
@@ -156,17 +173,10 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
         None => Box::new(Simulator::rules()),
     };
 
-    let (skills, skill_warnings) = prompt::discover(&agent.root, &zot_home);
+    let (system, skills, skill_warnings) = build_prompt(&agent, &workspace, &zot_home)?;
     for w in &skill_warnings {
         warn(w);
     }
-    let system = prompt::system_prompt(
-        &agent.root,
-        spec.replace_system_prompt,
-        &workspace,
-        tools::NAMES,
-        &skills,
-    )?;
     let loaded = session::open(
         &opts.session,
         &ah.sessions_dir(),
@@ -177,7 +187,7 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
     for w in &loaded.warnings {
         warn(w);
     }
-    let policy = policy_for(&perms, &workspace, &ah);
+    let policy = policy_for(&perms, &workspace, &ah, &read_only);
     let side_dir = loaded.session.as_ref().map(Session::side_dir);
     let env = ToolEnv {
         workspace: workspace.clone(),
@@ -189,6 +199,7 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
         backend: opts.backend.clone(),
         zot_home: crate::perms::canonical_prefix(&ah.home),
         agent_data: crate::perms::canonical_prefix(&data),
+        read_only,
     };
     let mut rt = Runtime {
         agent,
@@ -204,6 +215,35 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
         bypass,
     };
     rt.main(&opts)
+}
+
+/// The system prompt and skills of a zotfile (AGENT.md, `skills/`) or an
+/// agent.toml package (its instructions, `.agents/skills/` as seeded into
+/// the workspace), plus the user's skills.
+fn build_prompt(
+    agent: &LoadedAgent,
+    workspace: &Path,
+    zot_home: &Path,
+) -> Result<(String, Vec<prompt::Skill>, Vec<String>), RunError> {
+    let spec = &agent.spec;
+    if let Some(instructions) = &spec.instructions {
+        let (skills, warnings) = prompt::discover_in(&[
+            (workspace.join(".agents/skills"), "agent"),
+            (zot_home.join("skills"), "user"),
+        ]);
+        let md = Some(instructions.clone()).filter(|s| !s.trim().is_empty());
+        let system = prompt::compose(md, false, workspace, tools::NAMES, &skills);
+        return Ok((system, skills, warnings));
+    }
+    let (skills, warnings) = prompt::discover(&agent.root, zot_home);
+    let system = prompt::system_prompt(
+        &agent.root,
+        spec.replace_system_prompt,
+        workspace,
+        tools::NAMES,
+        &skills,
+    )?;
+    Ok((system, skills, warnings))
 }
 
 fn get_consent(
@@ -351,7 +391,8 @@ impl Runtime<'_> {
                 self.env.interactive,
             )?;
         }
-        self.env.policy = policy_for(&perms, &ws, &self.ah);
+        self.env.policy = policy_for(&perms, &ws, &self.ah, &[]);
+        self.env.read_only.clear();
         self.env.perms = perms;
         self.env.workspace = ws.clone();
         self.refresh_prompt()?;
@@ -361,14 +402,8 @@ impl Runtime<'_> {
 
     /// Rediscover skills and rebuild the system prompt.
     fn refresh_prompt(&mut self) -> Result<(), RunError> {
-        let (skills, _) = prompt::discover(&self.agent.root, &self.ah.home);
-        self.system = prompt::system_prompt(
-            &self.agent.root,
-            self.agent.spec.replace_system_prompt,
-            &self.env.workspace,
-            tools::NAMES,
-            &skills,
-        )?;
+        let (system, skills, _) = build_prompt(&self.agent, &self.env.workspace, &self.ah.home)?;
+        self.system = system;
         self.env.skills = skills;
         Ok(())
     }
@@ -388,7 +423,13 @@ impl Runtime<'_> {
         self.record(Message::User {
             content: user.to_string(),
         })?;
-        for _ in 0..MAX_STEPS {
+        let max_steps = self
+            .agent
+            .spec
+            .max_steps
+            .map(|n| n as usize)
+            .unwrap_or(MAX_STEPS);
+        for _ in 0..max_steps {
             let t = self.model.respond(&self.system, &self.history)?;
             if !t.text.is_empty() {
                 self.out.emit(&Event::TextDelta {
@@ -440,7 +481,7 @@ impl Runtime<'_> {
             }
         }
         Err(RunError::Model(format!(
-            "turn {turn} did not finish within {MAX_STEPS} model steps"
+            "turn {turn} did not finish within {max_steps} model steps"
         )))
     }
 }

@@ -44,12 +44,32 @@ pub struct ToolEnv {
     /// except the agent's own data dir inside it.
     pub zot_home: PathBuf,
     pub agent_data: PathBuf,
+    /// Files inside write scopes that stay read-only (agent.toml seeds).
+    pub read_only: Vec<PathBuf>,
 }
 
 impl ToolEnv {
     /// Whether a real (canonical) path is zot's private state.
     fn private(&self, p: &Path) -> bool {
         p.starts_with(&self.zot_home) && !p.starts_with(&self.agent_data)
+    }
+
+    /// Refuse writing a read-only seed (checked on the opened file's real path).
+    fn check_writable(&self, f: &std::fs::File, s: &Scoped) -> Result<(), ToolOutput> {
+        use std::os::fd::AsRawFd;
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd())).map_err(|e| {
+            fail(format!(
+                "{}: cannot tell where it leads: {e}",
+                s.full.display()
+            ))
+        })?;
+        if self.read_only.iter().any(|r| *r == real) {
+            return Err(fail(format!(
+                "permission denied: {} is a read-only file of the agent package",
+                s.full.display()
+            )));
+        }
+        Ok(())
     }
 
     /// Refuse an opened file whose real path is zot's private state.
@@ -200,6 +220,7 @@ fn write(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
     }
     let mut f = fsscope::open_write(&s, false).map_err(|e| io_fail("write", &s, e))?;
     env.check_fd(&f, &s)?;
+    env.check_writable(&f, &s)?;
     f.set_len(0).map_err(|e| io_fail("write", &s, e))?;
     f.write_all(content.as_bytes())
         .map_err(|e| io_fail("write", &s, e))?;
@@ -244,7 +265,10 @@ fn edit(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
     } else {
         text.replacen(old, new, 1)
     };
-    let mut f = fsscope::open_write(&s, true).map_err(|e| io_fail("edit", &s, e))?;
+    let mut f = fsscope::open_write(&s, false).map_err(|e| io_fail("edit", &s, e))?;
+    env.check_fd(&f, &s)?;
+    env.check_writable(&f, &s)?;
+    f.set_len(0).map_err(|e| io_fail("edit", &s, e))?;
     f.write_all(out.as_bytes())
         .map_err(|e| io_fail("edit", &s, e))?;
     Ok(ok(format!(
@@ -479,6 +503,7 @@ mod tests {
             backend: None,
             zot_home: ws.join("zot-home"),
             agent_data: ws.join("zot-home/agents/a/data"),
+            read_only: vec![],
         }
     }
 
