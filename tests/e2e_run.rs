@@ -1137,3 +1137,34 @@ fn agent_toml_package_runs_in_its_seeded_files() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn packed_archive_and_stream_mode() {
+    let w = World::new();
+    let zot = w.root.join("reviewer.zot");
+    let out = w.run(&["pack", s(&fixture("readonly-bash")), s(&zot)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = w.run(&["run", s(&zot), "-y", "--stream", "read: README.md"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "read: hello from the workspace\n");
+    assert!(
+        text(&out.stderr).contains("[read] README.md"),
+        "{}",
+        text(&out.stderr)
+    );
+    // The archive has its own digest: consent given to the directory does
+    // not cover it.
+    let (code, term, _) = run_pty(
+        w.cmd(&["run", s(&fixture("readonly-bash")), "--print", "x"]),
+        b"y\n",
+    );
+    assert_eq!(code, Some(0), "{term}");
+    assert!(w
+        .run(&["run", s(&fixture("readonly-bash")), "--print", "x"])
+        .status
+        .success());
+    assert_eq!(
+        w.run(&["run", s(&zot), "--print", "x"]).status.code(),
+        Some(1)
+    );
+}
