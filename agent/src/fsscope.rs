@@ -256,9 +256,6 @@ pub fn fd_path(fd: &OwnedFd) -> Option<PathBuf> {
     std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()
 }
 
-/// One file found by [`walk`]: its path relative to the walk start.
-pub type Found = PathBuf;
-
 /// Walk the directory `s` beneath its root without following symlinks,
 /// calling `visit(rel_path, file)` for each regular file. Stops when `visit`
 /// returns false. `.git` directories are skipped.
@@ -368,7 +365,7 @@ mod tests {
             "s3cret"
         );
         assert!(locate(
-            &[ws.clone()],
+            std::slice::from_ref(&ws),
             &normalize(&ws, Path::new("../secret")).unwrap()
         )
         .is_none());

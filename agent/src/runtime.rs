@@ -260,7 +260,7 @@ fn get_consent(
         perms,
     };
     consent::obtain(ah, &req, bypass, interactive, &mut |text| {
-        eprint!("{text}\n");
+        eprintln!("{text}");
         term::ask_yes_no("Allow?")
     })
     .map(|_| ())

@@ -63,7 +63,7 @@ impl ToolEnv {
                 s.full.display()
             ))
         })?;
-        if self.read_only.iter().any(|r| *r == real) {
+        if self.read_only.contains(&real) {
             return Err(fail(format!(
                 "permission denied: {} is a read-only file of the agent package",
                 s.full.display()
