@@ -116,7 +116,7 @@ pub(crate) fn parse_and_walk(ctx: &mut Ctx, src: &str, via: &[String], reparse: 
 fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
     let bytes = src.as_bytes();
     let mut prev = 0usize;
-    let mut gap_ok = |from: usize, to: usize| -> bool {
+    let gap_ok = |from: usize, to: usize| -> bool {
         let mut i = from;
         while i < to.min(bytes.len()) {
             match bytes[i] {
