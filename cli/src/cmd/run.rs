@@ -49,8 +49,13 @@ pub struct Args {
     #[arg(long)]
     pub no_session: bool,
     /// Sandbox backend for bash: auto, bwrap, native, landlock
-    #[arg(long, value_name = "B")]
+    #[arg(long, value_name = "B", value_parser = parse_backend)]
     pub backend: Option<String>,
+}
+
+fn parse_backend(s: &str) -> Result<String, String> {
+    s.parse::<zot_supervisor::BackendChoice>()
+        .map(|_| s.to_string())
 }
 
 pub fn run(a: Args) -> anyhow::Result<u8> {
