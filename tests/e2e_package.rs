@@ -356,3 +356,25 @@ fn inspect_and_verify_a_github_reference() {
         .collect();
     assert!(left.iter().all(|n| !n.starts_with("zot-")), "{left:?}");
 }
+
+#[test]
+fn pack_warns_about_unknown_manifest_fields() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("a");
+    copy_example(&src);
+    let m = fs::read_to_string(src.join("manifest.json")).unwrap();
+    fs::write(
+        src.join("manifest.json"),
+        m.replacen('{', "{\n  \"permisions\": {},", 1),
+    )
+    .unwrap();
+    let o = zot(t.path(), &["pack", "a", "a.zot"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.starts_with("wrote a.zot\n"), "{out}");
+    assert!(
+        err.contains("zot: warning: manifest.json: permisions: unknown field"),
+        "{err}"
+    );
+    assert!(err.contains("did you mean `permissions`"), "{err}");
+}

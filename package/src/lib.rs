@@ -140,6 +140,8 @@ pub struct PackOutcome {
     pub digest: String,
     pub size: u64,
     pub files: usize,
+    /// Manifest warnings (unknown fields, ...), human-readable.
+    pub warnings: Vec<String>,
 }
 
 // ---------------------------------------------------------------------------
@@ -320,7 +322,7 @@ pub fn pack_with(
     let root = dir
         .canonicalize()
         .map_err(PackageError::io("resolving", dir))?;
-    let (manifest, _warnings) = read_dir_manifest(&root)?;
+    let (manifest, warnings) = read_dir_manifest(&root)?;
 
     let out = match out {
         Some(o) => {
@@ -409,6 +411,7 @@ pub fn pack_with(
             .iter()
             .filter(|e| matches!(e.kind, tree::TreeKind::File { .. }))
             .count(),
+        warnings,
     })
 }
 

@@ -16,7 +16,13 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let outcome = zot_package::pack(&args.dir, args.out.as_deref())
         .with_context(|| format!("packing {}", args.dir.display()))?;
-    println!("wrote {}", outcome.out.display());
-    println!("digest {}", outcome.digest);
+    for w in &outcome.warnings {
+        eprintln!("zot: warning: {w}");
+    }
+    super::inspect::emit(&format!(
+        "wrote {}\ndigest {}\n",
+        outcome.out.display(),
+        outcome.digest
+    ))?;
     Ok(0)
 }
