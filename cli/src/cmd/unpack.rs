@@ -18,11 +18,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     for w in &s.warnings {
         eprintln!("zot: warning: {w}");
     }
-    println!(
-        "unpacked {} files into {}",
+    super::inspect::emit(&format!(
+        "unpacked {} files into {}\ndigest {}\n",
         s.files.len(),
-        args.dir.display()
-    );
-    println!("digest {}", s.digest);
+        args.dir.display(),
+        s.digest
+    ))?;
     Ok(0)
 }
