@@ -378,3 +378,50 @@ fn pack_warns_about_unknown_manifest_fields() {
     );
     assert!(err.contains("did you mean `permissions`"), "{err}");
 }
+
+#[test]
+fn agent_toml_packages_through_pack_inspect_verify() {
+    let t = tempfile::tempdir().unwrap();
+    let a = t.path().join("a");
+    fs::create_dir(&a).unwrap();
+    fs::write(
+        a.join("agent.toml"),
+        "schema_version = 1\nname = \"tomly\"\ndescription = \"Checks things.\"\n",
+    )
+    .unwrap();
+    let o = zot(t.path(), &["inspect", "a"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        out.contains("format       agent.toml") && out.contains("tomly"),
+        "{out}"
+    );
+    let dir_digest = out
+        .lines()
+        .find_map(|l| l.strip_prefix("digest       "))
+        .unwrap()
+        .to_string();
+
+    let o = zot(t.path(), &["pack", "a"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.starts_with("wrote tomly.zip\n"), "{out}");
+    assert!(out.contains(&format!("digest {dir_digest}")), "{out}");
+
+    let o = zot(t.path(), &["verify", "--json", "tomly.zip"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["format"], "agent.toml");
+    assert_eq!(v["digest"], dir_digest.as_str());
+    assert_eq!(v["signature"]["checked"], false);
+
+    fs::write(
+        a.join("agent.toml"),
+        "schema_version = 1\nname = \"Bad Name\"\n",
+    )
+    .unwrap();
+    let o = zot(t.path(), &["verify", "a"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err.contains("name: "), "{err}");
+}

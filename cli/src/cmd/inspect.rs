@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use zot_agent::reference::{self, Reference};
+use zot_package::agent_toml;
 use zot_policy::zotfile::{BashMode, Manifest};
 
 #[derive(clap::Args)]
@@ -60,29 +61,111 @@ pub fn emit(text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// What a reference turned out to be.
+pub enum Loaded {
+    Zotfile(zot_package::Summary),
+    /// An Everruns agent.toml package (folder or ZIP).
+    AgentToml(agent_toml::Summary),
+}
+
+/// A local agent.toml package: no `manifest.json` (a zotfile wins), and an
+/// agent manifest at the root or a ZIP file.
+pub fn is_agent_toml(path: &Path) -> bool {
+    !path.join(zot_policy::zotfile::MANIFEST_FILE).exists() && agent_toml::detect(path)
+}
+
+fn load_local(path: &Path) -> anyhow::Result<Loaded> {
+    if is_agent_toml(path) {
+        let pkg = agent_toml::load(path).map_err(|d| {
+            anyhow::Error::new(d).context(format!("invalid agent.toml package {}", path.display()))
+        })?;
+        return Ok(Loaded::AgentToml(pkg.summary()));
+    }
+    Ok(Loaded::Zotfile(zot_package::inspect(path)?))
+}
+
 /// Resolve `reference` the way `zot run` does and summarize it without
 /// running anything. An existing local path always wins (no network).
 /// GitHub references are downloaded into a temp dir removed on return.
-pub fn load(reference: &str) -> anyhow::Result<zot_package::Summary> {
+pub fn load(reference: &str) -> anyhow::Result<Loaded> {
     let path = Path::new(reference);
     if path.exists() {
-        return Ok(zot_package::inspect(path)?);
+        return load_local(path);
     }
     let cwd = std::env::current_dir().context("reading the current directory")?;
     match reference::parse(reference, &cwd)? {
-        Reference::Local(p) => Ok(zot_package::inspect(&p)?),
+        Reference::Local(p) => load_local(&p),
         Reference::GitHub { .. } => {
             let loaded = reference::resolve(reference, &cwd)?;
-            let mut s = zot_package::inspect(&loaded.root)?;
-            s.source = PathBuf::from(reference);
-            Ok(s)
+            Ok(match load_local(&loaded.root)? {
+                Loaded::Zotfile(mut s) => {
+                    s.source = PathBuf::from(reference);
+                    Loaded::Zotfile(s)
+                }
+                Loaded::AgentToml(mut s) => {
+                    s.source = PathBuf::from(reference);
+                    Loaded::AgentToml(s)
+                }
+            })
         }
     }
 }
 
+fn print_agent_toml(s: &agent_toml::Summary, json: bool) -> anyhow::Result<u8> {
+    use std::fmt::Write;
+    if json {
+        emit(&format!("{}\n", serde_json::to_string_pretty(s)?))?;
+        return Ok(0);
+    }
+    let mut o = String::new();
+    let kind = match s.kind {
+        agent_toml::PackageKind::Directory => "directory",
+        agent_toml::PackageKind::Zip => "zip",
+    };
+    writeln!(o, "format       agent.toml ({}, {kind})", s.manifest_file)?;
+    writeln!(o, "name         {}", s.name)?;
+    if let Some(d) = &s.display_name {
+        writeln!(o, "display name {d}")?;
+    }
+    writeln!(
+        o,
+        "description  {}",
+        s.description.as_deref().unwrap_or("-")
+    )?;
+    writeln!(o, "source       {}", s.source.display())?;
+    writeln!(o, "digest       {}", s.digest)?;
+    writeln!(
+        o,
+        "model        {}",
+        s.model.as_deref().unwrap_or("- (offline simulator)")
+    )?;
+    if let Some(n) = s.max_iterations {
+        writeln!(o, "max iterations {n}")?;
+    }
+    writeln!(o, "capabilities {}", list(&s.capabilities))?;
+    writeln!(o, "skills       {}", list(&s.skills))?;
+    for u in &s.unsupported {
+        let action = match u.action {
+            agent_toml::UnsupportedAction::Refuse => "zot run refuses",
+            agent_toml::UnsupportedAction::Ignore => "ignored",
+        };
+        writeln!(o, "unsupported  {}: {} ({action})", u.path, u.message)?;
+    }
+    writeln!(o, "files ({})", s.files.len())?;
+    for f in &s.files {
+        let ro = if f.readonly { ", read-only" } else { "" };
+        writeln!(o, "  {} ({} bytes{ro})", f.path, f.size)?;
+    }
+    emit(&o)?;
+    Ok(0)
+}
+
 pub fn run(args: Args) -> anyhow::Result<u8> {
     use std::fmt::Write;
-    let s = load(&args.reference).with_context(|| format!("inspecting {}", args.reference))?;
+    let s = match load(&args.reference).with_context(|| format!("inspecting {}", args.reference))? {
+        Loaded::Zotfile(s) => s,
+        Loaded::AgentToml(s) => return print_agent_toml(&s, args.json),
+    };
     if args.json {
         emit(&format!("{}\n", serde_json::to_string_pretty(&s)?))?;
         return Ok(0);

@@ -3,13 +3,16 @@
 
 use serde_json::json;
 
+use super::inspect::{emit, load, Loaded};
+
 /// Said on every verify: the command name must not suggest more than it does.
 pub const NO_SIGNATURE: &str =
     "no signature was checked: zot does not verify publisher signatures yet; the digest identifies the content, not its author";
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A .zot archive (or an agent directory, or any reference `zot run` accepts)
+    /// A .zot archive (or an agent directory, an agent.toml package, or any
+    /// reference `zot run` accepts)
     pub reference: String,
     /// Print the result as JSON on stdout (also on failure)
     #[arg(long)]
@@ -17,11 +20,27 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    match super::inspect::load(&args.reference) {
-        Ok(s) => {
+    let loaded = match load(&args.reference) {
+        Ok(l) => l,
+        Err(err) if args.json => {
+            let out = json!({
+                "ok": false,
+                "source": args.reference,
+                "error": format!("{err:#}"),
+                "signature": { "checked": false, "note": NO_SIGNATURE },
+            });
+            emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
+            super::print_error(&err);
+            return Ok(super::FAILURE);
+        }
+        Err(e) => return Err(e.context(format!("verifying {}", args.reference))),
+    };
+    match loaded {
+        Loaded::Zotfile(s) => {
             if args.json {
                 let out = json!({
                     "ok": true,
+                    "format": "zotfile",
                     "source": s.source,
                     "kind": s.kind,
                     "name": s.manifest.name,
@@ -34,7 +53,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     "warnings": s.warnings,
                     "signature": { "checked": false, "note": NO_SIGNATURE },
                 });
-                super::inspect::emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
+                emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
             } else {
                 for w in &s.warnings {
                     eprintln!("zot: warning: {w}");
@@ -43,26 +62,35 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     zot_package::SourceKind::Archive => "archive loads safely",
                     zot_package::SourceKind::Directory => "directory is a valid agent",
                 };
-                super::inspect::emit(&format!(
+                emit(&format!(
                     "ok: {} {what}; manifest and layout are valid ({} files)\ndigest {}\nnote: {NO_SIGNATURE}\n",
                     s.manifest.display_id(),
                     s.files.len(),
                     s.digest
                 ))?;
             }
-            Ok(0)
         }
-        Err(err) if args.json => {
-            let out = json!({
-                "ok": false,
-                "source": args.reference,
-                "error": format!("{err:#}"),
-                "signature": { "checked": false, "note": NO_SIGNATURE },
-            });
-            super::inspect::emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
-            super::print_error(&err);
-            Ok(super::FAILURE)
+        Loaded::AgentToml(s) => {
+            if args.json {
+                let out = json!({
+                    "ok": true,
+                    "format": "agent.toml",
+                    "source": s.source,
+                    "kind": s.kind,
+                    "name": s.name,
+                    "digest": s.digest,
+                    "files": s.files.len(),
+                    "unsupported": s.unsupported,
+                    "signature": { "checked": false, "note": NO_SIGNATURE },
+                });
+                emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
+            } else {
+                emit(&format!(
+                    "verified agent.toml package {}\ndigest {}\nnote: {NO_SIGNATURE}\n",
+                    s.name, s.digest
+                ))?;
+            }
         }
-        Err(e) => Err(e.context(format!("verifying {}", args.reference))),
     }
+    Ok(0)
 }
