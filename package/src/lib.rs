@@ -279,10 +279,7 @@ pub fn inspect_with(path: &Path, limits: &Limits) -> Result<Summary, PackageErro
             warnings,
             total_size: ex.total_size,
             compressed_size: Some(ex.compressed_size),
-            compression: Some(match ex.compression {
-                extract::Compression::Zstd => "zstd",
-                extract::Compression::Gzip => "gzip",
-            }),
+            compression: Some(ex.compression.name()),
         })
     } else {
         Err(PackageError::NotAnAgent {
@@ -489,7 +486,7 @@ pub fn unpack(archive: &Path, dest: &Path) -> Result<Summary, PackageError> {
         warnings,
         total_size: ex.total_size,
         compressed_size: Some(ex.compressed_size),
-        compression: None,
+        compression: Some(ex.compression.name()),
     })
 }
 
