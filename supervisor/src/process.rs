@@ -11,9 +11,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::sys::signal::{kill, Signal};
@@ -142,36 +142,16 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
         )
     });
 
-    let forwarder = req
-        .forward_signals
-        .then(|| signals::Forwarder::install(target.clone()));
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    let timed_out = Arc::new(AtomicBool::new(false));
-    let timer = req.timeout.map(|limit| {
-        let target = target.clone();
-        let timed_out = timed_out.clone();
-        let grace = req.kill_grace;
-        std::thread::spawn(move || {
-            if done_rx.recv_timeout(limit) != Err(mpsc::RecvTimeoutError::Timeout) {
-                return;
-            }
-            timed_out.store(true, Ordering::SeqCst);
-            target.signal(Signal::SIGTERM);
-            if done_rx.recv_timeout(grace) == Err(mpsc::RecvTimeoutError::Timeout) {
-                target.kill_all();
-            }
-        })
-    });
-
-    let status = wait_pid(pid);
-    let _ = done_tx.send(());
+    let (status, timed_out) = supervise(
+        pid,
+        &target,
+        req.timeout,
+        req.kill_grace,
+        req.forward_signals,
+    );
     if resolved.backend == Backend::Unconfined {
         // Reap the rest of the tree (the command's process group).
         let _ = kill(Pid::from_raw(-pid), Signal::SIGKILL);
-    }
-    drop(forwarder);
-    if let Some(t) = timer {
-        let _ = t.join();
     }
     let (stdout, stderr) = match pumps {
         Some((o, e)) => (o.join().unwrap_or_default(), e.join().unwrap_or_default()),
@@ -179,7 +159,6 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
     };
     cleanup(&placeholders);
     let raw_code = status.map_err(SupervisorError::io("waiting for the sandbox"))?;
-    let timed_out = timed_out.load(Ordering::SeqCst);
 
     if let Some(status_read) = status_read {
         let events = read_status(status_read);
@@ -250,6 +229,82 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
         duration: start.elapsed(),
         report,
     })
+}
+
+/// Wait for `pid` while enforcing the timeout (TERM, then KILL of the whole
+/// tree after `grace`) and forwarding signals. Single-threaded: polls a
+/// pidfd, woken by the child's exit, the deadline or a signal.
+fn supervise(
+    pid: i32,
+    target: &Target,
+    timeout: Option<Duration>,
+    grace: Duration,
+    forward: bool,
+) -> (std::io::Result<i32>, bool) {
+    if timeout.is_none() && !forward {
+        return (wait_pid(pid), false);
+    }
+    let _handlers = forward.then(signals::Handlers::install);
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
+    // SAFETY: a fresh fd we own (when >= 0).
+    let pidfd = (raw >= 0).then(|| unsafe { OwnedFd::from_raw_fd(raw) });
+    let mut deadline = timeout.map(|t| Instant::now() + t);
+    let mut timed_out = false;
+    loop {
+        let mut wait = Duration::from_millis(if forward { 100 } else { 1000 });
+        if let Some(d) = deadline {
+            wait = wait.min(d.saturating_duration_since(Instant::now()));
+        }
+        let exited = match &pidfd {
+            Some(fd) => {
+                let mut pfd = libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd.
+                let r = unsafe {
+                    libc::poll(&mut pfd, 1, wait.as_millis().min(i32::MAX as u128) as i32)
+                };
+                r > 0
+            }
+            None => {
+                // No pidfd (Linux < 5.3): poll with WNOHANG.
+                std::thread::sleep(wait.min(Duration::from_millis(10)));
+                matches!(
+                    nix::sys::wait::waitid(
+                        nix::sys::wait::Id::Pid(Pid::from_raw(pid)),
+                        nix::sys::wait::WaitPidFlag::WEXITED
+                            | nix::sys::wait::WaitPidFlag::WNOHANG
+                            | nix::sys::wait::WaitPidFlag::WNOWAIT
+                    ),
+                    Ok(WaitStatus::Exited(..)) | Ok(WaitStatus::Signaled(..))
+                )
+            }
+        };
+        if forward {
+            for sig in signals::take() {
+                target.signal(sig);
+            }
+        }
+        if exited {
+            break;
+        }
+        if let Some(d) = deadline {
+            if Instant::now() >= d {
+                if !timed_out {
+                    timed_out = true;
+                    target.signal(Signal::SIGTERM);
+                    deadline = Some(Instant::now() + grace);
+                } else {
+                    target.kill_all();
+                    deadline = None;
+                }
+            }
+        }
+    }
+    (wait_pid(pid), timed_out)
 }
 
 /// Wait for `pid`; its exit code, or 128+N when killed by signal N.
@@ -632,89 +687,57 @@ fn pump(
 }
 
 mod signals {
-    //! Process-wide SIGINT/SIGTERM/SIGHUP forwarding through a self-pipe.
+    //! Process-wide SIGINT/SIGTERM/SIGHUP handlers (installed for the run's
+    //! duration) that only record the signal; the supervising loop forwards.
 
-    use std::os::fd::{AsRawFd, OwnedFd};
-    use std::sync::atomic::{AtomicI32, Ordering};
-    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
 
     use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 
-    use super::Target;
-
-    static WRITE_FD: AtomicI32 = AtomicI32::new(-1);
+    static PENDING: AtomicU64 = AtomicU64::new(0);
     const FORWARDED: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
 
     extern "C" fn on_signal(sig: libc::c_int) {
-        let fd = WRITE_FD.load(Ordering::SeqCst);
-        if fd >= 0 {
-            let b = sig as u8;
-            // SAFETY: write(2) is async-signal-safe.
-            unsafe { libc::write(fd, &b as *const u8 as *const libc::c_void, 1) };
-        }
+        PENDING.fetch_or(1 << sig, Ordering::SeqCst);
     }
 
-    pub(super) struct Forwarder {
+    /// Signals received since the last call.
+    pub(super) fn take() -> Vec<Signal> {
+        let bits = PENDING.swap(0, Ordering::SeqCst);
+        FORWARDED
+            .into_iter()
+            .filter(|s| bits & (1 << *s as i32) != 0)
+            .collect()
+    }
+
+    pub(super) struct Handlers {
         old: Vec<(Signal, SigAction)>,
-        write: Option<OwnedFd>,
-        thread: Option<std::thread::JoinHandle<()>>,
     }
 
-    impl Forwarder {
-        pub(super) fn install(target: Arc<Target>) -> Forwarder {
-            let Ok((read, write)) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) else {
-                return Forwarder {
-                    old: Vec::new(),
-                    write: None,
-                    thread: None,
-                };
-            };
-            WRITE_FD.store(write.as_raw_fd(), Ordering::SeqCst);
+    impl Handlers {
+        pub(super) fn install() -> Handlers {
+            // No SA_RESTART: a signal interrupts the wait so it is forwarded at once.
             let action = SigAction::new(
                 SigHandler::Handler(on_signal),
-                SaFlags::SA_RESTART,
+                SaFlags::empty(),
                 SigSet::empty(),
             );
             let mut old = Vec::new();
             for sig in FORWARDED {
-                // SAFETY: the handler only calls write(2).
+                // SAFETY: the handler only touches an atomic.
                 if let Ok(prev) = unsafe { sigaction(sig, &action) } {
                     old.push((sig, prev));
                 }
             }
-            let thread = std::thread::spawn(move || {
-                let mut f = std::fs::File::from(read);
-                let mut b = [0u8; 1];
-                use std::io::Read;
-                while let Ok(1) = f.read(&mut b) {
-                    if b[0] == 0 {
-                        break;
-                    }
-                    if let Ok(sig) = Signal::try_from(b[0] as i32) {
-                        target.signal(sig);
-                    }
-                }
-            });
-            Forwarder {
-                old,
-                write: Some(write),
-                thread: Some(thread),
-            }
+            Handlers { old }
         }
     }
 
-    impl Drop for Forwarder {
+    impl Drop for Handlers {
         fn drop(&mut self) {
             for (sig, prev) in self.old.drain(..) {
                 // SAFETY: restoring the previous disposition.
                 let _ = unsafe { sigaction(sig, &prev) };
-            }
-            WRITE_FD.store(-1, Ordering::SeqCst);
-            if let Some(w) = self.write.take() {
-                let _ = nix::unistd::write(&w, &[0u8]);
-            }
-            if let Some(t) = self.thread.take() {
-                let _ = t.join();
             }
         }
     }
