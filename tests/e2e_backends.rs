@@ -1,2 +1,511 @@
-//! End-to-end tests (to be filled).
+//! End-to-end tests of the native and landlock backends, the fallback
+//! order, and `zot debug sandbox --check / --explain`.
+//!
+//! The full attack suite (tests/attacks/mod.rs) runs against `native` (must
+//! block everything) and the part Landlock claims against `landlock`.
+//! Degraded hosts are simulated without touching the host: no bwrap on
+//! PATH, and no user namespaces by running zot inside `unshare -Ur` after
+//! writing 0 to that namespace's own `user.max_user_namespaces`.
 mod common;
+#[macro_use]
+#[path = "attacks/mod.rs"]
+mod attacks;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+attack_tests!("native");
+
+mod landlock {
+    use super::*;
+    attack_tests!("landlock";
+        control_write_read_inside_cwd, control_read_os_release, read_only_mode_refuses_cwd_writes,
+        write_outside_cwd, write_etc, write_bashrc, read_ssh_key, symlink_preplanted, symlink_fresh,
+        hardlink_from_outside, tcp_loopback, unix_socket_host_abstract, host_process_ptrace_kill_environ,
+        parent_secret_env, mount_refused, nested_userns_refused, chroot_refused, io_uring_refused,
+        no_new_privs_and_seccomp_on, tiocsti_injection, timeout_kills_tree, output_flood_capped,
+        signal_forwarding, exit_code_mapping,
+    );
+}
+
+// ------------------------------------------------------------------ helpers
+
+fn is_root() -> bool {
+    // SAFETY: no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn userns_ok() -> bool {
+    let p = zot_probes::host().userns();
+    p.available && p.proc.available
+}
+
+fn landlock_ok() -> bool {
+    zot_probes::host().landlock().available() && zot_probes::host().seccomp().available
+}
+
+fn unshare_bin() -> Option<&'static str> {
+    ["/usr/bin/unshare", "/bin/unshare"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+}
+
+/// The zot binary, as root or as uid 65534 (from a copy any user can run).
+fn zot(unpriv: bool) -> Command {
+    let mut c = if unpriv {
+        let mut c = Command::new("/usr/bin/setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+        c.arg(attacks::shared_bin());
+        c
+    } else {
+        Command::new(common::zot_bin())
+    };
+    c.stdin(Stdio::null());
+    c
+}
+
+/// `zot ARGS` inside a user namespace whose own max_user_namespaces is 0:
+/// nested user namespaces (bwrap, native) then fail with ENOSPC.
+fn zot_without_userns(unpriv: bool, args: &[&str], cwd: &Path, path_env: &str) -> Output {
+    let bin = if unpriv {
+        attacks::shared_bin().to_path_buf()
+    } else {
+        common::zot_bin()
+    };
+    let script = "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$@\"";
+    let mut c = if unpriv {
+        let mut c = Command::new("/usr/bin/setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+        c.arg(unshare_bin().unwrap());
+        c
+    } else {
+        Command::new(unshare_bin().unwrap())
+    };
+    c.args(["-U", "-r", "--", "/bin/sh", "-c", script, "sh"])
+        .arg(bin)
+        .args(args)
+        .current_dir(cwd)
+        .env("PATH", path_env)
+        .stdin(Stdio::null());
+    attacks::run_limited(c, Duration::from_secs(60))
+}
+
+fn degraded_ns_available(unpriv: bool) -> bool {
+    if unpriv && !common::require("root", is_root(), "needs root to switch to uid 65534") {
+        return false;
+    }
+    common::require(
+        "unshare(1)",
+        unshare_bin().is_some(),
+        "util-linux unshare missing",
+    ) && common::require(
+        "user namespaces",
+        userns_ok(),
+        "cannot simulate a host without them from here",
+    ) && common::require("landlock", landlock_ok(), "Landlock or seccomp unavailable")
+}
+
+fn open_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::Builder::new()
+        .prefix("zot-be-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    d
+}
+
+fn text(o: &Output) -> String {
+    attacks::text(o)
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", text(o)))
+}
+
+const SYS_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+
+// ------------------------------------------------------------------ fallback
+
+/// No bwrap on PATH: auto picks native, and the report says why.
+#[test]
+fn auto_without_bwrap_picks_native_and_says_why() {
+    if !common::require("user namespaces", userns_ok(), "native backend needs them") {
+        return;
+    }
+    for unpriv in [false, true] {
+        if unpriv && !is_root() {
+            continue;
+        }
+        let d = open_dir();
+        let o = attacks::run_limited(
+            {
+                let mut c = zot(unpriv);
+                c.args([
+                    "sandbox",
+                    "--mode",
+                    "workspace-write",
+                    "--report",
+                    "--",
+                    "/bin/sh",
+                    "-c",
+                    "echo hi > f && /bin/cat f",
+                ])
+                .current_dir(d.path())
+                .env_clear()
+                .env("PATH", "/nonexistent-no-bwrap");
+                c
+            },
+            Duration::from_secs(30),
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "hi\n");
+        assert!(err.contains("backend native"), "{}", text(&o));
+        assert!(
+            err.contains("bwrap not used: bwrap not found on PATH"),
+            "{}",
+            text(&o)
+        );
+    }
+}
+
+/// No user namespaces: auto picks landlock (bwrap and native say ENOSPC),
+/// workspace-write refuses without --allow-degraded, read-only runs.
+#[test]
+fn auto_without_userns_picks_landlock_and_says_why() {
+    for unpriv in [false, true] {
+        if !degraded_ns_available(unpriv) {
+            return;
+        }
+        let d = open_dir();
+        let ro = zot_without_userns(
+            unpriv,
+            &["sandbox", "--report", "--allow-degraded", "--", "/bin/true"],
+            d.path(),
+            SYS_PATH,
+        );
+        let err = String::from_utf8_lossy(&ro.stderr);
+        assert_eq!(ro.status.code(), Some(0), "{}", text(&ro));
+        assert!(err.contains("backend landlock"), "{}", text(&ro));
+        assert!(err.contains("bwrap not used: user namespaces unavailable: user namespace limit reached (ENOSPC)"), "{}", text(&ro));
+        assert!(
+            err.contains("native not used: user namespaces unavailable"),
+            "{}",
+            text(&ro)
+        );
+        assert!(err.contains("pid: none"), "{}", text(&ro));
+
+        let ws = zot_without_userns(
+            unpriv,
+            &["sandbox", "--mode", "workspace-write", "--", "/bin/true"],
+            d.path(),
+            SYS_PATH,
+        );
+        let err = String::from_utf8_lossy(&ws.stderr);
+        assert_eq!(ws.status.code(), Some(125), "{}", text(&ws));
+        assert!(err.contains("--allow-degraded"), "{}", text(&ws));
+        assert!(err.contains("protected paths"), "{}", text(&ws));
+
+        let wsd = zot_without_userns(
+            unpriv,
+            &[
+                "sandbox",
+                "--mode",
+                "workspace-write",
+                "--allow-degraded",
+                "--report",
+                "--",
+                "/bin/sh",
+                "-c",
+                "echo x > inside",
+            ],
+            d.path(),
+            SYS_PATH,
+        );
+        let err = String::from_utf8_lossy(&wsd.stderr);
+        assert_eq!(wsd.status.code(), Some(0), "{}", text(&wsd));
+        assert!(err.contains("filesystem: partial"), "{}", text(&wsd));
+        assert!(d.path().join("inside").exists());
+    }
+}
+
+/// Pinning a backend the host can't give fails with exit 125 and a hint
+/// naming the knob.
+#[test]
+fn pinned_native_without_userns_refuses_with_hint() {
+    if !degraded_ns_available(false) {
+        return;
+    }
+    let d = open_dir();
+    let o = zot_without_userns(
+        false,
+        &["sandbox", "--backend", "native", "--", "/bin/true"],
+        d.path(),
+        SYS_PATH,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{}", text(&o));
+    assert!(err.contains("max_user_namespaces"), "{}", text(&o));
+}
+
+// ------------------------------------------------------------------ --check
+
+fn check(unpriv: bool, backend: &str, extra: &[&str]) -> Output {
+    let d = open_dir();
+    let mut c = zot(unpriv);
+    c.args([
+        "debug",
+        "sandbox",
+        "--check",
+        "--json",
+        "--backend",
+        backend,
+    ])
+    .args(extra)
+    .current_dir(d.path())
+    .env("HOME", d.path());
+    attacks::run_limited(c, Duration::from_secs(60))
+}
+
+fn assert_check_shape(v: &serde_json::Value) {
+    for k in ["host", "mode", "backend", "enforced", "checks", "ok"] {
+        assert!(v.get(k).is_some(), "missing {k} in {v}");
+    }
+    for c in v["checks"].as_array().unwrap() {
+        assert!(c["name"].is_string() && c["result"].is_string(), "{c}");
+    }
+}
+
+#[test]
+fn check_passes_on_native_and_every_attempt_is_refused() {
+    if !common::require("user namespaces", userns_ok(), "native backend needs them") {
+        return;
+    }
+    for unpriv in [false, true] {
+        if unpriv && !is_root() {
+            continue;
+        }
+        let o = check(unpriv, "native", &[]);
+        let v = json(&o);
+        assert_check_shape(&v);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        assert_eq!(v["backend"], "native");
+        assert_eq!(v["ok"], true);
+        let checks = v["checks"].as_array().unwrap();
+        assert!(checks.len() >= 15, "{v}");
+        for c in checks {
+            let name = c["name"].as_str().unwrap();
+            let want = if name.starts_with("control:") {
+                "ok"
+            } else {
+                "refused"
+            };
+            assert_eq!(c["result"], want, "{name}: {c}");
+        }
+        for f in ["fs", "net", "pid", "seccomp"] {
+            assert_eq!(v["enforced"][f], "full", "{f}: {v}");
+        }
+    }
+}
+
+#[test]
+fn check_on_bwrap_passes() {
+    if !common::require(
+        "bwrap",
+        attacks::bwrap_works(),
+        "bubblewrap missing or broken",
+    ) {
+        return;
+    }
+    let o = check(
+        false,
+        "bwrap",
+        &["--require", "fs,net,pid,seccomp,landlock"],
+    );
+    let v = json(&o);
+    assert_check_shape(&v);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(v["backend"], "bwrap");
+}
+
+/// `--check` exits non-zero when a required feature is missing: inside the
+/// degraded namespace only landlock works, which has no pid isolation.
+#[test]
+fn check_fails_when_a_required_feature_is_missing() {
+    if !degraded_ns_available(false) {
+        return;
+    }
+    let d = open_dir();
+    let o = zot_without_userns(
+        false,
+        &[
+            "debug",
+            "sandbox",
+            "--check",
+            "--json",
+            "--mode",
+            "read-only",
+            "--require",
+            "fs,pid",
+        ],
+        d.path(),
+        SYS_PATH,
+    );
+    let v = json(&o);
+    assert_check_shape(&v);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(v["backend"], "landlock");
+    assert_eq!(v["ok"], false);
+    assert!(
+        v["missing"].as_array().unwrap().iter().any(|m| m == "pid"),
+        "{v}"
+    );
+    assert_eq!(v["host"]["userns"]["error"]["kind"], "limit-reached", "{v}");
+    // the attempts Landlock claims were still refused
+    for c in v["checks"].as_array().unwrap() {
+        let name = c["name"].as_str().unwrap();
+        if [
+            "write outside workspace",
+            "write /etc",
+            "tcp connect to host loopback listener",
+            "mount tmpfs",
+        ]
+        .contains(&name)
+        {
+            assert_eq!(c["result"], "refused", "{name}: {c}");
+        }
+    }
+    // workspace-write on landlock is not fully enforced: the gate says no.
+    let o = zot_without_userns(
+        false,
+        &["debug", "sandbox", "--check", "--json"],
+        d.path(),
+        SYS_PATH,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v = json(&o);
+    assert_eq!(v["enforced"]["fs"], "partial", "{v}");
+}
+
+#[test]
+fn check_with_unknown_feature_is_a_usage_error() {
+    let o = Command::new(common::zot_bin())
+        .args(["debug", "sandbox", "--check", "--require", "disk"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+// ------------------------------------------------------------------ --explain
+
+#[test]
+fn explain_native_lists_mounts_rules_env_network() {
+    if !common::require("user namespaces", userns_ok(), "native backend needs them") {
+        return;
+    }
+    let d = open_dir();
+    let o = Command::new(common::zot_bin())
+        .args([
+            "debug",
+            "sandbox",
+            "--explain",
+            "--json",
+            "--mode",
+            "workspace-write",
+            "--backend",
+            "native",
+        ])
+        .current_dir(d.path())
+        .env("ZOT_SECRET_TOKEN", "x")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = json(&o);
+    assert_eq!(v["backend"], "native");
+    let mounts: Vec<&str> = v["mounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    assert!(mounts[0].starts_with("ro-bind / "), "{mounts:?}");
+    assert!(
+        mounts.last().unwrap().starts_with("proc /proc"),
+        "{mounts:?}"
+    );
+    let ws = std::fs::canonicalize(d.path()).unwrap();
+    let rw = mounts
+        .iter()
+        .position(|m| *m == format!("bind rw {}", ws.display()))
+        .expect("write root");
+    let git = mounts
+        .iter()
+        .position(|m| m.contains(&format!("{}/.git", ws.display())))
+        .expect("protected .git");
+    let tmp = mounts
+        .iter()
+        .position(|m| m.starts_with("tmpfs /tmp"))
+        .expect("private /tmp");
+    assert!(tmp < rw && rw < git, "{mounts:?}");
+    let rules = v["landlock"].as_array().unwrap();
+    assert!(rules.iter().any(|r| r["path"] == ws.to_str().unwrap()
+        && r["rights"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x == "write_file")));
+    assert!(v["seccomp"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s.as_str().unwrap().contains("ptrace")));
+    assert!(
+        !v["env_kept"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e == "ZOT_SECRET_TOKEN"),
+        "{v}"
+    );
+    assert!(v["network"].as_str().unwrap().starts_with("off"));
+    assert_eq!(v["namespaces"].as_array().unwrap().len(), 6);
+}
+
+#[test]
+fn explain_without_bwrap_says_why_and_danger_needs_no_backend() {
+    if !common::require("user namespaces", userns_ok(), "native backend needs them") {
+        return;
+    }
+    let d = open_dir();
+    let o = Command::new(common::zot_bin())
+        .args(["debug", "sandbox", "--explain"])
+        .current_dir(d.path())
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(out.contains("backend native"), "{out}");
+    assert!(
+        out.contains("bwrap not used: bwrap not found on PATH"),
+        "{out}"
+    );
+    let o = Command::new(common::zot_bin())
+        .args([
+            "debug",
+            "sandbox",
+            "--explain",
+            "--mode",
+            "danger-full-access",
+        ])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("backend none"),
+        "{}",
+        text(&o)
+    );
+}

@@ -178,6 +178,20 @@ pub fn plan(policy: &SandboxPolicy) -> Result<Vec<MountOp>, NativeError> {
     }
     sort_by_depth(&mut roots);
     roots.dedup();
+    // A read-only cwd inside a private dir (e.g. /tmp/x in read-only mode)
+    // stays visible, read-only.
+    if matches!(policy.read, ReadScope::FullDisk)
+        && is_under_private(&policy.cwd)
+        && !roots.iter().any(|r| policy.cwd.starts_with(r))
+    {
+        if let Ok(c) = std::fs::canonicalize(&policy.cwd) {
+            ops.push(MountOp::Bind {
+                src: c.clone(),
+                dst: c,
+                writable: false,
+            });
+        }
+    }
     for r in &roots {
         ops.push(MountOp::Bind {
             src: r.clone(),
@@ -185,11 +199,25 @@ pub fn plan(policy: &SandboxPolicy) -> Result<Vec<MountOp>, NativeError> {
             writable: true,
         });
     }
+    // Protected paths: pin each `.git` directory holding one (a mount point
+    // cannot be renamed away), then bind read-only or block at the first
+    // missing component, shallowest first.
+    let mut pins: Vec<PathBuf> = Vec::new();
+    let mut prots: Vec<MountOp> = Vec::new();
     for p in &policy.protected {
         let Some(root) = roots.iter().rev().find(|r| p.starts_with(r)) else {
             // Outside every write root nothing can write it: already read-only.
             continue;
         };
+        if let Some(parent) = p.parent() {
+            if parent.file_name() == Some(OsStr::new(".git"))
+                && parent.starts_with(root)
+                && parent.symlink_metadata().is_ok_and(|m| m.is_dir())
+                && !pins.iter().any(|x| x == parent)
+            {
+                pins.push(parent.to_path_buf());
+            }
+        }
         let op = match protection_for(root, p) {
             Some(Protection::ReadOnly(at)) => {
                 let c = std::fs::canonicalize(&at).unwrap_or(at);
@@ -205,23 +233,32 @@ pub fn plan(policy: &SandboxPolicy) -> Result<Vec<MountOp>, NativeError> {
             },
             None => continue,
         };
-        let dup = ops.iter().any(|o| match (o, &op) {
-            (
-                MountOp::Bind {
-                    dst: a,
-                    writable: false,
-                    ..
-                },
-                MountOp::Bind { dst: b, .. },
-            ) => a == b,
+        let dup = prots.iter().any(|o| match (o, &op) {
+            (MountOp::Bind { dst: a, .. }, MountOp::Bind { dst: b, .. }) => a == b,
             (MountOp::BlockCreate { dst: a, .. }, MountOp::BlockCreate { dst: b, .. }) => a == b,
             _ => false,
         });
         if !dup {
-            ops.push(op);
+            prots.push(op);
         }
     }
-    for p in &policy.deny_read {
+    sort_by_depth(&mut pins);
+    for pin in pins {
+        ops.push(MountOp::Bind {
+            src: pin.clone(),
+            dst: pin,
+            writable: true,
+        });
+    }
+    let depth_of = |o: &MountOp| match o {
+        MountOp::Bind { dst, .. } | MountOp::BlockCreate { dst, .. } => dst.components().count(),
+        _ => 0,
+    };
+    prots.sort_by_key(depth_of);
+    ops.extend(prots);
+    let mut denies: Vec<PathBuf> = policy.deny_read.clone();
+    sort_by_depth(&mut denies);
+    for p in &denies {
         let Ok(c) = std::fs::canonicalize(p) else {
             continue;
         };

@@ -229,6 +229,7 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
     };
     report.backend = resolved.backend.name().to_string();
     report.backend_reasons = resolved.report.reasons.clone();
+    fill_enforced(&mut report, &resolved.report);
     if resolved.backend == Backend::Unconfined {
         report
             .backend_reasons
@@ -286,15 +287,7 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
     let leaked = listener.accept().is_ok();
     let e = &outcome.report;
     report.backend_reasons = e.reasons.clone();
-    for (f, level) in [
-        (Feature::Fs, e.filesystem),
-        (Feature::Net, e.network),
-        (Feature::Pid, e.pid),
-        (Feature::Seccomp, e.seccomp),
-        (Feature::Landlock, e.landlock),
-    ] {
-        report.enforced.insert(f.as_str().into(), level);
-    }
+    fill_enforced(&mut report, e);
     let level_of = |f: Feature| {
         report
             .enforced
@@ -378,6 +371,18 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
     Ok(report)
 }
 
+fn fill_enforced(report: &mut CheckReport, e: &crate::EnforcementReport) {
+    for (f, level) in [
+        (Feature::Fs, e.filesystem),
+        (Feature::Net, e.network),
+        (Feature::Pid, e.pid),
+        (Feature::Seccomp, e.seccomp),
+        (Feature::Landlock, e.landlock),
+    ] {
+        report.enforced.insert(f.as_str().into(), level);
+    }
+}
+
 fn crate_error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
@@ -405,8 +410,14 @@ impl Fixture {
         // masks and binds are really exercised.
         let base = std::env::var_os("HOME")
             .map(PathBuf::from)
+            .filter(|h| {
+                h.is_absolute()
+                    && !["/tmp", "/var/tmp", "/run"]
+                        .iter()
+                        .any(|d| h.starts_with(d))
+            })
             .map(|h| h.join(".cache"))
-            .filter(|c| c.is_dir() && tempfile::tempdir_in(c).is_ok());
+            .filter(|c| std::fs::create_dir_all(c).is_ok() && tempfile::tempdir_in(c).is_ok());
         let root = match base {
             Some(b) => tempfile::Builder::new().prefix("zot-check-").tempdir_in(b),
             None => tempfile::Builder::new().prefix("zot-check-").tempdir(),

@@ -90,7 +90,13 @@ pub fn explain(policy: &SandboxPolicy, choice: BackendChoice, zot_exe: &Path) ->
         }
     };
     ex.backend = resolved.backend.name().into();
-    ex.reasons = resolved.report.reasons.clone();
+    ex.reasons = resolved
+        .report
+        .reasons
+        .iter()
+        .filter(|r| !r.starts_with("degraded:"))
+        .cloned()
+        .collect();
     ex.enforced = Some(resolved.report.clone());
     if !resolved.ok_without_degraded() {
         ex.reasons.push(format!(
