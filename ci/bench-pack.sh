@@ -73,21 +73,23 @@ echo "tree: $((total / 1024 / 1024)) MiB in $files files ($(nproc) CPUs, zstd $(
 # Warm the page cache so every contender reads from memory.
 tar -cf - -C "$dir" . > /dev/null
 
-# run LABEL CMD...: prints wall seconds and peak RSS (of the largest process).
+# run LABEL CMD...: wall seconds, CPU seconds (user+sys, all threads and
+# child processes) and peak RSS (of the largest process).
 run() {
   local label="$1"; shift
-  local start end rss=""
+  local start end rss="" cpu=""
+  start=$(date +%s.%N)
   if [ "$have_time" = 1 ]; then
-    start=$(date +%s.%N)
     /usr/bin/time -v -o "$work/time.txt" "$@" > "$work/out.txt"
-    end=$(date +%s.%N)
-    rss=$(awk -F: '/Maximum resident/ {gsub(/ /,"",$2); print $2}' "$work/time.txt")
   else
-    start=$(date +%s.%N)
     "$@" > "$work/out.txt"
-    end=$(date +%s.%N)
   fi
-  printf '%-36s %6.2f s   peak RSS %s KiB\n' "$label" "$(awk "BEGIN{print $end - $start}")" "${rss:-?}"
+  end=$(date +%s.%N)
+  if [ "$have_time" = 1 ]; then
+    rss=$(awk -F: '/Maximum resident/ {gsub(/ /,"",$2); print $2}' "$work/time.txt")
+    cpu=$(awk -F: '/User time|System time/ {s += $2} END {printf "%.2f", s}' "$work/time.txt")
+  fi
+  printf '%-32s %6.2f s wall  %5s s cpu  peak RSS %s KiB\n' "$label" "$(awk "BEGIN{print $end - $start}")" "${cpu:-?}" "${rss:-?}"
 }
 
 pipeline_pack() { tar -cf - -C "$dir" . | zstd -q -3 | sha256sum; }
