@@ -148,7 +148,6 @@ impl Harness {
         let bin = dir.path().join("bin");
         std::fs::create_dir(&bin).unwrap();
         std::fs::create_dir(dir.path().join("work")).unwrap();
-        let log = dir.path().join("log");
         let mut stubs = vec![];
         for w in [
             "env", "nice", "timeout", "nohup", "xargs", "find", "setsid", "stdbuf",
@@ -170,37 +169,36 @@ impl Harness {
         }
         for (name, tail) in stubs {
             let path = bin.join(&name);
-            std::fs::write(
-                &path,
-                format!(
-                    "#!{}\necho {name} >> {}\n{tail}\n",
-                    bash.display(),
-                    log.display()
-                ),
-            )
-            .unwrap();
+            let script = format!(
+                "#!{}\necho {name} >> \"$ZOT_STUB_LOG\"\n{tail}\n",
+                bash.display()
+            );
+            std::fs::write(&path, script).unwrap();
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
         std::fs::write(
             dir.path().join("bash_env"),
-            format!(
-                "command_not_found_handle() {{ echo \"${{1##*/}}\" >> {}; return 127; }}\n",
-                log.display()
-            ),
+            "command_not_found_handle() { echo \"${1##*/}\" >> \"$ZOT_STUB_LOG\"; return 127; }\n",
         )
         .unwrap();
         Some(Harness { dir, bash })
     }
 
-    /// Programs bash tried to execute for `cmd`, by basename.
+    /// Programs bash tried to execute for `cmd`, by basename. Each run logs
+    /// to its own file and runs in its own process group, which is waited
+    /// for (background jobs included) and then killed.
     fn executed(&self, cmd: &str) -> BTreeSet<String> {
-        let log = self.dir.path().join("log");
-        let _ = std::fs::remove_file(&log);
+        use std::os::unix::process::CommandExt;
+        static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let log = self.dir.path().join(format!("log.{n}"));
         let mut child = Command::new(&self.bash)
+            .process_group(0)
+            .env_clear()
+            .env("ZOT_STUB_LOG", &log)
             .arg("-c")
             .arg(cmd)
-            .env_clear()
             .env("PATH", self.dir.path().join("bin"))
             .env("BASH_ENV", self.dir.path().join("bash_env"))
             .env("HOME", self.dir.path().join("work"))
@@ -211,13 +209,23 @@ impl Harness {
             .spawn()
             .unwrap();
         let start = Instant::now();
-        while child.try_wait().unwrap().is_none() {
+        let pgid = child.id() as libc::pid_t;
+        let mut reaped = false;
+        loop {
+            if !reaped && child.try_wait().unwrap().is_some() {
+                reaped = true;
+            }
+            // Done when no process of the group is left.
+            let alive = unsafe { libc::kill(-pgid, 0) } == 0;
+            if reaped && !alive {
+                break;
+            }
             if start.elapsed() > Duration::from_secs(3) {
-                let _ = child.kill();
+                unsafe { libc::kill(-pgid, libc::SIGKILL) };
                 let _ = child.wait();
                 break;
             }
-            std::thread::sleep(Duration::from_millis(5));
+            std::thread::sleep(Duration::from_millis(2));
         }
         std::fs::read_to_string(&log)
             .unwrap_or_default()
@@ -384,6 +392,155 @@ fn allowed_commands_run_only_what_the_gate_reported() {
     assert!(
         failures.is_empty(),
         "{} of {checked} differential checks failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Random shell-ish commands: whatever the gate allows in ask mode, bash
+/// must not run anything the gate did not report; whatever it allows in
+/// allowlist mode, bash must run only listed programs. Seed: ZOT_GATE_SEED.
+#[test]
+fn random_commands_agree_with_bash() {
+    const TOKENS: &[&str] = &[
+        "ls",
+        "git",
+        "curl",
+        "wget",
+        "cat",
+        "sh -c",
+        "bash -c",
+        "env",
+        "nice",
+        "timeout 3",
+        "xargs",
+        "find .",
+        "-exec",
+        "{}",
+        "\\;",
+        "X=1",
+        "|",
+        "||",
+        "&&",
+        "&",
+        ";",
+        "'",
+        "\"",
+        "\\",
+        "$",
+        "$(",
+        ")",
+        "(",
+        "`",
+        "{",
+        "}",
+        "#",
+        "${IFS}",
+        "*",
+        "~",
+        "-rf",
+        "=",
+        "if",
+        "then",
+        "fi",
+        "for x in a;",
+        "do",
+        "done",
+        "!",
+        "echo",
+        "'curl x'",
+        "\"wget y\"",
+        "\\c\\url",
+        "c'u'rl",
+        "$'\\x63url'",
+        "\n",
+        "<(",
+        "<<<",
+        "a=$(",
+        "x[",
+        "]",
+    ];
+    let seed: u64 = std::env::var("ZOT_GATE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_2026);
+    let mut state = seed;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut cmds = Vec::new();
+    for _ in 0..1500 {
+        let n = 1 + next() % 9;
+        let mut s = String::new();
+        for _ in 0..n {
+            s.push_str(TOKENS[(next() % TOKENS.len() as u64) as usize]);
+            if next() % 3 != 0 {
+                s.push(' ');
+            }
+        }
+        cmds.push(s);
+    }
+    let words: BTreeSet<String> = [
+        "ls", "git", "curl", "wget", "cat", "echo", "a", "x", "y", "url", "X", "then",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let Some(h) = Harness::new(&words) else {
+        require("bash", false, "bash not found in /usr/bin or /bin");
+        return;
+    };
+    let allow: Vec<String> = ["ls", "git", "cat", "echo", "env", "nice", "xargs"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut failures = Vec::new();
+    let mut ran_any = 0;
+    for cmd in &cmds {
+        if cmd.contains("-i") || cmd.contains("-p") {
+            continue;
+        }
+        let ask = zot_policy::gate::evaluate(cmd, zot_policy::gate::GateMode::Ask, &allow);
+        let al = zot_policy::gate::evaluate(cmd, zot_policy::gate::GateMode::Allowlist, &allow);
+        if ask.decision != zot_policy::gate::Decision::Allow
+            && al.decision != zot_policy::gate::Decision::Allow
+        {
+            continue;
+        }
+        let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
+        let reported: BTreeSet<String> = ask
+            .commands
+            .iter()
+            .flat_map(|c| c.via.iter().map(|v| base(v)).chain([base(&c.program)]))
+            .collect();
+        let ran = h.executed(cmd);
+        ran_any += 1;
+        if ask.decision == zot_policy::gate::Decision::Allow {
+            let missed: Vec<&String> = ran.iter().filter(|p| !reported.contains(*p)).collect();
+            if !missed.is_empty() {
+                failures.push(format!(
+                    "ask allowed {cmd:?}: bash ran {missed:?}, gate reported {reported:?}"
+                ));
+            }
+        }
+        if al.decision == zot_policy::gate::Decision::Allow {
+            let unlisted: Vec<&String> = ran.iter().filter(|p| !allow.contains(p)).collect();
+            if !unlisted.is_empty() {
+                failures.push(format!("allowlist allowed {cmd:?}: bash ran {unlisted:?}"));
+            }
+        }
+    }
+    eprintln!("seed {seed}: {ran_any} allowed random commands run under bash");
+    assert!(
+        ran_any >= 50,
+        "too few allowed commands ({ran_any}) to compare"
+    );
+    assert!(
+        failures.is_empty(),
+        "seed {seed}: {} disagreements with bash:\n{}",
         failures.len(),
         failures.join("\n")
     );
