@@ -156,6 +156,23 @@ pub fn plan(policy: &SandboxPolicy) -> Result<Vec<MountOp>, NativeError> {
         }
     }
     ops.push(MountOp::Dev { dst: "/dev".into() });
+    // Read scopes inside the private dirs are bound back read-only.
+    if let ReadScope::Restricted { paths } = &policy.read {
+        let mut hidden: Vec<PathBuf> = paths
+            .iter()
+            .filter_map(|p| std::fs::canonicalize(p).ok())
+            .filter(|p| is_under_private(p))
+            .collect();
+        sort_by_depth(&mut hidden);
+        hidden.dedup();
+        for p in hidden {
+            ops.push(MountOp::Bind {
+                src: p.clone(),
+                dst: p,
+                writable: false,
+            });
+        }
+    }
     if policy.network == NetworkPolicy::On {
         // Name resolution often points into /run (systemd-resolved).
         for f in ["/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf"] {
@@ -456,9 +473,14 @@ pub fn enter_policy(policy: &SandboxPolicy) -> Result<(), NativeError> {
     let ops = plan(policy)?;
     // SAFETY: unshare with flags only; fails with EINVAL if multi-threaded.
     if unsafe { libc::unshare(unshare_flags(policy)) } != 0 {
-        return Err(NativeError::sys(
-            "unshare(user, mount, pid, ipc, uts, net namespaces)",
-        )(errno()));
+        let err = errno();
+        let step = match err.raw_os_error() {
+            Some(libc::ENOSPC) => "unshare of user namespaces (limit reached: raise user.max_user_namespaces)",
+            Some(libc::EPERM) | Some(libc::EACCES) => "unshare of user namespaces (denied: check kernel.apparmor_restrict_unprivileged_userns, kernel.unprivileged_userns_clone or the container's seccomp profile)",
+            Some(libc::EINVAL) | Some(libc::ENOSYS) => "unshare of user namespaces (kernel without CONFIG_USER_NS / namespace support)",
+            _ => "unshare(user, mount, pid, ipc, uts, net namespaces)",
+        };
+        return Err(NativeError::sys(step)(err));
     }
     write_proc("/proc/self/setgroups", "deny")?;
     write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1\n"))?;
@@ -899,6 +921,9 @@ fn remount_tree_ro(top: &Path) -> Result<(), NativeError> {
                     .iter()
                     .any(|c| m.mountpoint.starts_with(c) && top != *c)
                     || matches!(err.raw_os_error(), Some(libc::ENOENT))
+                    // Like bwrap: a mount point we cannot even reach (EACCES
+                    // on the lookup) is out of reach for the command too.
+                    || matches!(err.raw_os_error(), Some(libc::EACCES))
                     || (m.flags & libc::MS_RDONLY != 0
                         && matches!(err.raw_os_error(), Some(libc::EPERM | libc::EACCES)));
                 if !tolerated {

@@ -322,6 +322,31 @@ fn userns_hint(
     }
 }
 
+/// A cheap check (sysctl reads only, no fork) for settings that certainly
+/// forbid user namespaces to this process: returns the reason and the hint.
+/// `None` does not prove they work ([`HostProbes::userns`] does).
+pub fn userns_blocked_by_sysctl() -> Option<(String, String)> {
+    // SAFETY: getter.
+    let root = unsafe { libc::geteuid() } == 0;
+    if read_trim("/proc/sys/user/max_user_namespaces").as_deref() == Some("0") {
+        return Some((
+            "user.max_user_namespaces is 0".into(),
+            userns_hint(&UsernsError::LimitReached, None, None, Some(0)),
+        ));
+    }
+    if !root && read_bool("/proc/sys/kernel/unprivileged_userns_clone") == Some(false) {
+        let d = UsernsError::Denied {
+            stage: NsStage::Unshare,
+            errno: libc::EPERM,
+        };
+        return Some((
+            "kernel.unprivileged_userns_clone is 0".into(),
+            userns_hint(&d, None, Some(false), None),
+        ));
+    }
+    None
+}
+
 // ---------------------------------------------------------------- landlock
 
 fn probe_landlock() -> LandlockProbe {

@@ -594,7 +594,7 @@ pub fn run_attempts(spec: &AttemptSpec) -> Vec<AttemptOutcome> {
         "ptrace a host process",
         in_child(move || {
             // SAFETY: plain syscall; the child exits right after.
-            let r = unsafe { libc::ptrace(libc::PTRACE_ATTACH, host_pid, 0, 0) };
+            let r = unsafe { libc::ptrace(libc::PTRACE_SEIZE, host_pid, 0, 0) };
             if r == 0 {
                 unsafe { libc::ptrace(libc::PTRACE_DETACH, host_pid, 0, 0) };
             }
@@ -607,8 +607,19 @@ pub fn run_attempts(spec: &AttemptSpec) -> Vec<AttemptOutcome> {
     push(
         "mount tmpfs",
         in_child(move || {
-            // SAFETY: valid C strings.
+            // SAFETY: valid C strings. Where unshare works (never inside a
+            // sandbox: seccomp refuses it), the attempt happens in a private
+            // mount namespace so an unconfined run leaks no mount.
             unsafe {
+                if libc::unshare(libc::CLONE_NEWNS) == 0 {
+                    libc::mount(
+                        std::ptr::null(),
+                        c"/".as_ptr(),
+                        std::ptr::null(),
+                        libc::MS_REC | libc::MS_PRIVATE,
+                        std::ptr::null(),
+                    );
+                }
                 libc::mount(
                     c"tmpfs".as_ptr(),
                     mnt_c.as_ptr(),

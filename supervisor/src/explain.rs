@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use zot_policy::sandbox::{NetworkPolicy, ReadScope, SandboxMode, SandboxPolicy};
+use zot_policy::sandbox::{NetworkPolicy, SandboxMode, SandboxPolicy};
 
 use crate::resolve::{self, Backend};
 use crate::{BackendChoice, EnforcementReport};
@@ -16,7 +16,7 @@ use crate::{BackendChoice, EnforcementReport};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LandlockRule {
     pub path: PathBuf,
-    pub rights: Vec<&'static str>,
+    pub rights: String,
 }
 
 /// The explanation (`--json` prints it as is).
@@ -54,6 +54,7 @@ pub struct Explanation {
 /// bound into a bwrap sandbox (shown in the mount list).
 pub fn explain(policy: &SandboxPolicy, choice: BackendChoice, zot_exe: &Path) -> Explanation {
     let env = crate::env::command_env(policy, std::env::vars_os());
+    let env_for_spec = env.clone();
     let set: Vec<(String, String)> = policy.env.set.clone();
     let env_kept: Vec<String> = env
         .iter()
@@ -98,6 +99,16 @@ pub fn explain(policy: &SandboxPolicy, choice: BackendChoice, zot_exe: &Path) ->
         .cloned()
         .collect();
     ex.enforced = Some(resolved.report.clone());
+    let chosen = match choice {
+        BackendChoice::Auto => format!(
+            "backend: {} chosen (first backend of the auto order bwrap -> native -> landlock that works here)",
+            resolved.backend.name()
+        ),
+        _ => format!("backend: {} (pinned with --backend)", resolved.backend.name()),
+    };
+    if resolved.backend != Backend::Unconfined {
+        ex.reasons.insert(0, chosen);
+    }
     if !resolved.ok_without_degraded() {
         ex.reasons.push(format!(
             "a run refuses this mode on {} unless --allow-degraded is given",
@@ -135,100 +146,24 @@ pub fn explain(policy: &SandboxPolicy, choice: BackendChoice, zot_exe: &Path) ->
         }
     }
     let kind = match resolved.backend {
-        Backend::Landlock => LlKind::Landlock,
-        _ => LlKind::Namespaced,
+        Backend::Landlock => zot_launcher::BackendKind::Landlock,
+        Backend::Native => zot_launcher::BackendKind::Native,
+        _ => zot_launcher::BackendKind::Bwrap,
     };
-    ex.landlock = landlock_rules(policy, kind);
+    let req = crate::RunRequest::new(policy.clone(), vec!["CMD".into()]);
+    let spec = crate::launch_spec(&req, kind, env_for_spec);
+    ex.landlock = zot_launcher::landlock_rules::describe(&spec)
+        .into_iter()
+        .map(|(path, rights)| LandlockRule {
+            path,
+            rights: rights.to_string(),
+        })
+        .collect();
     ex.landlock_scopes = vec!["abstract unix sockets (ABI 6)", "signals (ABI 6)"];
-    ex.seccomp = seccomp_lines(net_off);
+    ex.seccomp = zot_launcher::seccomp::describe(&spec.seccomp);
+    ex.seccomp
+        .push("no_new_privs set; every capability dropped (bounding set first)".into());
     ex
-}
-
-#[derive(PartialEq)]
-enum LlKind {
-    Namespaced,
-    Landlock,
-}
-
-const READ: &[&str] = &["execute", "read_file", "read_dir"];
-const DEV: &[&str] = &[
-    "execute",
-    "write_file",
-    "read_file",
-    "read_dir",
-    "truncate",
-    "ioctl_dev",
-];
-const ALL: &[&str] = &[
-    "execute",
-    "write_file",
-    "read_file",
-    "read_dir",
-    "remove_dir",
-    "remove_file",
-    "make_char",
-    "make_dir",
-    "make_reg",
-    "make_sock",
-    "make_fifo",
-    "make_block",
-    "make_sym",
-    "refer",
-    "truncate",
-    "ioctl_dev",
-];
-
-/// The Landlock rules the launcher adds (see launcher/src/landlock_rules.rs
-/// and the supervisor's launch spec).
-fn landlock_rules(policy: &SandboxPolicy, kind: LlKind) -> Vec<LandlockRule> {
-    let mut rules = Vec::new();
-    let rule = |p: &str, r: &'static [&'static str]| LandlockRule {
-        path: p.into(),
-        rights: r.to_vec(),
-    };
-    match &policy.read {
-        ReadScope::FullDisk => rules.push(rule("/", READ)),
-        ReadScope::Restricted { paths } => {
-            rules.extend(paths.iter().map(|p| LandlockRule {
-                path: p.clone(),
-                rights: READ.to_vec(),
-            }));
-            rules.push(rule("/proc", READ));
-            rules.push(rule(crate::bwrap::LAUNCHER_PATH, READ));
-        }
-    }
-    rules.push(rule("/dev", DEV));
-    for r in &policy.write_roots {
-        rules.push(LandlockRule {
-            path: r.clone(),
-            rights: ALL.to_vec(),
-        });
-    }
-    if kind == LlKind::Namespaced {
-        for p in ["/tmp", "/var/tmp", "/dev/shm"] {
-            rules.push(rule(p, ALL));
-        }
-    }
-    rules
-}
-
-fn seccomp_lines(net_off: bool) -> Vec<String> {
-    let mut v = vec![
-        "default: allow; the rules below return an error; architecture checked (other ABIs and x32 refused)".to_string(),
-        "EPERM: ptrace, process_vm_readv, process_vm_writev".into(),
-        "EPERM: mount, umount2, pivot_root, chroot, open_tree, move_mount, fsopen, fsconfig, fsmount, fspick, mount_setattr, setns".into(),
-        "EPERM: unshare and clone with any namespace flag (user, mount, pid, net, ipc, uts, cgroup, time)".into(),
-        "ENOSYS: clone3 (so the filterable clone is used)".into(),
-        "EPERM: keyctl, add_key, request_key, bpf, perf_event_open, userfaultfd".into(),
-        "EPERM: io_uring_setup, io_uring_enter, io_uring_register".into(),
-        "EPERM: kexec_load, init_module, finit_module, delete_module, acct, swapon, swapoff, reboot".into(),
-        "EPERM: ioctl TIOCSTI, TIOCLINUX (request compared as 32 bits)".into(),
-    ];
-    if net_off {
-        v.push("EPERM: socket, socketpair for every family but AF_UNIX".into());
-    }
-    v.push("no_new_privs set; all capabilities dropped (bounding, ambient, effective, permitted, inheritable)".into());
-    v
 }
 
 fn native_line(op: &zot_launcher::native::MountOp) -> String {
@@ -394,26 +329,5 @@ mod tests {
                 "proc /proc"
             ]
         );
-    }
-
-    #[test]
-    fn landlock_backend_gets_no_private_tmp_rule() {
-        let p = SandboxPolicy {
-            mode: SandboxMode::WorkspaceWrite,
-            cwd: "/w".into(),
-            read: ReadScope::FullDisk,
-            write_roots: vec!["/w".into()],
-            protected: vec![],
-            deny_read: vec![],
-            network: NetworkPolicy::Off,
-            env: Default::default(),
-        };
-        let ll = landlock_rules(&p, LlKind::Landlock);
-        assert!(!ll.iter().any(|r| r.path == Path::new("/tmp")));
-        let ns = landlock_rules(&p, LlKind::Namespaced);
-        assert!(ns.iter().any(|r| r.path == Path::new("/tmp")));
-        assert!(ns
-            .iter()
-            .any(|r| r.path == Path::new("/w") && r.rights.contains(&"make_reg")));
     }
 }

@@ -70,7 +70,7 @@ impl Resolved {
 
 /// Whether the launcher's seccomp filter refuses unix-socket `connect` on
 /// the landlock backend (hides host sockets without a mount namespace).
-const LANDLOCK_DENIES_UNIX_CONNECT: bool = false;
+const LANDLOCK_DENIES_UNIX_CONNECT: bool = true;
 
 fn report(backend: &Backend, policy: &SandboxPolicy) -> EnforcementReport {
     let confined = *backend != Backend::Unconfined;
@@ -98,7 +98,7 @@ fn report(backend: &Backend, policy: &SandboxPolicy) -> EnforcementReport {
             }
             if !policy.deny_read.is_empty() {
                 reasons.push(
-                    "filesystem: deny-read paths are excluded from the Landlock read rules (no masks without a mount namespace)"
+                    "filesystem: deny-read paths are carved out of the Landlock read rules (their parent directories cannot be listed)"
                         .to_string(),
                 );
             }
@@ -109,7 +109,7 @@ fn report(backend: &Backend, policy: &SandboxPolicy) -> EnforcementReport {
             (fs, Level::None)
         }
     };
-    if *backend == Backend::Landlock && !LANDLOCK_DENIES_UNIX_CONNECT {
+    if *backend == Backend::Landlock && (!LANDLOCK_DENIES_UNIX_CONNECT || !net_off) {
         reasons.push(
             "network: host unix sockets (docker, ssh-agent, dbus) stay reachable by path without a mount namespace"
                 .to_string(),
@@ -243,6 +243,20 @@ fn namespaces_usable() -> Result<(), (String, String)> {
     Ok(())
 }
 
+/// No fork: WSL1 and the sysctls that certainly forbid user namespaces.
+fn quick_namespaces_check() -> Result<(), (String, String)> {
+    if zot_probes::host().wsl1() {
+        return Err((
+            "WSL1 has no Linux namespaces".into(),
+            "use WSL2 (wsl --set-version <distro> 2)".into(),
+        ));
+    }
+    match zot_probes::userns_blocked_by_sysctl() {
+        Some((reason, hint)) => Err((format!("user namespaces unavailable: {reason}"), hint)),
+        None => Ok(()),
+    }
+}
+
 fn landlock_usable() -> Result<(), (String, String)> {
     let host = zot_probes::host();
     if host.wsl1() {
@@ -316,7 +330,9 @@ pub fn resolve(
                 ))
             }
         },
-        BackendChoice::Native => match namespaces_usable() {
+        // Pinned: only the cheap sysctl check up front (no fork); a failure at
+        // launch is explained by the full probe afterwards.
+        BackendChoice::Native => match quick_namespaces_check() {
             Ok(()) => Backend::Native,
             Err((reason, hint)) => {
                 return Err(no_backend(
@@ -345,7 +361,8 @@ pub fn resolve(
                     None
                 }
                 Ok(path) => {
-                    let ns = namespaces_usable();
+                    // Happy path: no fork, only the sysctls that certainly forbid it.
+                    let ns = quick_namespaces_check();
                     match &ns {
                         Ok(()) => chosen = Some(Backend::Bwrap { path }),
                         Err((r, _)) => considered.push(Considered {

@@ -197,7 +197,7 @@ fn explain_text(e: &Explanation) -> String {
     if !e.landlock.is_empty() {
         s.push_str("landlock rules:\n");
         for r in &e.landlock {
-            s.push_str(&format!("  {}: {}\n", r.path.display(), r.rights.join(" ")));
+            s.push_str(&format!("  {}: {}\n", r.path.display(), r.rights));
         }
         s.push_str(&format!("  scopes: {}\n", e.landlock_scopes.join(", ")));
     }
