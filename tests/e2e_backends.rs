@@ -389,6 +389,47 @@ fn check_fails_when_a_required_feature_is_missing() {
     assert_eq!(v["enforced"]["fs"], "partial", "{v}");
 }
 
+/// Inside the degraded namespace, `read-only` is fully enforced on the
+/// landlock backend: the gate passes and every attempt is refused, except
+/// the host-PID one, which the report marks as not enforced.
+#[test]
+fn check_read_only_passes_on_landlock_without_userns() {
+    for unpriv in [false, true] {
+        if !degraded_ns_available(unpriv) {
+            return;
+        }
+        let d = open_dir();
+        let o = zot_without_userns(
+            unpriv,
+            &[
+                "debug",
+                "sandbox",
+                "--check",
+                "--json",
+                "--mode",
+                "read-only",
+            ],
+            d.path(),
+            SYS_PATH,
+        );
+        let v = json(&o);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        assert_eq!(v["backend"], "landlock");
+        assert_eq!(v["enforced"]["fs"], "full", "{v}");
+        assert_eq!(v["enforced"]["net"], "full", "{v}");
+        assert_eq!(v["enforced"]["pid"], "none", "{v}");
+        for c in v["checks"].as_array().unwrap() {
+            let name = c["name"].as_str().unwrap();
+            let want = match name {
+                n if n.starts_with("control:") => "ok",
+                "see a host process" => "not-enforced",
+                _ => "refused",
+            };
+            assert_eq!(c["result"], want, "{name}: {c}");
+        }
+    }
+}
+
 #[test]
 fn check_with_unknown_feature_is_a_usage_error() {
     let o = Command::new(common::zot_bin())

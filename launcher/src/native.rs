@@ -130,17 +130,22 @@ pub fn plan(policy: &SandboxPolicy) -> Result<Vec<MountOp>, NativeError> {
                 mode: 0o755,
                 writable: true,
             });
-            let mut reads: Vec<PathBuf> = paths
+            // Like bwrap's --ro-bind: the source is resolved, the mount
+            // point is the path as given (so /bin -> usr/bin stays /bin).
+            let mut reads: Vec<(PathBuf, PathBuf)> = paths
                 .iter()
-                .filter_map(|p| std::fs::canonicalize(p).ok())
                 .filter(|p| !is_under_private(p))
+                .filter_map(|p| std::fs::canonicalize(p).ok().map(|c| (c, p.clone())))
                 .collect();
-            sort_by_depth(&mut reads);
-            reads.dedup();
-            for p in reads {
+            reads.sort_by(|a, b| {
+                let d = |p: &PathBuf| p.components().count();
+                d(&a.1).cmp(&d(&b.1)).then_with(|| a.1.cmp(&b.1))
+            });
+            reads.dedup_by(|a, b| a.1 == b.1);
+            for (src, dst) in reads {
                 ops.push(MountOp::Bind {
-                    src: p.clone(),
-                    dst: p,
+                    src,
+                    dst,
                     writable: false,
                 });
             }
