@@ -75,7 +75,8 @@ pub struct CheckRequest {
     /// Features that must be fully enforced. Empty: what the mode defines
     /// (filesystem, network, seccomp).
     pub require: Vec<Feature>,
-    /// The `zot` binary that runs the attempts inside the sandbox.
+    /// The `zot` binary (the launcher re-executes itself, via
+    /// `/proc/self/exe`, to run the attempts inside the sandbox).
     pub zot_exe: PathBuf,
 }
 
@@ -255,7 +256,9 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
     let mut run = RunRequest::new(
         policy.clone(),
         vec![
-            req.zot_exe.clone().into_os_string(),
+            // The launcher is the zot binary; its path may be hidden inside
+            // the sandbox (e.g. under the private /tmp), /proc/self/exe is not.
+            "/proc/self/exe".into(),
             "debug".into(),
             "sandbox".into(),
             ATTEMPTS_ARG.into(),
