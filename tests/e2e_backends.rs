@@ -548,3 +548,69 @@ fn explain_without_bwrap_says_why_and_danger_needs_no_backend() {
         text(&o)
     );
 }
+
+/// Pids of processes whose argv is exactly `sleep <marker>`.
+fn sleepers(marker: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmd.split(|b| *b == 0).filter(|a| !a.is_empty()).collect();
+        if args.len() == 2 && args[0].ends_with(b"sleep") && args[1] == marker.as_bytes() {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Killing the supervisor with SIGKILL takes the whole native sandbox down
+/// (pdeathsig on the outer launcher and PID 1; PID 1's death empties the
+/// namespace).
+#[test]
+fn native_sandbox_dies_with_a_killed_supervisor() {
+    if !common::require("user namespaces", userns_ok(), "native backend needs them") {
+        return;
+    }
+    let d = open_dir();
+    let marker = format!(
+        "{}.{}",
+        40 + std::process::id() % 50,
+        std::process::id() % 997
+    );
+    let mut child = Command::new(common::zot_bin())
+        .args([
+            "sandbox",
+            "--backend",
+            "native",
+            "--",
+            "/bin/sleep",
+            &marker,
+        ])
+        .current_dir(d.path())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while sleepers(&marker).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the sandboxed sleep never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let start = std::time::Instant::now();
+    while !sleepers(&marker).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the sandbox survived its supervisor: {:?}",
+            sleepers(&marker)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

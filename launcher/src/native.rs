@@ -475,6 +475,17 @@ pub fn unshare_flags(policy: &SandboxPolicy) -> libc::c_int {
 pub fn enter_policy(policy: &SandboxPolicy) -> Result<(), NativeError> {
     // SAFETY: plain getters.
     let (uid, gid, outer_pid) = unsafe { (libc::getuid(), libc::getgid(), libc::getpid()) };
+    // The outer launcher dies with the supervisor too (then PID 1 with it,
+    // then the whole namespace).
+    // SAFETY: getter.
+    let parent = unsafe { libc::getppid() };
+    set_pdeathsig()?;
+    // SAFETY: getter.
+    if unsafe { libc::getppid() } != parent {
+        return Err(NativeError::Invalid(
+            "the supervisor exited before the sandbox started".into(),
+        ));
+    }
     let ops = plan(policy)?;
     // SAFETY: unshare with flags only; fails with EINVAL if multi-threaded.
     if unsafe { libc::unshare(unshare_flags(policy)) } != 0 {
