@@ -595,8 +595,12 @@ fn trust(cand: &Path, roots: &[PathBuf]) -> Result<PathBuf, String> {
 // ---------------------------------------------------------------- misc
 
 fn probe_wsl1() -> bool {
-    let rel = read_trim("/proc/sys/kernel/osrelease").unwrap_or_default();
-    // WSL1 kernels report e.g. "4.4.0-19041-Microsoft"; WSL2 "...-microsoft-standard-WSL2".
+    is_wsl1_release(&read_trim("/proc/sys/kernel/osrelease").unwrap_or_default())
+}
+
+/// WSL1 kernels report e.g. "4.4.0-19041-Microsoft"; WSL2
+/// "5.15.90.1-microsoft-standard-WSL2".
+fn is_wsl1_release(rel: &str) -> bool {
     rel.contains("Microsoft") && !rel.to_ascii_lowercase().contains("wsl2")
 }
 
@@ -650,6 +654,21 @@ pub(crate) fn cstring(s: &str) -> CString {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wsl1_is_told_from_wsl2() {
+        assert!(is_wsl1_release("4.4.0-19041-Microsoft"));
+        assert!(!is_wsl1_release("5.15.90.1-microsoft-standard-WSL2"));
+        assert!(!is_wsl1_release("6.18.0-generic"));
+    }
+
+    #[test]
+    fn sysctl_precheck_agrees_with_the_fork_probe() {
+        // When the cheap check says "blocked", the real probe must fail too.
+        if userns_blocked_by_sysctl().is_some() {
+            assert!(!probe_userns().available);
+        }
+    }
 
     #[test]
     fn landlock_errno_hints_differ() {
