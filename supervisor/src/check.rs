@@ -122,6 +122,9 @@ pub struct AttemptSpec {
     pub link: PathBuf,
     pub control_read: PathBuf,
     pub port: Option<u16>,
+    /// A host unix socket under the host's /tmp (hidden by the sandbox).
+    #[serde(default)]
+    pub unix_socket: Option<PathBuf>,
     pub host_pid: i32,
     pub host_starttime: u64,
 }
@@ -177,6 +180,7 @@ fn attempts(mode: SandboxMode) -> Vec<Attempt> {
         a("read planted ~/.ssh secret", Feature::Fs, true, false),
         a("write protected .git/config", Feature::Fs, true, false),
         a("create .git/hooks entry", Feature::Fs, true, false),
+        a("connect to a host unix socket", Feature::Net, false, false),
         a(
             "tcp connect to host loopback listener",
             Feature::Net,
@@ -248,7 +252,23 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
     ))?;
     listener.set_nonblocking(true).ok();
     let port = listener.local_addr().ok().map(|a| a.port());
-    let spec = fixture.attempt_spec(port);
+    // A host unix socket where host daemons keep theirs (the host /tmp).
+    let sock_dir = tempfile::Builder::new()
+        .prefix("zot-check-sock-")
+        .tempdir()
+        .map_err(SupervisorError::io("creating the socket dir for the check"))?;
+    let sock_path = sock_dir.path().join("host.sock");
+    let unix_listener = std::os::unix::net::UnixListener::bind(&sock_path).map_err(
+        SupervisorError::io("binding a host unix socket for the check"),
+    )?;
+    unix_listener.set_nonblocking(true).ok();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(sock_dir.path(), std::fs::Permissions::from_mode(0o755));
+        let _ = std::fs::set_permissions(&sock_path, std::fs::Permissions::from_mode(0o777));
+    }
+    let mut spec = fixture.attempt_spec(port);
+    spec.unix_socket = Some(sock_path.clone());
     let json = serde_json::to_string(&spec).map_err(|e| SupervisorError::Io {
         what: "encoding the attempt spec".into(),
         source: e.into(),
@@ -288,6 +308,7 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
     };
     // Drain whatever reached the listener (nothing should).
     let leaked = listener.accept().is_ok();
+    let unix_leaked = unix_listener.accept().is_ok();
     let e = &outcome.report;
     report.backend_reasons = e.reasons.clone();
     fill_enforced(&mut report, e);
@@ -337,6 +358,10 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
         };
         let mut succeeded = o.succeeded;
         let mut detail = o.detail.clone();
+        if a.name == "connect to a host unix socket" && unix_leaked {
+            succeeded = true;
+            detail.push_str(" (the host socket saw a connection)");
+        }
         if a.feature == Feature::Net && a.name.starts_with("tcp") && leaked {
             succeeded = true;
             detail.push_str(" (the listener saw a connection)");
@@ -491,6 +516,7 @@ impl Fixture {
             link: self.workspace.join("link"),
             control_read,
             port,
+            unix_socket: None,
             host_pid: std::process::id() as i32,
             host_starttime: starttime(std::process::id() as i32).unwrap_or(0),
         }
@@ -568,6 +594,15 @@ pub fn run_attempts(spec: &AttemptSpec) -> Vec<AttemptOutcome> {
         std::fs::create_dir_all(ws.join(".git/hooks"))
             .map_err(|e| format!("mkdir .git/hooks: {e}"))
             .and_then(|_| write_file(&ws.join(".git/hooks/pre-commit"))),
+    );
+    push(
+        "connect to a host unix socket",
+        match &spec.unix_socket {
+            Some(p) => std::os::unix::net::UnixStream::connect(p)
+                .map(|_| format!("connected to {}", p.display()))
+                .map_err(|e| format!("{}: {e}", p.display())),
+            None => Err("no host socket".into()),
+        },
     );
     push(
         "tcp connect to host loopback listener",
