@@ -621,3 +621,57 @@ fn native_sandbox_dies_with_a_killed_supervisor() {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// `--explain REF`: an agent's restricted view on the native backend: only
+/// platform dirs and the workspace are mounted, nothing from $HOME.
+#[test]
+fn explain_agent_reference_on_native() {
+    if !common::require("user namespaces", userns_ok(), "native backend needs them") {
+        return;
+    }
+    let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/code-reviewer");
+    let d = open_dir();
+    let o = Command::new(common::zot_bin())
+        .args([
+            "debug",
+            "sandbox",
+            "--explain",
+            "--json",
+            "--backend",
+            "native",
+        ])
+        .arg(&agent)
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = json(&o);
+    assert_eq!(v["backend"], "native");
+    let mounts: Vec<&str> = v["mounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    assert!(mounts[0].starts_with("tmpfs / "), "{mounts:?}");
+    assert!(
+        mounts.iter().any(|m| m.starts_with("ro-bind /usr")),
+        "{mounts:?}"
+    );
+    let ws = std::fs::canonicalize(d.path()).unwrap();
+    assert!(
+        mounts.iter().any(|m| m.contains(ws.to_str().unwrap())),
+        "{mounts:?}"
+    );
+    if let Some(home) = std::env::var_os("HOME").map(std::path::PathBuf::from) {
+        if home != Path::new("/") && !ws.starts_with(&home) {
+            let h = home.to_string_lossy().into_owned();
+            assert!(!mounts.iter().any(|m| m.contains(&h)), "{mounts:?}");
+        }
+    }
+    assert_eq!(
+        mounts.last().copied(),
+        Some("remount / read-only"),
+        "{mounts:?}"
+    );
+}
