@@ -459,6 +459,33 @@ fn random_commands_agree_with_bash() {
         "a=$(",
         "x[",
         "]",
+        "-exec curl {} +",
+        "xargs -I{} curl",
+        "env X=1",
+        "nice -n 1",
+        "command",
+        "exec",
+        "time",
+        "builtin",
+        "f()",
+        "{ curl;}",
+        "\\\n",
+        "\t",
+        ">x",
+        "2>&1",
+        "<<E\nwget\nE\n",
+        "$((1))",
+        "[[ -n x ]]",
+        "case x in x) curl;; esac",
+        "while false; do curl; done",
+        "coproc",
+        "--",
+        "-",
+        "\"$x\"",
+        "${x:-curl}",
+        "$x",
+        "\\'",
+        "\"\\\"\"",
     ];
     let seed: u64 = std::env::var("ZOT_GATE_SEED")
         .ok()
@@ -472,7 +499,11 @@ fn random_commands_agree_with_bash() {
         state
     };
     let mut cmds = Vec::new();
-    for _ in 0..1500 {
+    let count: usize = std::env::var("ZOT_GATE_RANDOM_N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1500);
+    for _ in 0..count {
         let n = 1 + next() % 9;
         let mut s = String::new();
         for _ in 0..n {

@@ -116,11 +116,17 @@ pub(crate) fn parse_and_walk(ctx: &mut Ctx, src: &str, via: &[String], reparse: 
 fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
     let bytes = src.as_bytes();
     let mut prev = 0usize;
+    // A gap may hold blanks and `\`-newlines; a gap of only `\`-newlines
+    // joins its neighbours into one word for bash (`ca\<newline>t` is `cat`).
     let gap_ok = |from: usize, to: usize| -> bool {
         let mut i = from;
+        let mut blank = false;
         while i < to.min(bytes.len()) {
             match bytes[i] {
-                b' ' | b'\t' | b'\n' | b'\r' => i += 1,
+                b' ' | b'\t' | b'\n' | b'\r' => {
+                    blank = true;
+                    i += 1
+                }
                 b'\\' if bytes.get(i + 1) == Some(&b'\n') => i += 2,
                 b'\\' if bytes.get(i + 1) == Some(&b'\r') && bytes.get(i + 2) == Some(&b'\n') => {
                     i += 3
@@ -128,14 +134,27 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
                 _ => return false,
             }
         }
-        true
+        blank || from >= to
     };
     let mut cursor = root.walk();
     let mut ok = true;
     'outer: loop {
         let node = cursor.node();
+        if matches!(node.kind(), "simple_expansion" | "concatenation") && !contiguous(node) {
+            ok = false;
+            break;
+        }
         if node.child_count() == 0 {
             let r = node.byte_range();
+            // An operator or quote token holding other text (the grammar
+            // once read `" "` as `"` plus ` "`).
+            if !node.is_named()
+                && !node.is_missing()
+                && src.get(r.clone()).is_some_and(|t| t != node.kind())
+            {
+                ok = false;
+                break;
+            }
             if r.start > prev && !gap_ok(prev, r.start) {
                 ok = false;
                 break;
@@ -166,6 +185,19 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
             "the parser's words differ from bash's (escaped blank or newline inside a word)",
         );
     }
+}
+
+/// Do the children of `node` cover it without gaps?
+fn contiguous(node: Node) -> bool {
+    let mut at = node.start_byte();
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        if child.start_byte() != at {
+            return false;
+        }
+        at = child.end_byte();
+    }
+    at == node.end_byte()
 }
 
 fn has_unescaped_blank(word: &[u8]) -> bool {
@@ -340,7 +372,24 @@ impl Walker<'_, '_, '_, '_> {
             "pipeline" => self.pipeline(node, depth),
             "redirected_statement" => self.walk_children(node, depth),
             "file_redirect" => self.redirect(node, depth),
-            "heredoc_redirect" | "herestring_redirect" => self.walk_children(node, depth),
+            "heredoc_redirect" | "herestring_redirect" => {
+                // Words after `<<END` or after the `<<<` word are arguments
+                // of the command to bash; the grammar files them here.
+                let mut cursor = node.walk();
+                let extra = if kind == "heredoc_redirect" {
+                    node.children_by_field_name("argument", &mut cursor).count() > 0
+                } else {
+                    node.named_children(&mut cursor)
+                        .filter(|c| c.kind() != "file_descriptor")
+                        .count()
+                        > 1
+                };
+                if extra {
+                    self.ctx
+                        .unknown("words after a here-document or here-string");
+                }
+                self.walk_children(node, depth)
+            }
             "function_definition" => self.function(node, depth),
             "variable_assignment" => self.assignment(node, depth),
             "declaration_command" | "unset_command" => self.declaration(node, depth),
