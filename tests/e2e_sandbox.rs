@@ -7,6 +7,7 @@ mod common;
 mod attacks;
 
 attack_tests!("bwrap");
+attack_tests!("bwrap"; agent_view_restricted);
 
 mod cli {
     use std::process::Command;

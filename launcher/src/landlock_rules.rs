@@ -96,6 +96,18 @@ pub(crate) fn apply(spec: &LaunchSpec) -> Result<LandlockReport, LaunchError> {
     for p in &reads {
         ruleset = add_path(ruleset, p, read, false)?;
     }
+    // In a restricted view built by mounts, listing directories is harmless
+    // (only allowed paths exist); on the landlock backend it is not.
+    if matches!(spec.policy.read, ReadScope::Restricted { .. })
+        && spec.backend != BackendKind::Landlock
+    {
+        ruleset = add_path(
+            ruleset,
+            Path::new("/"),
+            BitFlags::from(AccessFs::ReadDir),
+            false,
+        )?;
+    }
     for p in &spec.landlock_dev {
         ruleset = add_path(ruleset, p, dev, false)?;
     }

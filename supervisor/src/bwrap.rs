@@ -98,7 +98,10 @@ pub fn plan(policy: &SandboxPolicy, launcher: &Path) -> BwrapPlan {
     match &policy.read {
         ReadScope::FullDisk => p.op("--ro-bind", Path::new("/"), Path::new("/")),
         ReadScope::Restricted { paths } => {
-            let mut paths: Vec<&PathBuf> = paths.iter().filter(|x| exists(x)).collect();
+            let mut paths: Vec<&PathBuf> = paths
+                .iter()
+                .filter(|x| exists(x) && !under_private(x))
+                .collect();
             paths.sort_by_key(|x| depth(x));
             for path in paths {
                 p.op("--ro-bind", path, path);
@@ -114,6 +117,17 @@ pub fn plan(policy: &SandboxPolicy, launcher: &Path) -> BwrapPlan {
         if matches!(policy.read, ReadScope::Restricted { .. }) || exists(d) {
             p.push("--tmpfs");
             p.push(d.as_os_str());
+        }
+    }
+    // Restricted read scopes inside the private dirs go on top of them.
+    if let ReadScope::Restricted { paths } = &policy.read {
+        let mut paths: Vec<&PathBuf> = paths
+            .iter()
+            .filter(|x| exists(x) && under_private(x))
+            .collect();
+        paths.sort_by_key(|x| depth(x));
+        for path in paths {
+            p.op("--ro-bind", path, path);
         }
     }
     // Name resolution when the network is on: resolv.conf often points into /run.
@@ -274,6 +288,31 @@ mod tests {
         let bind = a.iter().position(|x| x == &r).unwrap();
         assert!(tmp < bind);
         assert!(has(&a, &["--chdir", &r]));
+    }
+
+    #[test]
+    fn restricted_view_binds_only_scopes() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(t.path()).unwrap();
+        let opts = zot_policy::sandbox::AgentSandboxOptions {
+            cwd: ws.clone(),
+            read_scopes: vec![],
+            write_scopes: vec![ws.clone()],
+            ..Default::default()
+        };
+        let pol = zot_policy::sandbox::agent_policy(&opts).unwrap();
+        let a = args(&plan(&pol, Path::new("/zot")));
+        assert!(!has(&a, &["--ro-bind", "/", "/"]));
+        assert!(has(&a, &["--ro-bind", "/usr", "/usr"]));
+        assert!(has(&a, &["--ro-bind", "/etc", "/etc"]));
+        assert!(has(&a, &["--ro-bind", "/dev/null", "/etc/shadow"]));
+        let w = ws.to_string_lossy().into_owned();
+        assert!(has(&a, &["--bind", &w, &w]));
+        assert!(has(&a, &["--remount-ro", "/"]));
+        // the workspace (under /tmp here) is bound after the private /tmp
+        let tmp = a.iter().position(|x| x == "/tmp").unwrap();
+        let bind = a.iter().position(|x| x == &w).unwrap();
+        assert!(tmp < bind);
     }
 
     #[test]

@@ -136,6 +136,22 @@ pub fn available(backend: &str, unpriv: bool) -> bool {
             bwrap_works(),
             "bubblewrap missing or cannot create namespaces",
         ),
+        // H4: the native and landlock backends need these host features.
+        "native" => {
+            let u = zot_probes::host().userns();
+            common::require(
+                "user namespaces",
+                u.available && u.proc.available,
+                u.hint
+                    .as_deref()
+                    .unwrap_or("a fresh /proc cannot be mounted"),
+            )
+        }
+        "landlock" => common::require(
+            "landlock and seccomp",
+            zot_probes::host().landlock().available() && zot_probes::host().seccomp().available,
+            "Landlock or seccomp filters unavailable",
+        ),
         _ => true,
     }
 }
@@ -201,13 +217,19 @@ impl Ctx {
 
     /// Arguments for `zot sandbox` in `mode` with this backend.
     pub fn sandbox_args(&self, mode: &str) -> Vec<String> {
-        vec![
+        let mut args: Vec<String> = vec![
             "sandbox".into(),
             "--backend".into(),
             self.backend.clone(),
             "--mode".into(),
             mode.into(),
-        ]
+        ];
+        // H4: workspace-write refuses on landlock without it; the attacks then
+        // test what landlock claims.
+        if self.backend == "landlock" {
+            args.push("--allow-degraded".into());
+        }
+        args
     }
 
     /// Run `sh -c script` in the sandbox.
@@ -918,6 +940,41 @@ pub fn exit_code_mapping(ctx: &Ctx) {
     ]);
     let o = run_limited(cmd, Duration::from_secs(30));
     assert_eq!(code(&o), Some(125), "{}", text(&o));
+}
+
+/// The restricted-read view of zotfile agents (`--agent-view`, what
+/// `zot run` builds from a manifest): only platform dirs and scopes exist.
+pub fn agent_view_restricted(ctx: &Ctx) {
+    let script = format!(
+        "echo w > new && cat new || exit 9; cat {ref_} || exit 8; cat /etc/os-release >/dev/null || exit 7; \
+         echo x > {ref_} && echo ESCAPED-write-read-scope; cat /etc/shadow 2>/dev/null && echo ESCAPED-shadow; \
+         ls {home} 2>/dev/null && echo ESCAPED-home; ls /root 2>/dev/null && echo ESCAPED-root; \
+         [ \"$HOME\" = /tmp ] || echo ESCAPED-HOME=$HOME; echo BLOCKED",
+        ref_ = q(&ctx.outside.join("victim")),
+        home = q(&ctx.home)
+    );
+    let mut cmd = ctx.zot();
+    cmd.args([
+        "sandbox",
+        "--backend",
+        &ctx.backend,
+        "--agent-view",
+        "--read-scope",
+    ])
+    .arg(&ctx.outside)
+    .args(["--", "/bin/sh", "-c", &script]);
+    let o = run_limited(cmd, Duration::from_secs(30));
+    expect_blocked(ctx, "agent view", &o);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("original"),
+        "read scope not readable:\n{}",
+        text(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(ctx.outside.join("victim")).unwrap(),
+        "original\n"
+    );
+    assert_eq!(std::fs::read_to_string(ctx.ws.join("new")).unwrap(), "w\n");
 }
 
 /// The suite can fail: the same attacks escape when nothing confines them.

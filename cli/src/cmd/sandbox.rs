@@ -52,6 +52,18 @@ pub struct Args {
     /// Copy at most BYTES of stdout and of stderr; drop the rest
     #[arg(long, value_name = "BYTES")]
     pub max_output: Option<usize>,
+    /// Use the restricted-read view of a zotfile agent (platform dirs and
+    /// --read-scope read-only, cwd and --writable-root read-write, HOME=/tmp)
+    #[arg(long, hide = true)]
+    pub agent_view: bool,
+    /// With --agent-view: a read-only scope (repeatable)
+    #[arg(
+        long = "read-scope",
+        value_name = "PATH",
+        hide = true,
+        requires = "agent_view"
+    )]
+    pub read_scopes: Vec<PathBuf>,
     /// The command and its arguments
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -144,16 +156,54 @@ pub fn policy_from_args(
     Ok(compile(mode, &opts)?)
 }
 
+/// The agent view for `--agent-view` (what `zot run` builds from a manifest).
+fn agent_view(args: &Args) -> anyhow::Result<SandboxPolicy> {
+    let here = std::env::current_dir().context("cannot read the current directory")?;
+    let cwd = args
+        .cwd
+        .as_ref()
+        .map(|c| here.join(c))
+        .unwrap_or_else(|| here.clone());
+    let cwd = std::fs::canonicalize(&cwd).with_context(|| format!("--cwd {}", cwd.display()))?;
+    let canon = |p: &PathBuf, what: &str| {
+        std::fs::canonicalize(here.join(p)).with_context(|| format!("{what} {}", p.display()))
+    };
+    let mut write_scopes = vec![cwd.clone()];
+    for r in &args.writable_roots {
+        write_scopes.push(canon(r, "--writable-root")?);
+    }
+    let read_scopes = args
+        .read_scopes
+        .iter()
+        .map(|r| canon(r, "--read-scope"))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let nested = zot_supervisor::find_nested_repos(&write_scopes, 6, 20_000);
+    let opts = zot_policy::sandbox::AgentSandboxOptions {
+        cwd,
+        read_scopes,
+        write_scopes,
+        env_read: args.env_allow.clone(),
+        network: args.net,
+        nested_repos: nested,
+    };
+    Ok(zot_policy::sandbox::agent_policy(&opts)?)
+}
+
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let policy = match policy_from_args(
-        args.mode,
-        args.cwd.as_deref(),
-        &args.writable_roots,
-        &args.read_only_paths,
-        &args.deny_read,
-        args.net,
-        &args.env_allow,
-    ) {
+    let policy = if args.agent_view {
+        agent_view(&args)
+    } else {
+        policy_from_args(
+            args.mode,
+            args.cwd.as_deref(),
+            &args.writable_roots,
+            &args.read_only_paths,
+            &args.deny_read,
+            args.net,
+            &args.env_allow,
+        )
+    };
+    let policy = match policy {
         Ok(p) => p,
         Err(e) => {
             eprintln!("zot: sandbox setup failed: {e:#}");
