@@ -170,7 +170,7 @@ impl Harness {
         for (name, tail) in stubs {
             let path = bin.join(&name);
             let script = format!(
-                "#!{}\necho {name} >> \"$ZOT_STUB_LOG\"\n{tail}\n",
+                "#!{}\nprintf '%s\\0' {name} \"$@\" $'\\1' >> \"$ZOT_STUB_LOG\"\n{tail}\n",
                 bash.display()
             );
             std::fs::write(&path, script).unwrap();
@@ -179,7 +179,7 @@ impl Harness {
         }
         std::fs::write(
             dir.path().join("bash_env"),
-            "command_not_found_handle() { echo \"${1##*/}\" >> \"$ZOT_STUB_LOG\"; return 127; }\n",
+            "command_not_found_handle() { printf '%s\\0' \"${1##*/}\" \"${@:2}\" $'\\1' >> \"$ZOT_STUB_LOG\"; return 127; }\n",
         )
         .unwrap();
         Some(Harness { dir, bash })
@@ -189,6 +189,11 @@ impl Harness {
     /// to its own file and runs in its own process group, which is waited
     /// for (background jobs included) and then killed.
     fn executed(&self, cmd: &str) -> BTreeSet<String> {
+        self.runs(cmd).into_iter().map(|r| r[0].clone()).collect()
+    }
+
+    /// Every execution bash made for `cmd`: program basename, then args.
+    fn runs(&self, cmd: &str) -> Vec<Vec<String>> {
         use std::os::unix::process::CommandExt;
         static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -227,12 +232,70 @@ impl Harness {
             }
             std::thread::sleep(Duration::from_millis(2));
         }
-        std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
+        let bytes = std::fs::read(&log).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
+        text.split("\u{1}\0")
+            .filter(|r| !r.is_empty())
+            .map(|r| {
+                r.trim_end_matches('\0')
+                    .split('\0')
+                    .map(str::to_string)
+                    .collect()
+            })
             .collect()
     }
+}
+
+/// What the gate reported: (program basename, argv, via basenames).
+type Reported = Vec<(String, Vec<String>, Vec<String>)>;
+
+fn base(s: &str) -> String {
+    s.rsplit('/').next().unwrap_or(s).to_string()
+}
+
+/// Executions whose argv differs from every command the gate reported for
+/// that program, where the gate's argv is fully known (no expansion, glob or
+/// brace characters, not fed by xargs or find).
+fn argv_mismatches(cmd: &str, runs: &[Vec<String>], reported: &Reported) -> Vec<String> {
+    let plain = |argv: &[String], via: &[String]| {
+        !via.iter().any(|v| v == "xargs" || v == "find")
+            && argv
+                .iter()
+                .all(|a| !a.contains(['$', '*', '?', '[', '{', '~', '`', '\\', '(', '<', '>']))
+    };
+    let mut out = Vec::new();
+    for run in runs {
+        // Wrappers log their own argv too; the gate reports the command
+        // they run (and only the innermost program as a command).
+        if matches!(
+            run[0].as_str(),
+            "env"
+                | "nice"
+                | "timeout"
+                | "nohup"
+                | "xargs"
+                | "find"
+                | "setsid"
+                | "stdbuf"
+                | "sh"
+                | "bash"
+                | "dash"
+        ) {
+            continue;
+        }
+        let cands: Vec<_> = reported.iter().filter(|(p, _, _)| *p == run[0]).collect();
+        if cands.is_empty() || !cands.iter().all(|(_, argv, via)| plain(argv, via)) {
+            continue;
+        }
+        if !cands
+            .iter()
+            .any(|(_, argv, _)| argv.len() == run.len() && argv[1..] == run[1..])
+        {
+            let saw: Vec<_> = cands.iter().map(|(_, a, _)| a).collect();
+            out.push(format!("{cmd:?}: bash ran {run:?}, the gate saw {saw:?}"));
+        }
+    }
+    out
 }
 
 fn corpus_commands() -> Vec<String> {
@@ -357,15 +420,31 @@ fn allowed_commands_run_only_what_the_gate_reported() {
         if ask["decision"] != "allow" && al["decision"] != "allow" {
             continue;
         }
-        let mut reported = BTreeSet::new();
-        for c in ask["commands"].as_array().unwrap() {
-            let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
-            reported.insert(base(c["program"].as_str().unwrap()));
-            for v in c["via"].as_array().unwrap() {
-                reported.insert(base(v.as_str().unwrap()));
-            }
+        let strs = |v: &serde_json::Value| -> Vec<String> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_str().unwrap().to_string())
+                .collect()
+        };
+        let full: Reported = ask["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let via: Vec<String> = strs(&c["via"]).iter().map(|v| base(v)).collect();
+                (base(c["program"].as_str().unwrap()), strs(&c["argv"]), via)
+            })
+            .collect();
+        let reported: BTreeSet<String> = full
+            .iter()
+            .flat_map(|(p, _, via)| via.iter().cloned().chain([p.clone()]))
+            .collect();
+        let runs = h.runs(cmd);
+        if ask["decision"] == "allow" {
+            failures.extend(argv_mismatches(cmd, &runs, &full));
         }
-        let ran = h.executed(cmd);
+        let ran: BTreeSet<String> = runs.iter().map(|r| r[0].clone()).collect();
         checked += 1;
         let unreported: Vec<&String> = ran.iter().filter(|p| !reported.contains(*p)).collect();
         if !unreported.is_empty() {
@@ -541,13 +620,26 @@ fn random_commands_agree_with_bash() {
         {
             continue;
         }
-        let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
-        let reported: BTreeSet<String> = ask
+        let full: Reported = ask
             .commands
             .iter()
-            .flat_map(|c| c.via.iter().map(|v| base(v)).chain([base(&c.program)]))
+            .map(|c| {
+                (
+                    base(&c.program),
+                    c.argv.clone(),
+                    c.via.iter().map(|v| base(v)).collect(),
+                )
+            })
             .collect();
-        let ran = h.executed(cmd);
+        let reported: BTreeSet<String> = full
+            .iter()
+            .flat_map(|(p, _, via)| via.iter().cloned().chain([p.clone()]))
+            .collect();
+        let runs = h.runs(cmd);
+        if ask.decision == zot_policy::gate::Decision::Allow {
+            failures.extend(argv_mismatches(cmd, &runs, &full));
+        }
+        let ran: BTreeSet<String> = runs.iter().map(|r| r[0].clone()).collect();
         ran_any += 1;
         if ask.decision == zot_policy::gate::Decision::Allow {
             let missed: Vec<&String> = ran.iter().filter(|p| !reported.contains(*p)).collect();
