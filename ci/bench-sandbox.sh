@@ -28,6 +28,8 @@ variants = {
     "bare /bin/true": ["/bin/true"],
     "plain bwrap": bw,
     "zot sandbox": [zot, "sandbox", "--mode", "workspace-write", "--", "/bin/true"],
+    "zot --backend bwrap": [zot, "sandbox", "--backend", "bwrap", "--mode", "workspace-write", "--", "/bin/true"],
+    "zot --version": [zot, "--version"],
 }
 env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/")}
 res = {k: [] for k in variants}
@@ -50,8 +52,8 @@ for i in range(n + 10):
             res[name].append(dt * 1000)
 p = lambda xs, q: statistics.quantiles(xs, n=100)[q - 1]
 base = statistics.median(res["plain bwrap"])
-print(f"{'variant':16} {'p50 ms':>8} {'p90 ms':>8} {'x bwrap':>8} {'peak RSS KiB':>13}")
+print(f"{'variant':20} {'p50 ms':>8} {'p90 ms':>8} {'x bwrap':>8} {'peak RSS KiB':>13}")
 for name in variants:
     m = statistics.median(res[name])
-    print(f"{name:16} {m:8.2f} {p(res[name], 90):8.2f} {m / base:8.2f} {rss[name]:13d}")
+    print(f"{name:20} {m:8.2f} {p(res[name], 90):8.2f} {m / base:8.2f} {rss[name]:13d}")
 PY

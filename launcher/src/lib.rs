@@ -232,11 +232,14 @@ pub fn main_from_args() -> ! {
         Ok(never) => match never {},
         Err(LaunchFailure::Setup(err)) => {
             let message = chain(&err);
+            // With a status pipe the supervisor reports it (once).
+            if status.0.is_none() {
+                eprintln!("zot: sandbox setup failed: {message}");
+            }
             status.send(&LaunchStatus::Failed {
                 stage: err.stage().to_string(),
-                message: message.clone(),
+                message,
             });
-            eprintln!("zot: sandbox setup failed: {message}");
             EXIT_SETUP
         }
         Err(LaunchFailure::Exec { program, errno }) => {
