@@ -7,7 +7,7 @@ mod common;
 mod attacks;
 
 attack_tests!("bwrap");
-attack_tests!("bwrap"; agent_view_restricted);
+attack_tests!("bwrap"; agent_view_restricted, planted_bwrap_ignored);
 
 mod cli {
     use std::process::Command;

@@ -942,6 +942,44 @@ pub fn exit_code_mapping(ctx: &Ctx) {
     assert_eq!(code(&o), Some(125), "{}", text(&o));
 }
 
+/// A `bwrap` planted in the workspace (first on PATH) is never used.
+pub fn planted_bwrap_ignored(ctx: &Ctx) {
+    let fake = ctx.ws.join("bin/bwrap");
+    std::fs::create_dir_all(fake.parent().unwrap()).unwrap();
+    let marker = ctx.ws.join("fake-bwrap-ran");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\ntouch {}\nexec /usr/bin/bwrap \"$@\"\n",
+            q(&marker)
+        ),
+    )
+    .unwrap();
+    make_open(&ctx.ws.join("bin"));
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if ctx.unpriv {
+        chown_r(&ctx.ws, NOBODY);
+    }
+    let mut cmd = ctx.zot();
+    cmd.env(
+        "PATH",
+        format!(
+            "{}:/usr/local/bin:/usr/bin:/bin",
+            ctx.ws.join("bin").display()
+        ),
+    );
+    cmd.args(ctx.sandbox_args("workspace-write"))
+        .args(["--", "/bin/true"]);
+    let o = run_limited(cmd, Duration::from_secs(30));
+    assert!(
+        !marker.exists(),
+        "[{} {}] the workspace's bwrap was run:\n{}",
+        ctx.backend,
+        ctx.who(),
+        text(&o)
+    );
+}
+
 /// The restricted-read view of zotfile agents (`--agent-view`, what
 /// `zot run` builds from a manifest): only platform dirs and scopes exist.
 pub fn agent_view_restricted(ctx: &Ctx) {
