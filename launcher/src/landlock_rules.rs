@@ -167,7 +167,7 @@ pub fn read_rules(spec: &LaunchSpec) -> Vec<PathBuf> {
 }
 
 fn carve(dir: &Path, denied: &[&Path], out: &mut Vec<PathBuf>) {
-    if denied.iter().any(|d| *d == dir) {
+    if denied.contains(&dir) {
         return;
     }
     if !denied.iter().any(|d| d.starts_with(dir)) {

@@ -25,6 +25,7 @@ const NS_FLAGS: &[u64] = &[
 ];
 
 /// ioctl requests refused: terminal input injection and console control.
+#[allow(clippy::unnecessary_cast)] // the libc type differs between targets
 const DENIED_IOCTLS: &[u64] = &[libc::TIOCSTI as u64, libc::TIOCLINUX as u64];
 
 /// Syscalls refused with EPERM whatever their arguments.
@@ -171,9 +172,11 @@ pub fn compile(spec: &SeccompSpec) -> Result<Vec<BpfProgram>, LaunchError> {
         arch(),
     )
     .map_err(LaunchError::SeccompCompile)?;
-    let mut progs: Vec<BpfProgram> = Vec::new();
-    progs.push(eperm.try_into().map_err(LaunchError::SeccompCompile)?);
-    progs.push(enosys.try_into().map_err(LaunchError::SeccompCompile)?);
+    #[allow(unused_mut)] // pushed to on x86_64 only
+    let mut progs: Vec<BpfProgram> = vec![
+        eperm.try_into().map_err(LaunchError::SeccompCompile)?,
+        enosys.try_into().map_err(LaunchError::SeccompCompile)?,
+    ];
     #[cfg(target_arch = "x86_64")]
     progs.push(x32_filter());
     Ok(progs)
