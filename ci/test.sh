@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
-cargo test --workspace --locked "$@"
+cargo test --workspace --locked --no-fail-fast "$@"
