@@ -237,7 +237,8 @@ impl Harness {
         text.split("\u{1}\0")
             .filter(|r| !r.is_empty())
             .map(|r| {
-                r.trim_end_matches('\0')
+                r.strip_suffix('\0')
+                    .unwrap_or(r)
                     .split('\0')
                     .map(str::to_string)
                     .collect()
@@ -565,6 +566,10 @@ fn random_commands_agree_with_bash() {
         "$x",
         "\\'",
         "\"\\\"\"",
+        "x='a[$(curl x)]';",
+        "$((x))",
+        "printf -v",
+        "'a[`wget`]'",
     ];
     let seed: u64 = std::env::var("ZOT_GATE_SEED")
         .ok()

@@ -110,6 +110,12 @@ pub(crate) struct Ctx<'a> {
     pub allow: &'a [String],
     pub findings: Vec<(Kind, String)>,
     pub commands: Vec<ParsedCommand>,
+    /// Literal text that holds `$(` or a backtick (first one seen).
+    pub code_text: Option<String>,
+    /// Something that evaluates text as arithmetic or a variable name
+    /// (`$((..))`, `[[ ]]`, subscripts, `let`, `printf -v`, `read`, ...),
+    /// where a literal `a[$(cmd)]` runs `cmd`.
+    pub evaluator: bool,
 }
 
 impl Ctx<'_> {
@@ -147,6 +153,8 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
         allow,
         findings: Vec::new(),
         commands: Vec::new(),
+        code_text: None,
+        evaluator: false,
     };
     let empty = command.trim().is_empty();
     if command.len() > MAX_INPUT_BYTES {
@@ -154,6 +162,13 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
     } else if !empty {
         walk::check_text(&mut ctx, command);
         walk::parse_and_walk(&mut ctx, command, &[], 0);
+        if ctx.evaluator {
+            if let Some(text) = ctx.code_text.take() {
+                ctx.unknown(format!(
+                    "the text `{text}` runs a command if the shell evaluates it (arithmetic, array subscripts, variable names)"
+                ));
+            }
+        }
     }
     let Ctx {
         findings, commands, ..

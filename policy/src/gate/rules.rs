@@ -57,6 +57,42 @@ pub(crate) fn runs_code(base: &str) -> bool {
     )
 }
 
+/// Builtins that evaluate arguments as arithmetic or variable names (where
+/// `a[$(cmd)]` runs `cmd`).
+pub(crate) fn evaluates_names(base: &str) -> bool {
+    matches!(
+        base,
+        "let"
+            | "declare"
+            | "typeset"
+            | "local"
+            | "export"
+            | "readonly"
+            | "printf"
+            | "read"
+            | "test"
+            | "["
+            | "[["
+            | "unset"
+            | "mapfile"
+            | "readarray"
+            | "getopts"
+            | "wait"
+            | "shift"
+            | "return"
+            | "exit"
+            | "ulimit"
+            | "kill"
+            | "fc"
+            | "history"
+            | "source"
+            | "."
+            | "eval"
+            | "set"
+            | "shopt"
+    )
+}
+
 pub(crate) fn is_var_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars

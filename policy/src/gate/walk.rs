@@ -140,6 +140,43 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
     let mut ok = true;
     'outer: loop {
         let node = cursor.node();
+        match node.kind() {
+            "arithmetic_expansion"
+            | "c_style_for_statement"
+            | "subscript"
+            | "test_command"
+            | "expansion" => ctx.evaluator = true,
+            "compound_statement" if node.child(0).is_some_and(|c| c.kind() == "((") => {
+                ctx.evaluator = true
+            }
+            "word" | "raw_string" | "string_content" | "ansi_c_string" | "heredoc_content"
+                if ctx.code_text.is_none() =>
+            {
+                let text = src.get(node.byte_range()).unwrap_or("").replace('\\', "");
+                if text.contains("$(") || text.contains('`') {
+                    ctx.code_text = Some(text.chars().take(60).collect());
+                }
+            }
+            _ => {}
+        }
+        // `x2>&1` is a word `x2` and `>&1` to bash, and `2>&1` after a
+        // word with no blank is no descriptor either.
+        if node.kind() == "file_redirect"
+            && node.start_byte() == prev
+            && prev > 0
+            && bytes[prev - 1].is_ascii_digit()
+        {
+            ok = false;
+            break;
+        }
+        if node.kind() == "file_descriptor" {
+            let t = src.get(node.byte_range()).unwrap_or("");
+            let braced = t.starts_with('{') && t.ends_with('}');
+            if !(braced || (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))) {
+                ok = false;
+                break;
+            }
+        }
         if matches!(node.kind(), "simple_expansion" | "concatenation") && !contiguous(node) {
             ok = false;
             break;
@@ -185,6 +222,18 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
             "the parser's words differ from bash's (escaped blank or newline inside a word)",
         );
     }
+}
+
+fn has_unescaped_newline(gap: &[u8]) -> bool {
+    let mut i = 0;
+    while i < gap.len() {
+        match gap[i] {
+            b'\\' => i += 2,
+            b'\n' => return true,
+            _ => i += 1,
+        }
+    }
+    false
 }
 
 /// Do the children of `node` cover it without gaps?
@@ -420,6 +469,7 @@ impl Walker<'_, '_, '_, '_> {
         let mut cursor = node.walk();
         let mut children = Vec::new();
         let mut last_word_end: Option<usize> = None;
+        let mut last_end: Option<usize> = None;
         if cursor.goto_first_child() {
             loop {
                 let child = cursor.node();
@@ -439,6 +489,15 @@ impl Walker<'_, '_, '_, '_> {
                     Some("argument") => words.push(decode(child, self.src)),
                     _ => {}
                 }
+                // A newline ends a command for bash; the grammar sometimes
+                // reads on (`git <newline> \<newline> ${x:-curl}`).
+                if let Some(end) = last_end {
+                    let gap = &self.src.as_bytes()[end.min(child.start_byte())..child.start_byte()];
+                    if has_unescaped_newline(gap) {
+                        self.ctx.unknown("a command that continues over a newline");
+                    }
+                }
+                last_end = Some(child.end_byte());
                 // Bash separates words by blanks; the grammar sometimes
                 // splits one word in two (`$'a'\{`).
                 let wordish = matches!(cursor.field_name(), Some("name" | "argument"))
@@ -593,6 +652,9 @@ impl Walker<'_, '_, '_, '_> {
 
     /// Records a builtin that the grammar does not parse as a command.
     fn record_builtin(&mut self, node: Node, program: &str) {
+        if rules::evaluates_names(program) {
+            self.ctx.evaluator = true;
+        }
         let mut argv = vec![program.to_string()];
         let mut cursor = node.walk();
         for child in node.named_children(&mut cursor) {

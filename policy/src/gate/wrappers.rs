@@ -188,6 +188,9 @@ impl Ctx<'_> {
     }
 
     fn push(&mut self, words: &[Word], via: &[String], open: bool, checks: bool) {
+        if rules::evaluates_names(rules::basename(&words[0].text)) {
+            self.evaluator = true;
+        }
         let cmd = ParsedCommand {
             program: words[0].text.clone(),
             argv: texts(words),
@@ -272,9 +275,9 @@ impl Ctx<'_> {
                     Step::Run
                 }
             }),
-            "nohup" | "builtin" | "coproc" => {
-                options(words, "", "", &[], &[]).map(|(i, _)| wrap_at(words, i))
-            }
+            // A reserved word: no options (`coproc --` runs `--`).
+            "coproc" => Ok(wrap_at(words, 1)),
+            "nohup" | "builtin" => options(words, "", "", &[], &[]).map(|(i, _)| wrap_at(words, i)),
             "time" => options(
                 words,
                 "pvqa",
