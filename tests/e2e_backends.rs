@@ -24,7 +24,7 @@ mod landlock {
         write_outside_cwd, write_etc, write_bashrc, read_ssh_key, symlink_preplanted, symlink_fresh,
         hardlink_from_outside, tcp_loopback, unix_socket_host_abstract, host_process_ptrace_kill_environ,
         parent_secret_env, mount_refused, nested_userns_refused, chroot_refused, io_uring_refused,
-        no_new_privs_and_seccomp_on, tiocsti_injection, timeout_kills_tree, output_flood_capped,
+        no_new_privs_and_seccomp_on, tiocsti_injection, output_flood_capped,
         signal_forwarding, exit_code_mapping,
     );
 }
@@ -674,4 +674,51 @@ fn explain_agent_reference_on_native() {
         Some("remount / read-only"),
         "{mounts:?}"
     );
+}
+
+/// On the landlock backend (no PID namespace) a timeout still kills the
+/// command's whole process group; only a process that left the session on
+/// purpose (setsid) can outlive it, which is why the report says `pid: none`.
+#[test]
+fn landlock_timeout_kills_the_process_group() {
+    if !common::require("landlock", landlock_ok(), "Landlock or seccomp unavailable") {
+        return;
+    }
+    let d = open_dir();
+    let marker = format!(
+        "{}.{}",
+        90 + std::process::id() % 50,
+        std::process::id() % 991
+    );
+    let script = format!("sleep {marker} & sleep {marker}");
+    let mut c = Command::new(common::zot_bin());
+    c.args([
+        "sandbox",
+        "--backend",
+        "landlock",
+        "--timeout",
+        "1",
+        "--report",
+        "--",
+        "/bin/sh",
+        "-c",
+        &script,
+    ])
+    .current_dir(d.path());
+    let o = attacks::run_limited(c, Duration::from_secs(20));
+    assert_eq!(o.status.code(), Some(124), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("pid: none"),
+        "{}",
+        text(&o)
+    );
+    let start = std::time::Instant::now();
+    while !sleepers(&marker).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "the process group survived: {:?}",
+            sleepers(&marker)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -578,7 +578,7 @@ fn trust(cand: &Path, roots: &[PathBuf]) -> Result<PathBuf, String> {
     }
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
-    if meta.uid() != 0 && meta.uid() != euid {
+    if meta.uid() != 0 && meta.uid() != euid && !owned_outside_our_userns(meta.uid()) {
         return Err(format!("owned by uid {}", meta.uid()));
     }
     if let Some(dir) = canon.parent() {
@@ -590,6 +590,17 @@ fn trust(cand: &Path, roots: &[PathBuf]) -> Result<PathBuf, String> {
         }
     }
     Ok(canon)
+}
+
+/// In a non-initial user namespace, files of users that are not mapped
+/// (e.g. the host's root) show the overflow uid; nobody in this namespace
+/// can be that owner, so such a file is as trustworthy as a root-owned one.
+pub fn owned_outside_our_userns(uid: u32) -> bool {
+    let overflow = read_trim("/proc/sys/kernel/overflowuid").and_then(|s| s.parse::<u32>().ok());
+    let initial = read_trim("/proc/self/uid_map")
+        .map(|m| m.split_whitespace().collect::<Vec<_>>() == ["0", "0", "4294967295"])
+        .unwrap_or(true);
+    !initial && overflow == Some(uid)
 }
 
 // ---------------------------------------------------------------- misc

@@ -92,12 +92,25 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
                         req.stdin,
                         out_pipes,
                         &[spec_r, status_w, iw],
+                        false, // H4
                     )
                 }
                 _ => {
                     let mut argv: Vec<OsString> = vec![exe.as_os_str().into()];
                     argv.append(&mut launcher_args);
-                    spawn_raw(&exe, &argv, &[], req.stdin, out_pipes, &[spec_r, status_w])
+                    // H4: on the landlock backend the launcher must not be a
+                    // process-group leader (its setsid() would fail with EPERM):
+                    // spawn it as the leader of a new session instead.
+                    let new_session = matches!(backend, Backend::Landlock);
+                    spawn_raw(
+                        &exe,
+                        &argv,
+                        &[],
+                        req.stdin,
+                        out_pipes,
+                        &[spec_r, status_w],
+                        new_session,
+                    )
                 }
             }
         }
@@ -149,7 +162,9 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
         req.kill_grace,
         req.forward_signals,
     );
-    if resolved.backend == Backend::Unconfined {
+    // H4: the landlock backend has no PID namespace either: kill what is
+    // left of the command's process group (its session leader was `pid`).
+    if matches!(resolved.backend, Backend::Unconfined | Backend::Landlock) {
         // Reap the rest of the tree (the command's process group).
         let _ = kill(Pid::from_raw(-pid), Signal::SIGKILL);
     }
@@ -430,6 +445,7 @@ fn spawn_raw(
     stdin: Stdin,
     out: Option<(OwnedFd, OwnedFd)>,
     keep: &[OwnedFd],
+    new_session: bool, // H4: POSIX_SPAWN_SETSID instead of a new process group
 ) -> std::io::Result<i32> {
     let prog = cstring(program.as_os_str())?;
     let args: Vec<CString> = argv.iter().map(|a| cstring(a)).collect::<Result<_, _>>()?;
@@ -507,11 +523,15 @@ fn spawn_raw(
         rc |= libc::posix_spawnattr_setsigmask(&mut attr, &empty);
         rc |= libc::posix_spawnattr_setsigdefault(&mut attr, &defaults);
         rc |= libc::posix_spawnattr_setpgroup(&mut attr, 0);
+        // H4: a session leader is also the leader of its own process group.
+        let group_flag = if new_session {
+            libc::POSIX_SPAWN_SETSID as i32
+        } else {
+            libc::POSIX_SPAWN_SETPGROUP
+        };
         rc |= libc::posix_spawnattr_setflags(
             &mut attr,
-            (libc::POSIX_SPAWN_SETPGROUP
-                | libc::POSIX_SPAWN_SETSIGMASK
-                | libc::POSIX_SPAWN_SETSIGDEF) as _,
+            (group_flag | libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF) as _,
         );
         let mut pid: libc::pid_t = 0;
         let result = if rc != 0 {

@@ -200,7 +200,7 @@ fn trust(cand: &Path, path: &Path, roots: &[PathBuf]) -> Result<(), String> {
         return Err("writable by group or others".into());
     }
     let euid = nix::unistd::geteuid().as_raw();
-    if meta.uid() != 0 && meta.uid() != euid {
+    if meta.uid() != 0 && meta.uid() != euid && !zot_probes::owned_outside_our_userns(meta.uid()) {
         return Err(format!("owned by uid {}", meta.uid()));
     }
     Ok(())
