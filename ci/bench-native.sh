@@ -45,6 +45,7 @@ if bwrap:
     results["bwrap"] = bench("plain bwrap (equivalent flags)", plain)
     results["zot-bwrap"] = bench("zot sandbox --backend bwrap", [zot, "sandbox", "--backend", "bwrap", "--mode", "workspace-write", "--", "/bin/true"])
 results["native"] = bench("zot sandbox --backend native", [zot, "sandbox", "--backend", "native", "--mode", "workspace-write", "--", "/bin/true"])
+results["landlock"] = bench("zot sandbox --backend landlock (ro)", [zot, "sandbox", "--backend", "landlock", "--", "/bin/true"])
 results["check"] = bench("zot debug sandbox --check (native)", [zot, "debug", "sandbox", "--check", "--backend", "native"], runs=max(5, n // 20))
 results["check-auto"] = bench("zot debug sandbox --check (auto)", [zot, "debug", "sandbox", "--check"], runs=max(5, n // 20))
 if "bwrap" in results:

@@ -233,7 +233,13 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
         }
     };
     report.backend = resolved.backend.name().to_string();
-    report.backend_reasons = resolved.report.reasons.clone();
+    report.backend_reasons = resolved
+        .report
+        .reasons
+        .iter()
+        .filter(|r| !r.starts_with("degraded:"))
+        .cloned()
+        .collect();
     fill_enforced(&mut report, &resolved.report);
     if resolved.backend == Backend::Unconfined {
         report
@@ -310,7 +316,13 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
     let leaked = listener.accept().is_ok();
     let unix_leaked = unix_listener.accept().is_ok();
     let e = &outcome.report;
-    report.backend_reasons = e.reasons.clone();
+    // The check always runs (allow_degraded); `missing` says what is not full.
+    report.backend_reasons = e
+        .reasons
+        .iter()
+        .filter(|r| !r.starts_with("degraded:"))
+        .cloned()
+        .collect();
     fill_enforced(&mut report, e);
     let level_of = |f: Feature| {
         report
