@@ -901,11 +901,13 @@ fn unescape_octal(s: &str) -> std::ffi::OsString {
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'\\'
-            && i + 3 < b.len() + 0
+            && i + 3 < b.len()
             && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
         {
-            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
-            out.push(v);
+            let v = u32::from(b[i + 1] - b'0') * 64
+                + u32::from(b[i + 2] - b'0') * 8
+                + u32::from(b[i + 3] - b'0');
+            out.push(v as u8);
             i += 4;
         } else {
             out.push(b[i]);
