@@ -722,3 +722,31 @@ fn landlock_timeout_kills_the_process_group() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A pinned backend the host cannot give: the gate fails (exit 1) and says why.
+#[test]
+fn check_with_an_unavailable_pinned_backend_fails_and_says_why() {
+    let d = open_dir();
+    let o = Command::new(common::zot_bin())
+        .args([
+            "debug",
+            "sandbox",
+            "--check",
+            "--json",
+            "--backend",
+            "bwrap",
+        ])
+        .current_dir(d.path())
+        .env("HOME", d.path())
+        .env("PATH", "/nonexistent-no-bwrap")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v = json(&o);
+    assert_check_shape(&v);
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["backend"], "none");
+    let reasons = v["backend_reasons"].to_string();
+    assert!(reasons.contains("bwrap not found on PATH"), "{reasons}");
+    assert!(reasons.contains("install bubblewrap"), "{reasons}");
+}
