@@ -750,3 +750,43 @@ fn check_with_an_unavailable_pinned_backend_fails_and_says_why() {
     assert!(reasons.contains("bwrap not found on PATH"), "{reasons}");
     assert!(reasons.contains("install bubblewrap"), "{reasons}");
 }
+
+/// A container-like host: user namespaces denied by a seccomp filter (EPERM,
+/// as Docker's default profile does) while the sysctls look fine. Simulated
+/// by running zot inside zot's own native sandbox: auto must still fall back
+/// to landlock and say why.
+#[test]
+fn auto_inside_a_seccomp_sandbox_falls_back_to_landlock() {
+    if !common::require("user namespaces", userns_ok(), "native backend needs them")
+        || !common::require("landlock", landlock_ok(), "Landlock or seccomp unavailable")
+    {
+        return;
+    }
+    let d = open_dir();
+    let o = Command::new(common::zot_bin())
+        .args([
+            "sandbox",
+            "--backend",
+            "native",
+            "--",
+            "/proc/self/exe",
+            "sandbox",
+            "--report",
+            "--",
+            "/bin/echo",
+            "inner-ok",
+        ])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "inner-ok\n");
+    assert!(err.contains("backend landlock"), "{}", text(&o));
+    assert!(
+        err.contains("bwrap not used: user namespaces unavailable: unshare(CLONE_NEWUSER) denied"),
+        "{}",
+        text(&o)
+    );
+    assert!(err.contains("filesystem: full"), "{}", text(&o));
+}

@@ -32,6 +32,7 @@ pub fn host() -> &'static HostProbes {
 #[derive(Default)]
 pub struct HostProbes {
     userns: OnceLock<UsernsProbe>,
+    userns_quick: OnceLock<Result<(), UsernsError>>,
     landlock: OnceLock<LandlockProbe>,
     seccomp: OnceLock<SeccompProbe>,
     bwrap: OnceLock<BwrapProbe>,
@@ -45,6 +46,18 @@ impl HostProbes {
     /// them, uid mapping, private mounts, and a fresh /proc).
     pub fn userns(&self) -> &UsernsProbe {
         self.userns.get_or_init(probe_userns)
+    }
+
+    /// Cheap check (one fork, one `unshare(CLONE_NEWUSER)`): can this
+    /// process create a user namespace at all? Does not prove that mounts
+    /// or /proc work inside it ([`HostProbes::userns`] does).
+    pub fn userns_quick(&self) -> Result<(), UsernsError> {
+        *self.userns_quick.get_or_init(|| {
+            if let Some(p) = self.userns.get() {
+                return p.error.map_or(Ok(()), Err);
+            }
+            nsprobe::run_user_only()
+        })
     }
 
     /// Landlock ABI version or why it is unavailable.
@@ -671,6 +684,18 @@ mod tests {
         assert!(is_wsl1_release("4.4.0-19041-Microsoft"));
         assert!(!is_wsl1_release("5.15.90.1-microsoft-standard-WSL2"));
         assert!(!is_wsl1_release("6.18.0-generic"));
+    }
+
+    #[test]
+    fn quick_probe_agrees_with_the_full_probe() {
+        let full = probe_userns();
+        let quick = nsprobe::run_user_only();
+        if full.available {
+            assert_eq!(quick, Ok(()));
+        }
+        if let Err(e) = quick {
+            assert!(!full.available, "{e}");
+        }
     }
 
     #[test]

@@ -218,6 +218,46 @@ pub(crate) fn run() -> Result<Option<UsernsError>, UsernsError> {
     }
 }
 
+/// The cheapest real check: a forked child calls `unshare(CLONE_NEWUSER)`
+/// and exits with the errno (0 on success). Catches container seccomp
+/// profiles (EPERM), exhausted limits anywhere up the chain (ENOSPC) and
+/// kernels without user namespaces, without building anything.
+pub(crate) fn run_user_only() -> Result<(), UsernsError> {
+    // SAFETY: the child makes one syscall and `_exit`s.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(UsernsError::Failed {
+            stage: NsStage::Fork,
+            errno: errno(),
+        });
+    }
+    if pid == 0 {
+        // SAFETY: raw syscalls only.
+        unsafe {
+            let r = libc::unshare(libc::CLONE_NEWUSER);
+            let code = if r == 0 {
+                0
+            } else {
+                (*libc::__errno_location()).clamp(1, 255)
+            };
+            libc::_exit(code)
+        }
+    }
+    let mut st = 0;
+    // SAFETY: reaping our child.
+    unsafe { while libc::waitpid(pid, &mut st, 0) < 0 && errno() == libc::EINTR {} }
+    if libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0 {
+        Ok(())
+    } else if libc::WIFEXITED(st) {
+        Err(classify(NsStage::Unshare, libc::WEXITSTATUS(st)))
+    } else {
+        Err(UsernsError::Failed {
+            stage: NsStage::Fork,
+            errno: 0,
+        })
+    }
+}
+
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }

@@ -243,7 +243,8 @@ fn namespaces_usable() -> Result<(), (String, String)> {
     Ok(())
 }
 
-/// No fork: WSL1 and the sysctls that certainly forbid user namespaces.
+/// WSL1, the sysctls that certainly forbid user namespaces, then one
+/// forked `unshare(CLONE_NEWUSER)`.
 fn quick_namespaces_check() -> Result<(), (String, String)> {
     if zot_probes::host().wsl1() {
         return Err((
@@ -251,10 +252,18 @@ fn quick_namespaces_check() -> Result<(), (String, String)> {
             "use WSL2 (wsl --set-version <distro> 2)".into(),
         ));
     }
-    match zot_probes::userns_blocked_by_sysctl() {
-        Some((reason, hint)) => Err((format!("user namespaces unavailable: {reason}"), hint)),
-        None => Ok(()),
+    if let Some((reason, hint)) = zot_probes::userns_blocked_by_sysctl() {
+        return Err((format!("user namespaces unavailable: {reason}"), hint));
     }
+    // One fork + unshare(CLONE_NEWUSER): catches container seccomp profiles
+    // and limits exhausted further up, still far cheaper than a bwrap run.
+    zot_probes::host().userns_quick().map_err(|e| {
+        let p = zot_probes::host().userns();
+        (
+            format!("user namespaces unavailable: {e}"),
+            p.hint.clone().unwrap_or_default(),
+        )
+    })
 }
 
 fn landlock_usable() -> Result<(), (String, String)> {
