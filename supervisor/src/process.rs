@@ -148,10 +148,23 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
     });
 
     let truncated = Arc::new(AtomicBool::new(false));
+    let exited = Arc::new(AtomicBool::new(false));
     let pumps = parent_out.map(|(o, e)| {
         (
-            pump(std::fs::File::from(o), req.output, false, truncated.clone()),
-            pump(std::fs::File::from(e), req.output, true, truncated.clone()),
+            pump(
+                std::fs::File::from(o),
+                req.output,
+                false,
+                truncated.clone(),
+                exited.clone(),
+            ),
+            pump(
+                std::fs::File::from(e),
+                req.output,
+                true,
+                truncated.clone(),
+                exited.clone(),
+            ),
         )
     });
 
@@ -168,6 +181,7 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
         // Reap the rest of the tree (the command's process group).
         let _ = kill(Pid::from_raw(-pid), Signal::SIGKILL);
     }
+    exited.store(true, Ordering::SeqCst);
     let (stdout, stderr) = match pumps {
         Some((o, e)) => (o.join().unwrap_or_default(), e.join().unwrap_or_default()),
         None => (Vec::new(), Vec::new()),
@@ -663,10 +677,11 @@ pub fn launch_spec(
 
 /// Copy or collect one output stream, never blocking the writer.
 fn pump(
-    mut src: impl Read + Send + 'static,
+    src: std::fs::File,
     output: Output,
     is_err: bool,
     truncated: Arc<AtomicBool>,
+    exited: Arc<AtomicBool>,
 ) -> JoinHandle<Vec<u8>> {
     std::thread::spawn(move || {
         let (max, capture) = match output {
@@ -674,10 +689,30 @@ fn pump(
             Output::Stream { max_bytes } => (max_bytes, false),
             Output::Inherit => (usize::MAX, false),
         };
+        let mut src = src;
         let mut kept = Vec::new();
         let mut total = 0usize;
         let mut buf = vec![0u8; 64 * 1024];
+        // Once the sandbox has exited, a process that escaped the tree (no
+        // PID namespace on the landlock backend, or danger-full-access) may
+        // still hold the pipe: stop reading shortly after.
+        let mut exit_seen: Option<Instant> = None;
         loop {
+            if exited.load(Ordering::SeqCst) {
+                let t = *exit_seen.get_or_insert_with(Instant::now);
+                if t.elapsed() > Duration::from_millis(500) {
+                    break;
+                }
+            }
+            let mut pfd = libc::pollfd {
+                fd: src.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            if unsafe { libc::poll(&mut pfd, 1, 100) } == 0 {
+                continue;
+            }
             let n = match src.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => n,
