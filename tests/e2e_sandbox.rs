@@ -41,6 +41,36 @@ mod cli {
     }
 
     #[test]
+    fn escaped_writer_does_not_hang_capped_output() {
+        // Unconfined: a setsid'd grandchild keeps the output pipe open.
+        let start = std::time::Instant::now();
+        let o = Command::new(crate::common::zot_bin())
+            .args([
+                "sandbox",
+                "--mode",
+                "danger-full-access",
+                "--max-output",
+                "100",
+                "--",
+            ])
+            .args([
+                "/bin/sh",
+                "-c",
+                "setsid /bin/sh -c 'sleep 5; echo late' & sleep 0.3; echo early",
+            ])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0));
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "early\n");
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(4),
+            "took {:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
     fn net_is_refused_in_read_only_mode() {
         let o = Command::new(crate::common::zot_bin())
             .args(["sandbox", "--net", "--", "true"])
