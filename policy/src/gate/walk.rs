@@ -406,11 +406,14 @@ impl Walker<'_, '_, '_, '_> {
         if self.ctx.allowlist() && !ALLOWLIST_KINDS.contains(&kind) && kind != "ERROR" {
             self.ctx.restrict(describe(kind));
         }
-        // Bash only reads `{` and `!` as keywords when a blank follows
+        // Bash only reads `{`, `!` and `[[` as keywords when a blank follows
         // (`{}` and `!x` are programs); the grammar does not check that.
-        if matches!(kind, "compound_statement" | "negated_command") {
+        if matches!(
+            kind,
+            "compound_statement" | "negated_command" | "test_command"
+        ) {
             if let Some(first) = node.child(0) {
-                if matches!(first.kind(), "{" | "!") && !blank_after(first, self.src) {
+                if matches!(first.kind(), "{" | "!" | "[[") && !blank_after(first, self.src) {
                     self.ctx
                         .unknown(format!("`{}` not followed by a blank", first.kind()));
                 }
