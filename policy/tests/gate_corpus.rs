@@ -137,3 +137,53 @@ fn corpus() {
         failures.join("\n")
     );
 }
+
+/// 1 MB inputs: no crash (deep nesting included), bounded time, and never
+/// allowed in allowlist mode when they hide a command that is not listed.
+#[test]
+fn megabyte_inputs_are_bounded() {
+    let allow: Vec<String> = vec!["ls".into()];
+    let cases: Vec<(String, bool)> = vec![
+        // (input, may allowlist mode allow it?)
+        (format!("{}rm x", "ls ; ".repeat(200_000)), false),
+        ("(".repeat(1_000_000), false),
+        ("$(".repeat(500_000), false),
+        (format!("ls '{}'", "a".repeat(999_990)), true),
+    ];
+    for (input, may_allow) in cases {
+        let t = std::time::Instant::now();
+        let v = evaluate(&input, GateMode::Allowlist, &allow);
+        let took = t.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(60),
+            "{} bytes took {took:?}",
+            input.len()
+        );
+        if !may_allow {
+            assert_eq!(
+                v.decision,
+                Decision::Deny,
+                "{} bytes: {:?}",
+                input.len(),
+                v.reasons
+            );
+        } else {
+            assert_eq!(v.decision, Decision::Allow, "{:?}", v.reasons);
+        }
+        assert_ne!(
+            evaluate(&input, GateMode::Ask, &allow).decision,
+            Decision::Deny
+        );
+    }
+    // Over the limit: refused without parsing.
+    let huge = "ls ".repeat(400_000);
+    let t = std::time::Instant::now();
+    let v = evaluate(&huge, GateMode::Ask, &allow);
+    assert_eq!(v.decision, Decision::Ask);
+    assert!(
+        v.reasons.iter().any(|r| r.contains("longer than")),
+        "{:?}",
+        v.reasons
+    );
+    assert!(t.elapsed() < std::time::Duration::from_secs(1));
+}
