@@ -442,6 +442,44 @@ struct Fixture {
     home: PathBuf,
     token: String,
     etc_probe: PathBuf,
+    /// A throwaway host process the attempts try to see and ptrace. Never
+    /// the check process itself: if an attempt escaped, a successful
+    /// PTRACE_SEIZE of our own process could leave it stopped.
+    target: Target,
+}
+
+/// A child that only sleeps in `pause()` until killed.
+struct Target(libc::pid_t);
+
+impl Target {
+    fn spawn() -> std::io::Result<Target> {
+        // SAFETY: the child calls only async-signal-safe functions (prctl,
+        // pause, _exit), so forking a multi-threaded process is sound.
+        match unsafe { libc::fork() } {
+            -1 => Err(std::io::Error::last_os_error()),
+            0 => unsafe {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                loop {
+                    libc::pause();
+                }
+            },
+            pid => Ok(Target(pid)),
+        }
+    }
+
+    fn id(&self) -> u32 {
+        self.0 as u32
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        // SAFETY: our own child; reap it so no zombie is left.
+        unsafe {
+            libc::kill(self.0, libc::SIGKILL);
+            libc::waitpid(self.0, std::ptr::null_mut(), 0);
+        }
+    }
 }
 
 impl Fixture {
@@ -487,6 +525,7 @@ impl Fixture {
         std::os::unix::fs::symlink(&outside, workspace.join("link"))
             .map_err(io("planting the symlink"))?;
         let etc_probe = PathBuf::from(format!("/etc/zot-check-{}", std::process::id()));
+        let target = Target::spawn().map_err(io("starting the host target process"))?;
         Ok(Fixture {
             _root: root,
             workspace,
@@ -494,6 +533,7 @@ impl Fixture {
             home,
             token,
             etc_probe,
+            target,
         })
     }
 
@@ -529,8 +569,8 @@ impl Fixture {
             control_read,
             port,
             unix_socket: None,
-            host_pid: std::process::id() as i32,
-            host_starttime: starttime(std::process::id() as i32).unwrap_or(0),
+            host_pid: self.target.id() as i32,
+            host_starttime: starttime(self.target.id() as i32).unwrap_or(0),
         }
     }
 }
@@ -632,7 +672,7 @@ pub fn run_attempts(spec: &AttemptSpec) -> Vec<AttemptOutcome> {
         "see a host process",
         match starttime(spec.host_pid) {
             Some(t) if t == spec.host_starttime && t != 0 => Ok(format!(
-                "/proc/{} is the host's check process",
+                "/proc/{} is the host target process",
                 spec.host_pid
             )),
             Some(_) => Err("pid exists but is another process".into()),
