@@ -272,6 +272,17 @@ pub(crate) fn is_dangerous_path(w: &Word) -> bool {
             }
         }
     }
+    // `~user`, `~user/`, `~user/*`: another user's home.
+    if w.pattern && t.starts_with('~') {
+        let (user, rest) = t[1..].split_once('/').unwrap_or((&t[1..], ""));
+        if user
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+            && matches!(rest, "" | "*" | ".*" | ".")
+        {
+            return true;
+        }
+    }
     if !t.starts_with('/') {
         return false;
     }
