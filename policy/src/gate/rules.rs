@@ -346,6 +346,30 @@ pub(crate) fn check_command(ctx: &mut Ctx, words: &[Word], open: bool) {
 }
 
 fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
+    // `rm -rf {/,x}` is `rm -rf / x`: the checks below see one word.
+    let checked = matches!(
+        base,
+        "rm" | "chmod"
+            | "chown"
+            | "chgrp"
+            | "dd"
+            | "cp"
+            | "mv"
+            | "tee"
+            | "shred"
+            | "install"
+            | "truncate"
+            | "git"
+            | "systemctl"
+    );
+    if checked {
+        if let Some(w) = args.iter().find(|w| w.multi && w.text.contains(['{', '}'])) {
+            ctx.danger(format!(
+                "brace expansion `{}` hides the real arguments of `{base}`",
+                w.text
+            ));
+        }
+    }
     match base {
         "rm" => {
             if long_flag(args, "--no-preserve-root") {
@@ -467,6 +491,20 @@ const RULED: &[&str] = &[
 fn allowlist_rules(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
     if open && RULED.contains(&base) {
         ctx.restrict(format!("`{base}` run by xargs gets options from stdin"));
+    }
+    // `rg x {--pre=sh,y}` and `tar cf a.tar *` (with a file named
+    // `--checkpoint-action=exec=sh`) smuggle options past the rules below.
+    if let Some(w) = args.iter().find(|w| w.multi && w.text.contains(['{', '}'])) {
+        ctx.restrict(format!("brace expansion `{}`", w.text));
+    }
+    if RULED.contains(&base) {
+        let before_end = args.iter().take_while(|w| w.text != "--");
+        if let Some(w) = before_end.into_iter().find(|w| w.multi) {
+            ctx.restrict(format!(
+                "unquoted glob `{}` for `{base}` (file names could be options); quote it or put it after `--`",
+                w.text
+            ));
+        }
     }
     match base {
         "git" => git_rules(ctx, args),

@@ -486,6 +486,7 @@ impl Walker<'_, '_, '_, '_> {
                                 text: self.text(child).to_string(),
                                 dynamic: true,
                                 pattern: false,
+                                multi: false,
                             }),
                         }
                     }

@@ -12,6 +12,9 @@ pub(crate) struct Word {
     /// Unquoted glob, brace or tilde characters: the shell may turn it into
     /// other or several words.
     pub pattern: bool,
+    /// Unquoted glob or brace expansion: may become several words, and
+    /// words taken from file names (which can look like options).
+    pub multi: bool,
 }
 
 impl Word {
@@ -20,6 +23,7 @@ impl Word {
             text: text.into(),
             dynamic: false,
             pattern: false,
+            multi: false,
         }
     }
 
@@ -42,23 +46,28 @@ pub(crate) fn decode(node: Node, src: &str) -> Word {
             text: String::from_utf8_lossy(&src.as_bytes()[node.byte_range()]).into_owned(),
             dynamic: true,
             pattern: false,
+            multi: false,
         };
     }
     let mut acc = Acc::default();
     acc.part(node, src, true);
     // `{a,b}` and `{1..3}` expand to several words; `{}` stays literal.
-    let pattern = acc.pattern || (acc.open_brace && acc.close_brace && acc.brace_sep);
+    let brace = acc.open_brace && acc.close_brace && acc.brace_sep;
+    let pattern = acc.pattern || brace;
+    let multi = acc.glob || brace;
     if acc.dynamic {
         Word {
             text: raw.to_string(),
             dynamic: true,
             pattern,
+            multi,
         }
     } else {
         Word {
             text: acc.text,
             dynamic: false,
             pattern,
+            multi,
         }
     }
 }
@@ -82,6 +91,7 @@ struct Acc {
     open_brace: bool,
     close_brace: bool,
     brace_sep: bool,
+    glob: bool,
 }
 
 impl Acc {
@@ -137,6 +147,7 @@ impl Acc {
                 },
                 '*' | '?' | '[' | ']' | '(' | ')' => {
                     self.pattern = true;
+                    self.glob = true;
                     self.text.push(c);
                 }
                 '~' if at_start => {
