@@ -116,6 +116,9 @@ pub(crate) struct Ctx<'a> {
     /// (`$((..))`, `[[ ]]`, subscripts, `let`, `printf -v`, `read`, ...),
     /// where a literal `a[$(cmd)]` runs `cmd`.
     pub evaluator: bool,
+    /// A `cd` to `/`, home or a system directory was seen (relative paths
+    /// after it may point there).
+    pub cd_danger: Option<String>,
 }
 
 impl Ctx<'_> {
@@ -154,6 +157,7 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
         findings: Vec::new(),
         commands: Vec::new(),
         code_text: None,
+        cd_danger: None,
         evaluator: false,
     };
     let empty = command.trim().is_empty();

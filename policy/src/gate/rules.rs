@@ -346,6 +346,17 @@ pub(crate) fn check_command(ctx: &mut Ctx, words: &[Word], open: bool) {
 }
 
 fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
+    if base == "cd" {
+        // `cd` alone goes home; `..`-only paths may climb to `/`.
+        let target = operands(args).into_iter().next();
+        let risky = match target {
+            None => true,
+            Some(w) => is_dangerous_path(w) || w.text.split('/').all(|p| p == ".." || p.is_empty()),
+        };
+        if risky {
+            ctx.cd_danger = Some(target.map_or("~".to_string(), |w| w.text.clone()));
+        }
+    }
     // `rm -rf {/,x}` is `rm -rf / x`: the checks below see one word.
     let checked = matches!(
         base,
@@ -378,6 +389,14 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
             let recursive =
                 short_flag(args, 'r') || short_flag(args, 'R') || long_flag(args, "--recursive");
             if recursive {
+                if let Some(dir) = ctx.cd_danger.clone() {
+                    if let Some(w) = operands(args)
+                        .into_iter()
+                        .find(|w| !w.text.starts_with('/'))
+                    {
+                        ctx.danger(format!("`rm -r` of `{}` after `cd {dir}`", w.text));
+                    }
+                }
                 for w in operands(args) {
                     if is_dangerous_path(w) {
                         ctx.danger(format!("`rm -r` of `{}`", w.text));
