@@ -8,24 +8,8 @@ use std::time::Duration;
 
 use crate::RunError;
 
-/// `permissions.bash.mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum BashMode {
-    #[default]
-    None,
-    Ask,
-    Allowlist,
-}
-
-impl BashMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BashMode::None => "none",
-            BashMode::Ask => "ask",
-            BashMode::Allowlist => "allowlist",
-        }
-    }
-}
+/// `permissions.bash.mode`: the manifest model's own type.
+pub use zot_policy::zotfile::BashMode;
 
 /// What `zot run` needs from a manifest.
 #[derive(Debug, Clone, Default)]
@@ -151,7 +135,6 @@ pub fn open_agent_toml(path: &Path) -> Result<LoadedAgent, RunError> {
 }
 
 fn spec_of(m: &zot_policy::zotfile::Manifest) -> AgentSpec {
-    use zot_policy::zotfile::BashMode as B;
     AgentSpec {
         name: m.name.clone(),
         version: m.version.clone().filter(|v| !v.is_empty()),
@@ -167,11 +150,7 @@ fn spec_of(m: &zot_policy::zotfile::Manifest) -> AgentSpec {
         preferred: m.model.preferred.clone(),
         fs_read: m.permissions.fs.read.clone(),
         fs_write: m.permissions.fs.write.clone(),
-        bash_mode: match m.permissions.bash.mode {
-            B::None => BashMode::None,
-            B::Ask => BashMode::Ask,
-            B::Allowlist => BashMode::Allowlist,
-        },
+        bash_mode: m.permissions.bash.mode,
         bash_allow: m.permissions.bash.allow.clone(),
         net_allow: m.permissions.net.allow.clone(),
         env_read: m.permissions.env.read.clone(),
