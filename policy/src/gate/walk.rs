@@ -413,7 +413,7 @@ impl Walker<'_, '_, '_, '_> {
             "compound_statement" | "negated_command" | "test_command"
         ) {
             if let Some(first) = node.child(0) {
-                if matches!(first.kind(), "{" | "!" | "[[") && !blank_after(first, self.src) {
+                if matches!(first.kind(), "{" | "!" | "[[" | "[") && !blank_after(first, self.src) {
                     self.ctx
                         .unknown(format!("`{}` not followed by a blank", first.kind()));
                 }
@@ -473,9 +473,17 @@ impl Walker<'_, '_, '_, '_> {
         let mut children = Vec::new();
         let mut last_word_end: Option<usize> = None;
         let mut last_end: Option<usize> = None;
+        let mut seen_redirect = false;
+        let mut last_redirect_end: Option<usize> = None;
         if cursor.goto_first_child() {
             loop {
                 let child = cursor.node();
+                // `<<<$x\;` and `2>$((1))cmd` are one word to bash: the target.
+                if matches!(cursor.field_name(), Some("name" | "argument"))
+                    && last_redirect_end == Some(child.start_byte())
+                {
+                    self.ctx.unknown("a word glued to a redirection target");
+                }
                 match cursor.field_name() {
                     Some("name") => {
                         let mut c2 = child.walk();
@@ -490,7 +498,17 @@ impl Walker<'_, '_, '_, '_> {
                             }),
                         }
                     }
-                    Some("argument") => words.push(decode(child, self.src)),
+                    Some("argument") => {
+                        // `time <<<x cmd`: to bash, `cmd` is the command.
+                        if seen_redirect && words.first().is_some_and(|w| w.text == "time") {
+                            self.ctx.unknown("`time` followed by a redirection");
+                        }
+                        words.push(decode(child, self.src))
+                    }
+                    Some("redirect") => {
+                        seen_redirect = true;
+                        last_redirect_end = Some(child.end_byte());
+                    }
                     _ => {}
                 }
                 // A newline ends a command for bash; the grammar sometimes

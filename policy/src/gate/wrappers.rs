@@ -121,8 +121,31 @@ impl Ctx<'_> {
         reparse: usize,
         mut open: bool,
     ) {
+        // The first word of a simple command can be the bash keyword `time`
+        // (only `-p` and `--` are its options); behind a wrapper, `time` is
+        // the GNU program.
+        let mut keyword_position = true;
         loop {
             let Some(prog) = words.first() else { return };
+            if keyword_position && prog.value() == Some("time") {
+                keyword_position = false;
+                let mut i = 1;
+                if words.get(i).and_then(|w| w.value()) == Some("-p") {
+                    i += 1;
+                }
+                if words.get(i).and_then(|w| w.value()) == Some("--") {
+                    i += 1;
+                }
+                if i >= words.len() {
+                    self.push(&words, &via, open, true);
+                    return;
+                }
+                rules::check_wrapper_listed(self, "time");
+                via.push("time".to_string());
+                words.drain(..i);
+                continue;
+            }
+            keyword_position = false;
             if let Err(why) = rules::check_program_name(prog) {
                 self.unknown(why);
                 self.push(&words, &via, open, false);
