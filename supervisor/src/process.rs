@@ -98,6 +98,10 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
                 _ => {
                     let mut argv: Vec<OsString> = vec![exe.as_os_str().into()];
                     argv.append(&mut launcher_args);
+                    // Exec through /proc/self/exe: our own binary even when
+                    // its path is not visible here (zot run from inside
+                    // another sandbox's private /tmp) or was replaced since.
+                    let exe = PathBuf::from("/proc/self/exe");
                     // H4: on the landlock backend the launcher must not be a
                     // process-group leader (its setsid() would fail with EPERM):
                     // spawn it as the leader of a new session instead.
@@ -119,7 +123,12 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
         Ok(pid) => pid,
         Err(source) => {
             cleanup(&placeholders);
-            let program = PathBuf::from(&req.argv[0]);
+            let program = match resolved.backend {
+                // What failed to start is bwrap or the launcher, not the command.
+                Backend::Unconfined => PathBuf::from(&req.argv[0]),
+                Backend::Bwrap { ref path } => path.clone(),
+                _ => launcher_exe().unwrap_or_else(|_| "/proc/self/exe".into()),
+            };
             if resolved.backend == Backend::Unconfined {
                 // like a shell: not found / not executable are the command's codes
                 let code = if source.kind() == std::io::ErrorKind::NotFound {
