@@ -17,9 +17,9 @@ use serde::Serialize;
 use zot_policy::sandbox::{SandboxMode, SandboxPolicy};
 
 pub mod bwrap;
-pub mod check; // H4
+pub mod check;
 mod env;
-pub mod explain; // H4
+pub mod explain;
 mod process;
 mod repos;
 pub mod resolve;

@@ -92,7 +92,7 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
                         req.stdin,
                         out_pipes,
                         &[spec_r, status_w, iw],
-                        false, // H4
+                        false,
                     )
                 }
                 _ => {
@@ -102,7 +102,7 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
                     // its path is not visible here (zot run from inside
                     // another sandbox's private /tmp) or was replaced since.
                     let exe = PathBuf::from("/proc/self/exe");
-                    // H4: on the landlock backend the launcher must not be a
+                    // On the landlock backend the launcher must not be a
                     // process-group leader (its setsid() would fail with EPERM):
                     // spawn it as the leader of a new session instead.
                     let new_session = matches!(backend, Backend::Landlock);
@@ -184,7 +184,7 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
         req.kill_grace,
         req.forward_signals,
     );
-    // H4: the landlock backend has no PID namespace either: kill what is
+    // The landlock backend has no PID namespace either: kill what is
     // left of the command's process group (its session leader was `pid`).
     if matches!(resolved.backend, Backend::Unconfined | Backend::Landlock) {
         // Reap the rest of the tree (the command's process group).
@@ -468,7 +468,7 @@ fn spawn_raw(
     stdin: Stdin,
     out: Option<(OwnedFd, OwnedFd)>,
     keep: &[OwnedFd],
-    new_session: bool, // H4: POSIX_SPAWN_SETSID instead of a new process group
+    new_session: bool, // POSIX_SPAWN_SETSID instead of a new process group
 ) -> std::io::Result<i32> {
     let prog = cstring(program.as_os_str())?;
     let args: Vec<CString> = argv.iter().map(|a| cstring(a)).collect::<Result<_, _>>()?;
@@ -546,7 +546,7 @@ fn spawn_raw(
         rc |= libc::posix_spawnattr_setsigmask(&mut attr, &empty);
         rc |= libc::posix_spawnattr_setsigdefault(&mut attr, &defaults);
         rc |= libc::posix_spawnattr_setpgroup(&mut attr, 0);
-        // H4: a session leader is also the leader of its own process group.
+        // A session leader is also the leader of its own process group.
         let group_flag = if new_session {
             libc::POSIX_SPAWN_SETSID as i32
         } else {

@@ -141,7 +141,7 @@ pub fn available(backend: &str, unpriv: bool) -> bool {
             bwrap_works(),
             "bubblewrap missing or cannot create namespaces",
         ),
-        // H4: the native and landlock backends need these host features.
+        // The native and landlock backends need these host features.
         "native" => {
             let u = zot_probes::host().userns();
             common::require(
@@ -229,7 +229,7 @@ impl Ctx {
             "--mode".into(),
             mode.into(),
         ];
-        // H4: workspace-write refuses on landlock without it; the attacks then
+        // workspace-write refuses on landlock without it; the attacks then
         // test what landlock claims.
         if self.backend == "landlock" {
             args.push("--allow-degraded".into());
