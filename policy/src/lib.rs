@@ -5,4 +5,5 @@
 pub mod agent_toml;
 pub mod gate;
 pub mod sandbox;
+mod strict_json;
 pub mod zotfile;

@@ -8,6 +8,7 @@ use base64::Engine as _;
 use serde_json::{Map, Value};
 
 use super::model::*;
+use crate::strict_json::StrictValue;
 use super::paths::{check_agent_name, check_relative, is_credential_path, is_glob, normalize_dest};
 use super::secrets::{
     check_public_url, is_credential_key, is_env_binding, is_id_key, looks_like_resource_id,
@@ -142,7 +143,7 @@ pub struct SkillFrontMatter {
 pub fn parse_skill_front_matter(text: &str) -> Result<SkillFrontMatter, String> {
     let (yaml, _) =
         split_front_matter(text).ok_or("SKILL.md needs YAML front matter between `---` lines")?;
-    let v: Value = serde_norway::from_str::<Strict>(yaml)
+    let v: Value = serde_norway::from_str::<StrictValue>(yaml)
         .map(|s| s.0)
         .map_err(|e| format!("invalid YAML front matter: {e}"))?;
     let Value::Object(map) = v else {
@@ -188,13 +189,13 @@ fn decode(text: &str, format: ManifestFormat) -> Result<(Value, Option<String>),
             Ok((v, None))
         }
         ManifestFormat::Yaml => {
-            let v = serde_norway::from_str::<Strict>(text)
+            let v = serde_norway::from_str::<StrictValue>(text)
                 .map(|s| s.0)
                 .map_err(|e| format!("invalid YAML: {e}"))?;
             Ok((v, None))
         }
         ManifestFormat::Json => {
-            let v = serde_json::from_str::<Strict>(text)
+            let v = serde_json::from_str::<StrictValue>(text)
                 .map(|s| s.0)
                 .map_err(|e| format!("invalid JSON: {e}"))?;
             Ok((v, None))
@@ -205,7 +206,7 @@ fn decode(text: &str, format: ManifestFormat) -> Result<(Value, Option<String>),
             let v: Value = if yaml.trim().is_empty() {
                 Value::Object(Map::new())
             } else {
-                serde_norway::from_str::<Strict>(yaml)
+                serde_norway::from_str::<StrictValue>(yaml)
                     .map(|s| s.0)
                     .map_err(|e| format!("invalid YAML front matter: {e}"))?
             };
@@ -1398,69 +1399,3 @@ fn suggest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
         .map(|(k, _)| *k)
 }
 
-/// A JSON value that refuses duplicate keys while deserializing (serde_json
-/// and serde_norway keep the last one silently; TOML refuses them itself).
-struct Strict(Value);
-
-impl<'de> serde::Deserialize<'de> for Strict {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(StrictVisitor).map(Strict)
-    }
-}
-
-struct StrictVisitor;
-
-impl<'de> serde::de::Visitor<'de> for StrictVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a manifest value")
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v)
-            .map(Value::Number)
-            .unwrap_or(Value::Null))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_string()))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(StrictVisitor)
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut out = Vec::new();
-        while let Some(Strict(v)) = seq.next_element()? {
-            out.push(v);
-        }
-        Ok(Value::Array(out))
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let Strict(v) = map.next_value()?;
-            if out.contains_key(&key) {
-                return Err(serde::de::Error::custom(format!("duplicate key `{key}`")));
-            }
-            out.insert(key, v);
-        }
-        Ok(Value::Object(out))
-    }
-}

@@ -683,6 +683,6 @@ fn json_shape_errors() {
 #[test]
 fn duplicate_keys_are_rejected() {
     let d = err(br#"{"zotfile":1,"name":"a","permissions":{"bash":{"mode":"none","mode":"ask"}}}"#);
-    assert!(d.to_string().contains("duplicate key \"mode\""), "{d}");
+    assert!(d.to_string().contains("duplicate key `mode`"), "{d}");
     err(br#"{"zotfile":1,"name":"a","name":"b"}"#);
 }
