@@ -172,14 +172,7 @@ pub fn open_with(path: &Path, limits: &Limits) -> Result<Agent, PackageError> {
             _temp: None,
         })
     } else if meta.is_file() {
-        if meta.len() > limits.compressed {
-            return Err(archive_err(
-                path,
-                ArchiveError::CompressedTooLarge {
-                    limit: limits.compressed,
-                },
-            ));
-        }
+        check_compressed_size(path, meta.len(), limits)?;
         let temp = tempfile::Builder::new()
             .prefix("zot-agent-")
             .tempdir()
@@ -256,31 +249,11 @@ pub fn inspect_with(path: &Path, limits: &Limits) -> Result<Summary, PackageErro
             compression: None,
         })
     } else if meta.is_file() {
-        if meta.len() > limits.compressed {
-            return Err(archive_err(
-                path,
-                ArchiveError::CompressedTooLarge {
-                    limit: limits.compressed,
-                },
-            ));
-        }
+        check_compressed_size(path, meta.len(), limits)?;
         let file = File::open(path).map_err(PackageError::io("opening", path))?;
         let ex = validate_reader(file, limits).map_err(|e| archive_err(path, e))?;
         let (manifest, warnings) = check_archive(path, &ex)?;
-        let mut entries = ex.entries.clone();
-        entries.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
-        Ok(Summary {
-            source: path.to_path_buf(),
-            kind: SourceKind::Archive,
-            manifest,
-            digest: ex.digest.clone(),
-            files: file_list(&entries),
-            entries,
-            warnings,
-            total_size: ex.total_size,
-            compressed_size: Some(ex.compressed_size),
-            compression: Some(ex.compression.name()),
-        })
+        Ok(archive_summary(path, ex, manifest, warnings))
     } else {
         Err(PackageError::NotAnAgent {
             path: path.to_path_buf(),
@@ -451,14 +424,7 @@ pub fn unpack(archive: &Path, dest: &Path) -> Result<Summary, PackageError> {
             path: archive.to_path_buf(),
         });
     }
-    if meta.len() > limits.compressed {
-        return Err(archive_err(
-            archive,
-            ArchiveError::CompressedTooLarge {
-                limit: limits.compressed,
-            },
-        ));
-    }
+    check_compressed_size(archive, meta.len(), &limits)?;
     let temp = tempfile::Builder::new()
         .prefix(".zot-unpack-")
         .tempdir_in(&parent)
@@ -474,20 +440,7 @@ pub fn unpack(archive: &Path, dest: &Path) -> Result<Summary, PackageError> {
     // rename(2) replaces an empty directory atomically.
     fs::rename(temp.path(), dest).map_err(PackageError::io("renaming into", dest))?;
     let _ = temp.keep();
-    let mut entries = ex.entries.clone();
-    entries.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
-    Ok(Summary {
-        source: archive.to_path_buf(),
-        kind: SourceKind::Archive,
-        manifest,
-        digest: ex.digest.clone(),
-        files: file_list(&entries),
-        entries,
-        warnings,
-        total_size: ex.total_size,
-        compressed_size: Some(ex.compressed_size),
-        compression: Some(ex.compression.name()),
-    })
+    Ok(archive_summary(archive, ex, manifest, warnings))
 }
 
 // ---------------------------------------------------------------------------
@@ -649,6 +602,42 @@ fn read_dir_manifest(root: &Path) -> Result<(Manifest, Vec<String>), PackageErro
 }
 
 /// Layout + manifest checks on a streamed archive.
+/// Refuse an archive file larger than the compressed limit before reading it.
+fn check_compressed_size(path: &Path, len: u64, limits: &Limits) -> Result<(), PackageError> {
+    if len > limits.compressed {
+        return Err(archive_err(
+            path,
+            ArchiveError::CompressedTooLarge {
+                limit: limits.compressed,
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// The summary of a validated (or extracted) archive, entries sorted bytewise.
+fn archive_summary(
+    path: &Path,
+    ex: Extracted,
+    manifest: Manifest,
+    warnings: Vec<String>,
+) -> Summary {
+    let mut entries = ex.entries;
+    entries.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+    Summary {
+        source: path.to_path_buf(),
+        kind: SourceKind::Archive,
+        manifest,
+        digest: ex.digest,
+        files: file_list(&entries),
+        entries,
+        warnings,
+        total_size: ex.total_size,
+        compressed_size: Some(ex.compressed_size),
+        compression: Some(ex.compression.name()),
+    }
+}
+
 fn check_archive(path: &Path, ex: &Extracted) -> Result<(Manifest, Vec<String>), PackageError> {
     check_layout(path, ex.entries.iter().map(|e| (e.path.as_str(), e.kind)))?;
     let Some(bytes) = ex.manifest.as_deref() else {
