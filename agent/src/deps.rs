@@ -203,18 +203,7 @@ pub fn extract_github_archive(bytes: &[u8], dest: &Path) -> Result<PathBuf, RunE
 
 // ------------------------------------------------------------------ gate
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GateDecision {
-    Allow,
-    Ask,
-    Deny,
-}
-
-#[derive(Debug, Clone)]
-pub struct GateVerdict {
-    pub decision: GateDecision,
-    pub reasons: Vec<String>,
-}
+pub use zot_policy::gate::{Decision as GateDecision, Verdict as GateVerdict};
 
 /// The risk gate's verdict on a shell command for a bash mode.
 pub fn gate(command: &str, mode: BashMode, allow: &[String]) -> GateVerdict {
@@ -224,16 +213,7 @@ pub fn gate(command: &str, mode: BashMode, allow: &[String]) -> GateVerdict {
         BashMode::Ask => g::GateMode::Ask,
         BashMode::Allowlist => g::GateMode::Allowlist,
     };
-    let v = g::evaluate(command, m, allow);
-    let decision = match v.decision {
-        g::Decision::Allow => GateDecision::Allow,
-        g::Decision::Ask => GateDecision::Ask,
-        g::Decision::Deny => GateDecision::Deny,
-    };
-    GateVerdict {
-        decision,
-        reasons: v.reasons,
-    }
+    g::evaluate(command, m, allow)
 }
 
 // --------------------------------------------------------------- sandbox
@@ -290,18 +270,11 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
     let mut policy =
         zot_policy::sandbox::agent_policy(&opts).map_err(|e| RunError::Sandbox(e.to_string()))?;
     let home = crate::perms::canonical_prefix(&input.zot_home);
-    let visible = |p: &Path| {
-        input
-            .read
-            .iter()
-            .chain(input.write.iter())
-            .any(|r| p.starts_with(r))
-    };
     policy.protected.extend(input.read_only.iter().cloned());
     if input.write.iter().any(|r| home.starts_with(r)) {
         policy.protected.push(home.clone());
     }
-    if visible(&home) || visible(&home.join("agents")) || visible(&home.join("sessions")) {
+    if in_scope(&home) || in_scope(&home.join("agents")) || in_scope(&home.join("sessions")) {
         policy.deny_read.push(home.join("sessions"));
         let own = home.join("agents").join(&input.agent);
         policy.deny_read.push(own.join("consents"));
@@ -318,19 +291,6 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
     Ok(policy)
 }
 
-/// The result of one sandboxed command.
-#[derive(Debug, Clone)]
-pub struct SandboxOutcome {
-    pub exit_code: i32,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-    pub truncated: bool,
-    pub timed_out: bool,
-    pub duration: Duration,
-    /// What was enforced (backend and levels), one line.
-    pub report: String,
-}
-
 /// Run `argv` under `policy` with the supervisor: output captured, stdin
 /// from /dev/null, the whole tree killed on timeout. A host that cannot
 /// fully enforce the policy is an error (never a silent downgrade).
@@ -340,7 +300,7 @@ pub fn run_sandboxed(
     timeout: Duration,
     max_bytes: usize,
     backend: Option<&str>,
-) -> Result<SandboxOutcome, RunError> {
+) -> Result<zot_supervisor::RunOutcome, RunError> {
     use zot_supervisor as sv;
     let mut req = sv::RunRequest::new(policy.clone(), argv.iter().map(Into::into).collect());
     if let Some(b) = backend {
@@ -349,18 +309,5 @@ pub fn run_sandboxed(
     req.timeout = Some(timeout);
     req.output = sv::Output::Capture { max_bytes };
     req.stdin = sv::Stdin::Null;
-    let out = sv::run(req).map_err(|e| RunError::Sandbox(e.to_string()))?;
-    let r = &out.report;
-    Ok(SandboxOutcome {
-        exit_code: out.exit_code,
-        stdout: out.stdout,
-        stderr: out.stderr,
-        truncated: out.truncated,
-        timed_out: out.timed_out,
-        duration: out.duration,
-        report: format!(
-            "backend {}, filesystem {}, network {}, pid {}, seccomp {}",
-            r.backend, r.filesystem, r.network, r.pid, r.seccomp
-        ),
-    })
+    sv::run(req).map_err(|e| RunError::Sandbox(e.to_string()))
 }
