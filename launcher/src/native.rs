@@ -801,15 +801,7 @@ fn apply(op: &MountOp, created: &mut Vec<PathBuf>) -> Result<(), NativeError> {
             if d.symlink_metadata().is_err() {
                 return Ok(()); // not in the view (e.g. under the private /tmp): nothing to read
             }
-            mount_raw(
-                Some(Path::new("/oldroot/dev/null")),
-                &d,
-                None,
-                libc::MS_BIND,
-                None,
-            )
-            .map_err(e("masking", dst))?;
-            remount_one_ro(&d, nosuid_nodev | libc::MS_NOEXEC).map_err(e("masking", dst))?;
+            dev_null_over(&d, nosuid_nodev).map_err(e("masking", dst))?;
         }
         MountOp::MaskDir { dst } => {
             let d = in_root(NEWROOT, dst);
@@ -832,15 +824,7 @@ fn apply(op: &MountOp, created: &mut Vec<PathBuf>) -> Result<(), NativeError> {
                 Err(err) => return Err(e("creating placeholder for protected path", dst)(err)),
             }
             created.push(dst.clone());
-            mount_raw(
-                Some(Path::new("/oldroot/dev/null")),
-                &d,
-                None,
-                libc::MS_BIND,
-                None,
-            )
-            .map_err(e("protecting", dst))?;
-            remount_one_ro(&d, nosuid_nodev | libc::MS_NOEXEC).map_err(e("protecting", dst))?;
+            dev_null_over(&d, nosuid_nodev).map_err(e("protecting", dst))?;
         }
         MountOp::RemountRootRo => {
             let d = Path::new(NEWROOT);
@@ -848,6 +832,19 @@ fn apply(op: &MountOp, created: &mut Vec<PathBuf>) -> Result<(), NativeError> {
         }
     }
     Ok(())
+}
+
+/// Bind the host's `/dev/null` over `p` and make it read-only, noexec plus
+/// `flags` (a masked file reads empty; a placeholder cannot be written).
+fn dev_null_over(p: &Path, flags: libc::c_ulong) -> io::Result<()> {
+    mount_raw(
+        Some(Path::new("/oldroot/dev/null")),
+        p,
+        None,
+        libc::MS_BIND,
+        None,
+    )?;
+    remount_one_ro(p, flags | libc::MS_NOEXEC)
 }
 
 fn remount_one_ro(p: &Path, flags: libc::c_ulong) -> io::Result<()> {
