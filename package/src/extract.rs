@@ -185,47 +185,48 @@ impl Sink for DirSink {
 
 /// Counts and hashes what passes through; fails past `limit`.
 pub(crate) struct HashCount<R> {
-    inner: R,
+    inner: Cap<R>,
     hasher: Sha256,
-    count: u64,
-    limit: u64,
-    exceeded: bool,
 }
 
 impl<R: Read> HashCount<R> {
     pub(crate) fn new(inner: R, limit: u64) -> Self {
         HashCount {
-            inner,
+            inner: Cap::new(inner, limit, "compressed size limit exceeded"),
             hasher: Sha256::new(),
-            count: 0,
-            limit,
-            exceeded: false,
         }
     }
 }
 
 impl<R: Read> Read for HashCount<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        // Never read more than one byte past the limit.
-        let room = (self.limit - self.count.min(self.limit)).saturating_add(1);
-        let want = buf.len().min(usize::try_from(room).unwrap_or(usize::MAX));
-        let n = self.inner.read(&mut buf[..want])?;
-        self.count += n as u64;
-        if self.count > self.limit {
-            self.exceeded = true;
-            return Err(io::Error::other("compressed size limit exceeded"));
-        }
+        let n = self.inner.read(buf)?;
         self.hasher.update(&buf[..n]);
         Ok(n)
     }
 }
 
-/// Caps the decompressed stream.
+/// Counts what passes through and fails once more than `limit` bytes came,
+/// never reading more than one byte past the limit (a lying header or a
+/// bomb stops there).
 struct Cap<R> {
     inner: R,
     count: u64,
     limit: u64,
     exceeded: bool,
+    what: &'static str,
+}
+
+impl<R> Cap<R> {
+    fn new(inner: R, limit: u64, what: &'static str) -> Self {
+        Cap {
+            inner,
+            count: 0,
+            limit,
+            exceeded: false,
+            what,
+        }
+    }
 }
 
 impl<R: Read> Read for Cap<R> {
@@ -236,7 +237,7 @@ impl<R: Read> Read for Cap<R> {
         self.count += n as u64;
         if self.count > self.limit {
             self.exceeded = true;
-            return Err(io::Error::other("decompressed size limit exceeded"));
+            return Err(io::Error::other(self.what));
         }
         Ok(n)
     }
@@ -281,15 +282,14 @@ fn run<R: Read>(
     let mut src = HashCount::new(reader, limits.compressed);
     let result = run_inner(&mut src, sink, limits);
     let result = match result {
-        Err(_) if src.exceeded => Err(ArchiveError::CompressedTooLarge {
+        Err(_) if src.inner.exceeded => Err(ArchiveError::CompressedTooLarge {
             limit: limits.compressed,
         }),
         other => other,
     };
     let mut ex = result?;
-    let HashCount { hasher, count, .. } = src;
-    ex.digest = format!("sha256:{}", hex::encode(hasher.finalize()));
-    ex.compressed_size = count;
+    ex.compressed_size = src.inner.count;
+    ex.digest = format!("sha256:{}", hex::encode(src.hasher.finalize()));
     Ok(ex)
 }
 
@@ -313,12 +313,7 @@ fn run_inner<R: Read>(
         }
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::new(raw))),
     };
-    let mut cap = Cap {
-        inner: decoder,
-        count: 0,
-        limit: stream_limit,
-        exceeded: false,
-    };
+    let mut cap = Cap::new(decoder, stream_limit, "decompressed size limit exceeded");
     let res = walk_tar(&mut cap, sink, limits);
     let res = match res {
         Err(_) if cap.exceeded => Err(ArchiveError::StreamTooLarge {
