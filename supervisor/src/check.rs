@@ -233,13 +233,7 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
         }
     };
     report.backend = resolved.backend.name().to_string();
-    report.backend_reasons = resolved
-        .report
-        .reasons
-        .iter()
-        .filter(|r| !r.starts_with("degraded:"))
-        .cloned()
-        .collect();
+    report.backend_reasons = resolved.report.backend_reasons();
     fill_enforced(&mut report, &resolved.report);
     if resolved.backend == Backend::Unconfined {
         report
@@ -317,12 +311,7 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
     let unix_leaked = unix_listener.accept().is_ok();
     let e = &outcome.report;
     // The check always runs (allow_degraded); `missing` says what is not full.
-    report.backend_reasons = e
-        .reasons
-        .iter()
-        .filter(|r| !r.starts_with("degraded:"))
-        .cloned()
-        .collect();
+    report.backend_reasons = e.backend_reasons();
     fill_enforced(&mut report, e);
     let level_of = |f: Feature| {
         report

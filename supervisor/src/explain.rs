@@ -91,13 +91,7 @@ pub fn explain(policy: &SandboxPolicy, choice: BackendChoice, zot_exe: &Path) ->
         }
     };
     ex.backend = resolved.backend.name().into();
-    ex.reasons = resolved
-        .report
-        .reasons
-        .iter()
-        .filter(|r| !r.starts_with("degraded:"))
-        .cloned()
-        .collect();
+    ex.reasons = resolved.report.backend_reasons();
     ex.enforced = Some(resolved.report.clone());
     let chosen = match choice {
         BackendChoice::Auto => format!(

@@ -155,6 +155,20 @@ pub struct EnforcementReport {
 }
 
 impl EnforcementReport {
+    /// Prefix of the note added when a downgrade was accepted with
+    /// `--allow-degraded`.
+    pub const DEGRADED_NOTE: &'static str = "degraded:";
+
+    /// The reasons without the `--allow-degraded` note: why the backend was
+    /// chosen and what it cannot enforce.
+    pub fn backend_reasons(&self) -> Vec<String> {
+        self.reasons
+            .iter()
+            .filter(|r| !r.starts_with(Self::DEGRADED_NOTE))
+            .cloned()
+            .collect()
+    }
+
     /// Human-readable multi-line form (what `--report` prints).
     pub fn to_text(&self) -> String {
         let mut s = format!(

@@ -466,7 +466,8 @@ pub fn resolve(
     if allow_degraded && !resolved.ok_without_degraded() {
         let mut resolved = resolved;
         resolved.report.reasons.push(format!(
-            "degraded: mode {} is not fully enforced on {} (--allow-degraded)",
+            "{} mode {} is not fully enforced on {} (--allow-degraded)",
+            EnforcementReport::DEGRADED_NOTE,
             policy.mode,
             resolved.backend.name()
         ));
