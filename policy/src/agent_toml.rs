@@ -74,23 +74,7 @@ impl ManifestFormat {
     }
 }
 
-/// One validation finding: where (a manifest field path such as
-/// `mcpServers.docs.url`, or a package file path) and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Diagnostic {
-    pub path: String,
-    pub message: String,
-}
-
-impl fmt::Display for Diagnostic {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() {
-            write!(f, "{}", self.message)
-        } else {
-            write!(f, "{}: {}", self.path, self.message)
-        }
-    }
-}
+pub use crate::diagnostic::Diagnostic;
 
 /// All findings of one validation run, in the order they were found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]

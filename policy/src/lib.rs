@@ -3,6 +3,7 @@
 //! shell risk gate. Nothing in this crate touches the system.
 
 pub mod agent_toml;
+mod diagnostic;
 pub mod gate;
 pub mod sandbox;
 mod strict_json;

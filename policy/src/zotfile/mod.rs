@@ -238,22 +238,7 @@ impl Manifest {
 // ---------------------------------------------------------------------------
 // Diagnostics
 
-/// One problem, naming the field it is about (empty path: the whole file).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Diagnostic {
-    pub path: String,
-    pub message: String,
-}
-
-impl fmt::Display for Diagnostic {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() {
-            f.write_str(&self.message)
-        } else {
-            write!(f, "{}: {}", self.path, self.message)
-        }
-    }
-}
+pub use crate::diagnostic::Diagnostic;
 
 /// Every error found in a manifest (never just the first), plus warnings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,0 +1,24 @@
+//! One validation finding, shared by the zotfile and agent.toml validators.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Where (a manifest field path such as `permissions.bash.allow` or
+/// `mcpServers.docs.url`, or a package file path; empty: the whole file) and
+/// what is wrong. Displayed as `path: message`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
