@@ -89,6 +89,22 @@ impl World {
         self.cmd(args).output().unwrap()
     }
 
+    /// `zot run AGENT -y --json --sim-script SCRIPT PROMPT`: must succeed;
+    /// returns the NDJSON events.
+    fn run_script(&self, agent: &Path, script: &Path, prompt: &str) -> Vec<Value> {
+        let out = self.run(&[
+            "run",
+            s(agent),
+            "-y",
+            "--json",
+            "--sim-script",
+            s(script),
+            prompt,
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        events(&out)
+    }
+
     /// Write an agent directory with this manifest (name and zotfile added).
     fn agent(&self, name: &str, mut manifest: Value) -> PathBuf {
         let dir = self.root.join("agents").join(name);
@@ -207,17 +223,7 @@ fn json_event_stream() {
             {"text": "all done"}
         ]),
     );
-    let out = w.run(&[
-        "run",
-        s(&agent),
-        "-y",
-        "--json",
-        "--sim-script",
-        s(&script),
-        "go",
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let ev = events(&out);
+    let ev = w.run_script(&agent, &script, "go");
     let types: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(
         types,
@@ -450,17 +456,7 @@ fn allowlist_gate_refuses_unlisted_commands() {
             {"name": "bash", "arguments": {"command": "true $(id)"}}
         ]}, {"text": "ok"}]),
     );
-    let out = w.run(&[
-        "run",
-        s(&agent),
-        "-y",
-        "--json",
-        "--sim-script",
-        s(&script),
-        "x",
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let ev = events(&out);
+    let ev = w.run_script(&agent, &script, "x");
     for r in of_type(&ev, "tool_result") {
         assert_eq!(r["is_error"], true, "{r}");
         assert!(
@@ -488,18 +484,8 @@ fn bash_timeout_and_capped_output() {
         ]}, {"text": "ok"}]),
     );
     let t = std::time::Instant::now();
-    let out = w.run(&[
-        "run",
-        s(&agent),
-        "-y",
-        "--json",
-        "--sim-script",
-        s(&script),
-        "x",
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ev = w.run_script(&agent, &script, "x");
     assert!(t.elapsed().as_secs() < 20);
-    let ev = events(&out);
     let r = of_type(&ev, "tool_result");
     assert!(
         r[0]["is_error"] == true && r[0]["content"].as_str().unwrap().contains("timed out"),
@@ -1090,17 +1076,7 @@ fn agent_toml_package_runs_in_its_seeded_files() {
             {"name": "read", "arguments": {"path": s(&w.ws.join("README.md"))}}
         ]}, {"text": "noted"}]),
     );
-    let out = w.run(&[
-        "run",
-        s(&agent),
-        "-y",
-        "--json",
-        "--sim-script",
-        s(&script),
-        "go",
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let ev = events(&out);
+    let ev = w.run_script(&agent, &script, "go");
     let r = of_type(&ev, "tool_result");
     let errs: Vec<bool> = r.iter().map(|r| r["is_error"] == true).collect();
     assert_eq!(errs, [false, true, false, false, true, true], "{r:?}");
