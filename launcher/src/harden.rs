@@ -1,14 +1,15 @@
-//! Process hardening steps of the launcher, in order.
+//! The last steps before `execve`, the same on every backend, in order.
 
-use std::ffi::CString;
 use std::os::fd::RawFd;
-use std::os::unix::ffi::OsStrExt;
 
 use nix::errno::Errno;
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal};
 
 use crate::landlock_rules::{self, LandlockReport};
-use crate::{seccomp, sys, LaunchError, LaunchSpec};
+use crate::{
+    seccomp, sys, LaunchError, LaunchStatus, Prepared, StatusPipe, EXIT_CANNOT_EXEC,
+    EXIT_NOT_FOUND, EXIT_SETUP,
+};
 
 pub(crate) fn set_cloexec(fd: RawFd) -> nix::Result<()> {
     // SAFETY: fcntl on an integer fd has no memory-safety requirements.
@@ -16,22 +17,41 @@ pub(crate) fn set_cloexec(fd: RawFd) -> nix::Result<()> {
     Errno::result(r).map(drop)
 }
 
-/// Number of threads of this process (from /proc/self/status; 1 when /proc
-/// is not mounted yet, as the native backend's early stage may see).
-pub(crate) fn thread_count() -> usize {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find_map(|l| {
-                l.strip_prefix("Threads:")
-                    .and_then(|v| v.trim().parse().ok())
-            })
-        })
-        .unwrap_or(1)
+/// Harden this process as `prep`'s plan says, report on `status` and
+/// `execve` the command. Returns only on failure, with the exit code (125
+/// setup, 126 cannot execute, 127 not found), after reporting it.
+pub(crate) fn harden_and_exec(prep: &Prepared, status: &mut StatusPipe) -> i32 {
+    let landlock = match harden(prep) {
+        Ok(l) => l,
+        Err(e) => {
+            status.fail(&e);
+            return EXIT_SETUP;
+        }
+    };
+    status.send(&LaunchStatus::Ready {
+        landlock,
+        seccomp: prep.plan.seccomp.enabled,
+    });
+    let errno = exec(prep);
+    let program = String::from_utf8_lossy(prep.argv[0].as_bytes()).into_owned();
+    let err = std::io::Error::from_raw_os_error(errno as i32);
+    let message = format!("{program}: {err}");
+    status.send(&LaunchStatus::ExecFailed {
+        errno: errno as i32,
+        message: message.clone(),
+    });
+    if errno == Errno::ENOENT {
+        eprintln!("zot: {program}: command not found");
+        EXIT_NOT_FOUND
+    } else {
+        eprintln!("zot: cannot execute {message}");
+        EXIT_CANNOT_EXEC
+    }
 }
 
 /// Every step between entering the namespaces and `execve`.
-pub(crate) fn harden(spec: &LaunchSpec) -> Result<(LandlockReport, bool), LaunchError> {
+fn harden(prep: &Prepared) -> Result<LandlockReport, LaunchError> {
+    let plan = &prep.plan;
     // 1. no_new_privs: no setuid/file-capability gains across exec.
     // SAFETY: prctl with integer arguments.
     let r = unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
@@ -47,7 +67,7 @@ pub(crate) fn harden(spec: &LaunchSpec) -> Result<(LandlockReport, bool), Launch
     }
 
     // 3. own session: no controlling terminal, so TIOCSTI cannot reach the
-    // user's terminal (seccomp blocks it too).
+    // user's terminal (seccomp blocks it too); the command leads its group.
     let me = nix::unistd::getpid();
     if nix::unistd::getsid(None).map_err(sys("getsid"))? != me {
         nix::unistd::setsid().map_err(sys("setsid"))?;
@@ -56,21 +76,30 @@ pub(crate) fn harden(spec: &LaunchSpec) -> Result<(LandlockReport, bool), Launch
     // 4. inherited fds: everything above 2 closes on exec.
     close_inherited_fds().map_err(sys("close fds"))?;
 
-    // 5. the environment, exactly as the supervisor computed it.
-    set_environment(spec)?;
+    // 5. resource limits (before the capabilities go: no raise needs them,
+    // but a hard limit is then final).
+    for l in &plan.rlimits {
+        let lim = libc::rlimit {
+            rlim_cur: l.soft.unwrap_or(libc::RLIM_INFINITY),
+            rlim_max: l.hard.unwrap_or(libc::RLIM_INFINITY),
+        };
+        // SAFETY: a valid rlimit struct.
+        let r = unsafe { libc::setrlimit(l.resource.raw(), &lim) };
+        Errno::result(r).map_err(sys("setrlimit"))?;
+    }
 
     // 6. capabilities: bounding set, ambient, then the rest.
     drop_capabilities()?;
 
     // 7. Landlock.
-    let landlock = landlock_rules::apply(spec)?;
+    let landlock = landlock_rules::apply(&plan.landlock)?;
 
     // 8. signals: Rust ignores SIGPIPE; children must get the default.
     reset_signals().map_err(sys("signals"))?;
 
-    // 9. seccomp last.
-    seccomp::install(&spec.seccomp)?;
-    Ok((landlock, true))
+    // 9. seccomp last (compiled before any fork).
+    seccomp::install(&prep.seccomp)?;
+    Ok(landlock)
 }
 
 fn close_inherited_fds() -> nix::Result<()> {
@@ -103,41 +132,17 @@ fn close_inherited_fds() -> nix::Result<()> {
     Ok(())
 }
 
-fn set_environment(spec: &LaunchSpec) -> Result<(), LaunchError> {
-    // Single-threaded here (checked before), so mutating the environment is sound.
-    let old: Vec<_> = std::env::vars_os().map(|(k, _)| k).collect();
-    for k in old {
-        // SAFETY: the launcher is single-threaded (checked in `launch`).
-        unsafe { std::env::remove_var(k) };
-    }
-    for (k, v) in &spec.env {
-        if k.is_empty()
-            || k.as_bytes().contains(&b'=')
-            || k.as_bytes().contains(&0)
-            || v.as_bytes().contains(&0)
-        {
-            return Err(LaunchError::Nul);
-        }
-        // SAFETY: as above.
-        unsafe { std::env::set_var(k, v) };
-    }
-    Ok(())
-}
-
 fn drop_capabilities() -> Result<(), LaunchError> {
     use caps::CapSet;
     caps::clear(None, CapSet::Ambient).map_err(LaunchError::Caps)?;
     let bounding = caps::read(None, CapSet::Bounding).map_err(LaunchError::Caps)?;
     let root = nix::unistd::geteuid().is_root() || nix::unistd::getuid().is_root();
     for cap in bounding {
-        if let Err(e) = caps::drop(None, CapSet::Bounding, cap) {
+        if caps::drop(None, CapSet::Bounding, cap).is_err() && root {
             // Without CAP_SETPCAP the bounding set cannot shrink. For a
             // non-root uid that is harmless under no_new_privs (exec grants
             // nothing); for uid 0 it would hand the caps back: fail closed.
-            if root {
-                let _ = e;
-                return Err(LaunchError::BoundingSet(cap.to_string()));
-            }
+            return Err(LaunchError::BoundingSet(cap.to_string()));
         }
     }
     caps::clear(None, CapSet::Inheritable).map_err(LaunchError::Caps)?;
@@ -155,17 +160,25 @@ fn reset_signals() -> nix::Result<()> {
     nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)
 }
 
-/// `execvp` the command with the current (clean) environment. Returns the
+/// `execvpe` the command with the plan's environment, searching the
+/// command's `PATH` (glibc's default path when it has none). Returns the
 /// errno only when exec failed.
-pub(crate) fn exec(spec: &LaunchSpec) -> Result<Errno, LaunchError> {
-    let argv: Vec<CString> = spec
-        .argv
+fn exec(prep: &Prepared) -> Errno {
+    use std::os::unix::ffi::OsStrExt;
+    let path = prep
+        .env
         .iter()
-        .map(|a| CString::new(a.as_bytes()).map_err(|_| LaunchError::Nul))
-        .collect::<Result<_, _>>()?;
-    let err = match nix::unistd::execvp(&argv[0], &argv) {
+        .find_map(|kv| kv.to_bytes().strip_prefix(b"PATH="));
+    // SAFETY: PATH only steers execvpe's search; this process is
+    // single-threaded here (checked before the fork or exec that led here).
+    unsafe {
+        match path {
+            Some(p) => std::env::set_var("PATH", std::ffi::OsStr::from_bytes(p)),
+            None => std::env::remove_var("PATH"),
+        }
+    }
+    match nix::unistd::execvpe(&prep.argv[0], &prep.argv, &prep.env) {
         Ok(never) => match never {},
         Err(e) => e,
-    };
-    Ok(err)
+    }
 }

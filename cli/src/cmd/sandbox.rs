@@ -231,6 +231,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         },
         stdin: Stdin::Inherit,
         forward_signals: true,
+        // zot sandbox is single-threaded: the launcher's code runs in a
+        // forked child, no second start of this binary.
+        in_process: true,
     };
     match zot_supervisor::run(req) {
         Ok(outcome) => {

@@ -1,0 +1,232 @@
+//! Entering the plan's namespaces: one `clone` makes the sandbox's PID 1
+//! inside all of them at once; it maps its own uid and gid, brings loopback
+//! up, builds the view, then forks the command.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
+
+use crate::plan::Namespace;
+use crate::{harden, ChildStdio, Forked, LaunchError, Prepared, StatusPipe, EXIT_SETUP};
+
+use super::reaper::{self, exit_now, Forward};
+use super::{mount, NativeError};
+
+fn errno() -> io::Error {
+    io::Error::last_os_error()
+}
+
+fn set_pdeathsig() -> Result<(), NativeError> {
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) } != 0 {
+        return Err(NativeError::sys("prctl(PR_SET_PDEATHSIG)")(errno()));
+    }
+    Ok(())
+}
+
+fn write_proc(path: &str, data: &str) -> Result<(), NativeError> {
+    std::fs::write(path, data).map_err(NativeError::path("writing", Path::new(path)))
+}
+
+/// A step name for a failed `clone` into new namespaces, by errno.
+fn clone_step(err: &io::Error) -> &'static str {
+    match err.raw_os_error() {
+        Some(libc::ENOSPC) => {
+            "creating user namespaces (limit reached: raise user.max_user_namespaces)"
+        }
+        Some(libc::EPERM) | Some(libc::EACCES) => {
+            "creating user namespaces (denied: check kernel.apparmor_restrict_unprivileged_userns, kernel.unprivileged_userns_clone or the container's seccomp profile)"
+        }
+        Some(libc::EINVAL) | Some(libc::ENOSYS) => {
+            "creating user namespaces (kernel without CONFIG_USER_NS / namespace support)"
+        }
+        _ => "clone into new user, mount, pid, ipc, uts, cgroup and net namespaces",
+    }
+}
+
+/// Clone the sandbox's PID 1 into the plan's namespaces. The caller must be
+/// single-threaded. In the fork path `stdio` wires the child's streams.
+pub(crate) fn spawn_pid1(
+    prep: &Prepared,
+    status_fd: RawFd,
+    stdio: Option<ChildStdio>,
+) -> Result<Forked, LaunchError> {
+    let wrap = LaunchError::Native;
+    let plan = prep.plan();
+    if !plan.has(Namespace::User) || !plan.has(Namespace::Mount) || !plan.has(Namespace::Pid) {
+        return Err(LaunchError::Unsupported(
+            "the native backend needs a plan with user, mount and pid namespaces",
+        ));
+    }
+    // SAFETY: plain getters.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let uid_map = format!("{uid} {uid} 1\n");
+    let gid_map = format!("{gid} {gid} 1\n");
+    // Liveness pipe: PID 1 sees POLLHUP when the caller is gone before its
+    // pdeathsig is armed.
+    let mut fds = [0; 2];
+    // SAFETY: valid array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(wrap(NativeError::sys("pipe")(errno())));
+    }
+    // SAFETY: fresh fds we own.
+    let (alive_rd, alive_wr) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let flags = plan.clone_flags() | libc::SIGCHLD;
+    // SAFETY: a fork-like clone (no new stack, no CLONE_VM) of a
+    // single-threaded process; the child only runs `pid1` and exits.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            flags as libc::c_ulong,
+            std::ptr::null_mut::<libc::c_void>(),
+            std::ptr::null_mut::<libc::c_int>(),
+            std::ptr::null_mut::<libc::c_int>(),
+            0 as libc::c_ulong,
+        )
+    } as libc::pid_t;
+    if pid < 0 {
+        let e = errno();
+        return Err(wrap(NativeError::sys(clone_step(&e))(e)));
+    }
+    if pid == 0 {
+        drop(alive_wr);
+        // SAFETY: our status fd (close-on-exec), owned by this child now.
+        let mut status =
+            StatusPipe((status_fd >= 0).then(|| unsafe { File::from_raw_fd(status_fd) }));
+        let code = match pid1(prep, stdio, alive_rd, &uid_map, &gid_map, &mut status) {
+            Ok(code) => code,
+            Err(e) => {
+                status.fail(&wrap(e));
+                EXIT_SETUP
+            }
+        };
+        exit_now(code);
+    }
+    drop(alive_rd);
+    Ok(Forked {
+        pid,
+        alive: Some(alive_wr),
+    })
+}
+
+/// The outer launcher (exec path): forward signals to PID 1, wait for it and
+/// return its code.
+pub(crate) fn outer_wait(forked: Forked) -> i32 {
+    // Keep only stdio and the liveness pipe.
+    let keep = forked.alive.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
+    close_from(3, keep);
+    reaper::install_forwarders(Forward::Process(forked.pid));
+    let code = reaper::wait_status(forked.pid);
+    drop(forked.alive);
+    code
+}
+
+fn close_from(first: libc::c_uint, keep: Option<libc::c_int>) {
+    // SAFETY: closing fds we own; no Rust object refers to them afterwards
+    // (this process only waits and exits).
+    unsafe {
+        match keep {
+            Some(k) if k as libc::c_uint >= first => {
+                if k as libc::c_uint > first {
+                    libc::syscall(libc::SYS_close_range, first, k as libc::c_uint - 1, 0);
+                }
+                libc::syscall(libc::SYS_close_range, k as libc::c_uint + 1, u32::MAX, 0);
+            }
+            _ => {
+                libc::syscall(libc::SYS_close_range, first, u32::MAX, 0);
+            }
+        }
+    }
+}
+
+/// `ip link set lo up` in the new network namespace (the kernel then gives
+/// it 127.0.0.1 and ::1), as bubblewrap does.
+fn loopback_up() -> Result<(), NativeError> {
+    // SAFETY: a socket we close below; ifreq is plain data.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(NativeError::sys("socket for loopback setup")(errno()));
+        }
+        let mut ifr: libc::ifreq = std::mem::zeroed();
+        for (i, b) in b"lo\0".iter().enumerate() {
+            ifr.ifr_name[i] = *b as libc::c_char;
+        }
+        let r = if libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut ifr) != 0 {
+            Err(errno())
+        } else {
+            ifr.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+            if libc::ioctl(fd, libc::SIOCSIFFLAGS, &ifr) != 0 {
+                Err(errno())
+            } else {
+                Ok(())
+            }
+        };
+        libc::close(fd);
+        r.map_err(NativeError::sys("bringing loopback up"))
+    }
+}
+
+/// PID 1, right after `clone`: returns the exit code to leave with.
+fn pid1(
+    prep: &Prepared,
+    stdio: Option<ChildStdio>,
+    alive_rd: OwnedFd,
+    uid_map: &str,
+    gid_map: &str,
+    status: &mut StatusPipe,
+) -> Result<i32, NativeError> {
+    use std::os::fd::AsRawFd;
+    set_pdeathsig()?;
+    let mut pfd = libc::pollfd {
+        fd: alive_rd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: polling our pipe without waiting.
+    if unsafe { libc::poll(&mut pfd, 1, 0) } != 0 {
+        exit_now(EXIT_SETUP); // the caller is already gone
+    }
+    drop(alive_rd);
+    if let Some(stdio) = stdio {
+        stdio
+            .apply()
+            .map_err(NativeError::sys("setting up stdio"))?;
+        // Own process group: the terminal's signals reach the supervisor,
+        // which forwards them once.
+        // SAFETY: plain syscall.
+        unsafe { libc::setpgid(0, 0) };
+    }
+    write_proc("/proc/self/setgroups", "deny")?;
+    write_proc("/proc/self/uid_map", uid_map)?;
+    write_proc("/proc/self/gid_map", gid_map)?;
+    let plan = prep.plan();
+    if plan.has(Namespace::Net) {
+        loopback_up()?;
+    }
+    mount::build_view(&plan.mounts)?;
+    if std::env::set_current_dir(&plan.cwd).is_err() {
+        return Err(NativeError::Invalid(format!(
+            "working directory {} is not visible in the sandbox",
+            plan.cwd.display()
+        )));
+    }
+    // SAFETY: single-threaded.
+    let child = unsafe { libc::fork() };
+    if child < 0 {
+        return Err(NativeError::sys("fork of the sandboxed process")(errno()));
+    }
+    if child == 0 {
+        set_pdeathsig()?;
+        // SAFETY: getter.
+        if unsafe { libc::getppid() } != 1 {
+            exit_now(EXIT_SETUP);
+        }
+        exit_now(harden::harden_and_exec(prep, status));
+    }
+    close_from(3, None);
+    reaper::install_forwarders(Forward::Group(child));
+    Ok(reaper::reap(child))
+}
