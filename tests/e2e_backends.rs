@@ -17,6 +17,11 @@ use std::time::Duration;
 
 attack_tests!("native");
 
+/// The native backend as `zot run` starts it: the launcher exec'd.
+mod native_exec {
+    attack_tests!("native/exec");
+}
+
 mod landlock {
     use super::*;
     attack_tests!("landlock";
@@ -25,8 +30,19 @@ mod landlock {
         hardlink_from_outside, tcp_loopback, unix_socket_host_abstract, host_process_ptrace_kill_environ,
         parent_secret_env, mount_refused, nested_userns_refused, chroot_refused, io_uring_refused,
         no_new_privs_and_seccomp_on, tiocsti_injection, output_flood_capped,
-        signal_forwarding, exit_code_mapping,
+        signal_forwarding, signals_reach_the_process_group, exit_code_mapping,
     );
+
+    /// The landlock backend as `zot run` starts it: the launcher exec'd.
+    mod exec {
+        attack_tests!("landlock/exec";
+            control_write_read_inside_cwd, write_outside_cwd, write_etc, read_ssh_key,
+            tcp_loopback, unix_socket_host_abstract, host_process_ptrace_kill_environ,
+            parent_secret_env, mount_refused, nested_userns_refused, no_new_privs_and_seccomp_on,
+            tiocsti_injection, signal_forwarding, signals_reach_the_process_group,
+            exit_code_mapping,
+        );
+    }
 }
 
 // ------------------------------------------------------------------ helpers

@@ -64,6 +64,10 @@ pub struct Args {
         requires = "agent_view"
     )]
     pub read_scopes: Vec<PathBuf>,
+    /// Exec the launcher (as `zot run` does) instead of running its code in
+    /// a forked child (for tests and comparisons)
+    #[arg(long, hide = true)]
+    pub exec_launcher: bool,
     /// The command and its arguments
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -233,7 +237,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         forward_signals: true,
         // zot sandbox is single-threaded: the launcher's code runs in a
         // forked child, no second start of this binary.
-        in_process: true,
+        in_process: !args.exec_launcher,
     };
     match zot_supervisor::run(req) {
         Ok(outcome) => {
