@@ -94,7 +94,7 @@ fn harden(prep: &Prepared) -> Result<LandlockReport, LaunchError> {
     // 7. Landlock.
     let landlock = landlock_rules::apply(&plan.landlock)?;
 
-    // 8. signals: Rust ignores SIGPIPE; children must get the default.
+    // 8. signals: defaults and an empty mask for the command.
     reset_signals().map_err(sys("signals"))?;
 
     // 9. seccomp last (compiled before any fork).
@@ -132,28 +132,83 @@ fn close_inherited_fds() -> nix::Result<()> {
     Ok(())
 }
 
+/// Drop every capability: ambient, the bounding set (each index until the
+/// kernel says EINVAL), then effective, permitted and inheritable at once.
+/// Two syscalls plus one per capability.
 fn drop_capabilities() -> Result<(), LaunchError> {
-    use caps::CapSet;
-    caps::clear(None, CapSet::Ambient).map_err(LaunchError::Caps)?;
-    let bounding = caps::read(None, CapSet::Bounding).map_err(LaunchError::Caps)?;
-    let root = nix::unistd::geteuid().is_root() || nix::unistd::getuid().is_root();
-    for cap in bounding {
-        if caps::drop(None, CapSet::Bounding, cap).is_err() && root {
-            // Without CAP_SETPCAP the bounding set cannot shrink. For a
-            // non-root uid that is harmless under no_new_privs (exec grants
-            // nothing); for uid 0 it would hand the caps back: fail closed.
-            return Err(LaunchError::BoundingSet(cap.to_string()));
+    // SAFETY: prctl/capset with integer arguments and valid structs.
+    unsafe {
+        // EINVAL: a kernel without ambient capabilities (< 4.3) has none.
+        if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0
+            && Errno::last() != Errno::EINVAL
+        {
+            return Err(sys("capabilities")(Errno::last()));
+        }
+        let root = libc::geteuid() == 0 || libc::getuid() == 0;
+        for cap in 0..64 {
+            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) == 0 {
+                continue;
+            }
+            match Errno::last() {
+                Errno::EINVAL => break, // past the kernel's last capability
+                // Without CAP_SETPCAP the bounding set cannot shrink. For a
+                // non-root uid that is harmless under no_new_privs (exec
+                // grants nothing); for uid 0 it would hand the caps back:
+                // fail closed.
+                Errno::EPERM if !root => continue,
+                _ => return Err(LaunchError::BoundingSet(capability_name(cap))),
+            }
+        }
+        #[repr(C)]
+        struct Header {
+            version: u32,
+            pid: i32,
+        }
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        struct Data {
+            effective: u32,
+            permitted: u32,
+            inheritable: u32,
+        }
+        const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+        let mut hdr = Header {
+            version: LINUX_CAPABILITY_VERSION_3,
+            pid: 0,
+        };
+        let data = [Data {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
+        if libc::syscall(libc::SYS_capset, &mut hdr as *mut Header, data.as_ptr()) != 0 {
+            return Err(sys("capabilities")(Errno::last()));
         }
     }
-    caps::clear(None, CapSet::Inheritable).map_err(LaunchError::Caps)?;
-    caps::clear(None, CapSet::Effective).map_err(LaunchError::Caps)?;
-    caps::clear(None, CapSet::Permitted).map_err(LaunchError::Caps)?;
     Ok(())
 }
 
+fn capability_name(index: i32) -> String {
+    caps::all()
+        .into_iter()
+        .find(|c| i32::from(c.index()) == index)
+        .map(|c| c.to_string())
+        .unwrap_or_else(|| format!("capability {index}"))
+}
+
+/// Default dispositions for the signals a caller may ignore or handle
+/// (Rust ignores SIGPIPE; a forked child inherits the caller's handlers
+/// until exec, ignored ones even past it), and an empty mask.
 fn reset_signals() -> nix::Result<()> {
     let dfl = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
-    for sig in [Signal::SIGPIPE, Signal::SIGXFSZ] {
+    for sig in [
+        Signal::SIGPIPE,
+        Signal::SIGXFSZ,
+        Signal::SIGINT,
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+    ] {
         // SAFETY: installing SIG_DFL is always sound.
         unsafe { sigaction(sig, &dfl) }?;
     }

@@ -122,8 +122,6 @@ pub enum LaunchError {
     SeccompCompile(#[source] seccompiler::BackendError),
     #[error("seccomp: unknown syscall {0:?} on this architecture")]
     UnknownSyscall(String),
-    #[error("capabilities")]
-    Caps(#[source] caps::errors::CapsError),
     #[error("cannot drop capability {0} from the bounding set while running as uid 0")]
     BoundingSet(String),
     #[error("argument or environment contains a NUL byte")]
@@ -152,7 +150,7 @@ impl LaunchError {
             LaunchError::Seccomp(_)
             | LaunchError::SeccompCompile(_)
             | LaunchError::UnknownSyscall(_) => "seccomp",
-            LaunchError::Caps(_) | LaunchError::BoundingSet(_) => "capabilities",
+            LaunchError::BoundingSet(_) => "capabilities",
             LaunchError::Nul | LaunchError::EmptyCommand => "command",
         }
     }

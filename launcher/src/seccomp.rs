@@ -163,9 +163,34 @@ pub fn compile(plan: &SeccompPlan) -> Result<Vec<BpfProgram>, LaunchError> {
     }
     #[cfg(target_arch = "x86_64")]
     if let Some(a) = plan.x32 {
-        progs.push(x32_filter(a));
+        progs.insert(0, x32_filter(a));
     }
-    Ok(progs)
+    Ok(vec![chain(progs)])
+}
+
+/// One program that runs `progs` in turn: each `ret ALLOW` of a program
+/// but the last becomes a jump to the start of the next one. One filter to
+/// install (and to run on every syscall of the command) instead of several.
+fn chain(progs: Vec<BpfProgram>) -> BpfProgram {
+    let ret_allow = (libc::BPF_RET | libc::BPF_K) as u16;
+    let ja = (libc::BPF_JMP | libc::BPF_JA) as u16;
+    let count = progs.len();
+    let mut out = Vec::new();
+    for (n, mut prog) in progs.into_iter().enumerate() {
+        if n + 1 < count {
+            let len = prog.len();
+            for (i, ins) in prog.iter_mut().enumerate() {
+                if ins.code == ret_allow && ins.k == libc::SECCOMP_RET_ALLOW {
+                    ins.code = ja;
+                    ins.jt = 0;
+                    ins.jf = 0;
+                    ins.k = (len - i - 1) as u32;
+                }
+            }
+        }
+        out.extend(prog);
+    }
+    out
 }
 
 /// On x86_64, syscall numbers with the x32 bit set would bypass a filter
@@ -352,6 +377,7 @@ mod tests {
                 )],
             },
         ]);
+        assert_eq!(compile(&p).unwrap().len(), 1, "one chained program");
         assert!(in_child(p.clone(), || unsafe {
             let inet =
                 libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) == -1 && errno() == libc::EPERM;

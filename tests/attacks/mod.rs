@@ -777,6 +777,9 @@ esc = []
 if nnp != '1': esc.append('nnp=' + nnp)
 if sec != '2': esc.append('seccomp=' + sec)
 if int(caps, 16) != 0: esc.append('caps=' + caps)
+for set_ in ('CapPrm:', 'CapInh:', 'CapAmb:'):
+    v = [l for l in st.splitlines() if l.startswith(set_)][0].split()[1]
+    if int(v, 16) != 0: esc.append(set_ + v)
 if int(bnd, 16) != 0 and __import__('os').getuid() == 0: esc.append('bounding=' + bnd)
 if off == 0 and open('/proc/self/status').read().count('NoNewPrivs:\t0'): esc.append('nnp-off')
 print('ESCAPED ' + ','.join(esc) if esc else 'BLOCKED')
