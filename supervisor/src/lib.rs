@@ -28,7 +28,7 @@ pub mod resolve;
 mod spawn;
 mod supervise;
 
-pub use process::run;
+pub use process::{exec_unconfined, run};
 pub use repos::find_nested_repos;
 pub use resolve::{prepare, Backend, Planned};
 pub use zot_launcher::{BackendKind, Level};

@@ -183,6 +183,46 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
     })
 }
 
+/// Replace this process with the command of a `danger-full-access` request
+/// (nothing confines it, so nothing needs supervising: no timeout, no
+/// capped output, no report): the plan's environment and working
+/// directory, then `execvp`. Returns only on failure; a command that cannot
+/// be found or executed is [`SupervisorError::Spawn`] (exit 127 / 126).
+pub fn exec_unconfined(req: &RunRequest) -> SupervisorError {
+    use std::os::unix::process::CommandExt;
+    if req.argv.is_empty() {
+        return SupervisorError::EmptyCommand;
+    }
+    let host_env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let planned = match resolve::prepare(&req.policy, req.backend, req.allow_degraded, &host_env) {
+        Ok(p) if p.backend == Backend::Unconfined => p,
+        Ok(p) => {
+            return SupervisorError::Setup {
+                backend: p.backend.kind(),
+                message: "only danger-full-access runs without a supervisor".into(),
+                hint: None,
+            }
+        }
+        Err(e) => return e,
+    };
+    let env = planned.plan.env.environment(|name| {
+        host_env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    });
+    let err = std::process::Command::new(&req.argv[0])
+        .args(&req.argv[1..])
+        .current_dir(&planned.plan.cwd)
+        .env_clear()
+        .envs(env)
+        .exec();
+    SupervisorError::Spawn {
+        program: PathBuf::from(&req.argv[0]),
+        source: err,
+    }
+}
+
 /// The status lines the launcher wrote. Read after the sandbox exited, so
 /// every writer is gone; non-blocking in case a copy of the pipe survived.
 fn read_status(fd: OwnedFd) -> Vec<LaunchStatus> {

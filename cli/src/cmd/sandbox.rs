@@ -239,6 +239,28 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         // forked child, no second start of this binary.
         in_process: !args.exec_launcher,
     };
+    // Unconfined and unsupervised: become the command (like `env`).
+    if req.policy.mode == SandboxMode::DangerFullAccess
+        && req.timeout.is_none()
+        && args.max_output.is_none()
+        && !args.report
+    {
+        let err = zot_supervisor::exec_unconfined(&req);
+        return Ok(match err {
+            zot_supervisor::SupervisorError::Spawn { program, source } => {
+                eprintln!("zot: {}: {source}", program.display());
+                if source.kind() == std::io::ErrorKind::NotFound {
+                    127
+                } else {
+                    126
+                }
+            }
+            e => {
+                eprintln!("zot: {:#}", anyhow::Error::from(e));
+                SETUP_FAILURE
+            }
+        });
+    }
     match zot_supervisor::run(req) {
         Ok(outcome) => {
             if outcome.truncated {
