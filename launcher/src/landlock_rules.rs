@@ -1,20 +1,13 @@
-//! The Landlock ruleset of a [`LandlockPlan`]: every filesystem right is
-//! handled, the rules grant some back beneath their paths. [`describe`]
-//! renders the same rules with the rights each one grants.
+//! The rights of a [`LandlockPlan`]'s rules: [`rights`] is what the tail
+//! applies (see `tail::encode`) and what [`describe`] renders.
 
-use std::path::Path;
-
-use landlock::{
-    Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, RulesetStatus, Scope, ABI,
-};
+use landlock::{Access, AccessFs, BitFlags, ABI};
 use serde::{Deserialize, Serialize};
 
-use crate::plan::{LandlockAccess, LandlockCompat, LandlockPlan, LandlockScope, Level};
-use crate::LaunchError;
+use crate::plan::{LandlockAccess, LandlockCompat, LandlockPlan, Level};
 
 /// Highest ABI whose filesystem rights we ask for (best effort beyond v1).
-const TARGET_ABI: ABI = ABI::V6;
+pub(crate) const TARGET_ABI: ABI = ABI::V6;
 
 /// Landlock outcome reported to the supervisor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,97 +49,6 @@ fn right_name(r: AccessFs) -> &'static str {
     }
 }
 
-fn scope(s: LandlockScope) -> Scope {
-    match s {
-        LandlockScope::AbstractUnixSocket => Scope::AbstractUnixSocket,
-        LandlockScope::Signal => Scope::Signal,
-    }
-}
-
-fn add_path(
-    ruleset: landlock::RulesetCreated,
-    path: &Path,
-    access: BitFlags<AccessFs>,
-    must_exist: bool,
-) -> Result<landlock::RulesetCreated, LaunchError> {
-    let fd = match PathFd::new(path) {
-        Ok(fd) => fd,
-        Err(_) if !must_exist => return Ok(ruleset),
-        Err(e) => {
-            return Err(LaunchError::LandlockOpen {
-                path: path.to_path_buf(),
-                source: e,
-            });
-        }
-    };
-    // Files only take file rights.
-    let access = if path.is_dir() {
-        access
-    } else {
-        access & AccessFs::from_file(TARGET_ABI)
-    };
-    ruleset
-        .add_rule(PathBeneath::new(fd, access))
-        .map_err(|e| LaunchError::LandlockPath {
-            path: path.to_path_buf(),
-            source: e,
-        })
-}
-
-/// Build and enforce the ruleset of `plan` on the calling thread.
-pub(crate) fn apply(plan: &LandlockPlan) -> Result<LandlockReport, LaunchError> {
-    if plan.compat == LandlockCompat::Off {
-        return Ok(LandlockReport {
-            level: Level::None,
-            detail: Some("not requested".into()),
-        });
-    }
-    let v1_level = match plan.compat {
-        LandlockCompat::Required => CompatLevel::HardRequirement,
-        _ => CompatLevel::BestEffort,
-    };
-    let mut scopes: BitFlags<Scope> = BitFlags::empty();
-    for s in &plan.scopes {
-        scopes |= scope(*s);
-    }
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(v1_level)
-        .handle_access(AccessFs::from_all(ABI::V1))
-        .map_err(LaunchError::Landlock)?
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(AccessFs::from_all(TARGET_ABI))
-        .map_err(LaunchError::Landlock)?
-        .scope(scopes)
-        .map_err(LaunchError::Landlock)?
-        .create()
-        .map_err(LaunchError::Landlock)?;
-    for rule in &plan.rules {
-        ruleset = add_path(ruleset, &rule.path, rights(rule.access), rule.must_exist)?;
-    }
-    let status = ruleset.restrict_self().map_err(LaunchError::Landlock)?;
-    let detail = format!("{:?}", status.landlock);
-    let report = match status.ruleset {
-        RulesetStatus::FullyEnforced => LandlockReport {
-            level: Level::Full,
-            detail: None,
-        },
-        RulesetStatus::PartiallyEnforced => LandlockReport {
-            level: Level::Partial,
-            detail: Some(detail),
-        },
-        RulesetStatus::NotEnforced => LandlockReport {
-            level: Level::None,
-            detail: Some(detail),
-        },
-    };
-    if plan.compat == LandlockCompat::Required && report.level == Level::None {
-        return Err(LaunchError::LandlockNotEnforced(
-            report.detail.unwrap_or_default(),
-        ));
-    }
-    Ok(report)
-}
-
 /// One line per rule of `plan` (`path: rights`), then one per scope, for
 /// `zot debug sandbox --explain`.
 pub fn describe(plan: &LandlockPlan) -> Vec<String> {
@@ -172,7 +74,7 @@ pub fn describe(plan: &LandlockPlan) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::LandlockRule;
+    use crate::plan::{LandlockRule, LandlockScope};
 
     #[test]
     fn describe_lists_every_rule_with_its_rights() {

@@ -21,21 +21,41 @@ use std::ffi::{CString, OsString};
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-mod harden;
 pub mod landlock_rules;
 pub mod native;
 pub mod plan;
 pub mod seccomp;
+pub mod tail;
 
 pub use landlock_rules::LandlockReport;
 pub use plan::{BackendKind, LaunchPlan, Level};
 
 /// First argument that turns the `zot` binary into the launcher.
 pub const LAUNCH_ARG: &str = "__zot-launch";
+/// With [`LAUNCH_ARG`]: the spec fd carries an encoded tail (what the
+/// launcher image reads), not a JSON [`LaunchSpec`].
+pub const TAIL_ARG: &str = "--tail";
+
+/// The launcher image embedded in this binary (see [`tail`]): a static
+/// executable without libc that runs the tail, reading the encoded tail on
+/// fd 3 and reporting on fd 4. `None` when this build has none (the zot
+/// binary then serves as launcher, with [`TAIL_ARG`]).
+pub fn launcher_image() -> Option<&'static [u8]> {
+    #[cfg(not(zot_no_launcher_image))]
+    {
+        Some(include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/zot-launcher-image"
+        )))
+    }
+    #[cfg(zot_no_launcher_image)]
+    {
+        None
+    }
+}
 
 /// Exit code when the sandbox could not be set up.
 pub const EXIT_SETUP: i32 = 125;
@@ -98,32 +118,10 @@ pub enum LaunchError {
     },
     #[error("native namespaces")]
     Native(#[source] native::NativeError),
-    #[error("the parent exited before the sandbox was ready")]
-    ParentGone,
-    #[error("landlock")]
-    Landlock(#[source] landlock::RulesetError),
-    #[error("landlock is required but not enforced: {0}")]
-    LandlockNotEnforced(String),
-    #[error("landlock: cannot open {path:?}")]
-    LandlockOpen {
-        path: PathBuf,
-        #[source]
-        source: landlock::PathFdError,
-    },
-    #[error("landlock rule for {path:?}")]
-    LandlockPath {
-        path: PathBuf,
-        #[source]
-        source: landlock::RulesetError,
-    },
-    #[error("seccomp filter")]
-    Seccomp(#[source] seccompiler::Error),
     #[error("seccomp filter compilation")]
     SeccompCompile(#[source] seccompiler::BackendError),
     #[error("seccomp: unknown syscall {0:?} on this architecture")]
     UnknownSyscall(String),
-    #[error("cannot drop capability {0} from the bounding set while running as uid 0")]
-    BoundingSet(String),
     #[error("argument or environment contains a NUL byte")]
     Nul,
     #[error("empty command")]
@@ -142,15 +140,7 @@ impl LaunchError {
             LaunchError::Unsupported(_) => "backend",
             LaunchError::Sys { stage, .. } => stage,
             LaunchError::Native(_) => "native namespaces",
-            LaunchError::ParentGone => "pdeathsig",
-            LaunchError::Landlock(_)
-            | LaunchError::LandlockNotEnforced(_)
-            | LaunchError::LandlockPath { .. }
-            | LaunchError::LandlockOpen { .. } => "landlock",
-            LaunchError::Seccomp(_)
-            | LaunchError::SeccompCompile(_)
-            | LaunchError::UnknownSyscall(_) => "seccomp",
-            LaunchError::BoundingSet(_) => "capabilities",
+            LaunchError::SeccompCompile(_) | LaunchError::UnknownSyscall(_) => "seccomp",
             LaunchError::Nul | LaunchError::EmptyCommand => "command",
         }
     }
@@ -173,6 +163,12 @@ pub fn error_chain(err: &dyn std::error::Error) -> String {
         cur = c.source();
     }
     s
+}
+
+pub(crate) fn set_cloexec(fd: RawFd) -> nix::Result<()> {
+    // SAFETY: fcntl on an integer fd has no memory-safety requirements.
+    let r = unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    nix::errno::Errno::result(r).map(drop)
 }
 
 /// The number of threads of this process, from `/proc/self/status`. An
@@ -220,13 +216,11 @@ impl StatusPipe {
 }
 
 /// A launch, ready to run: everything that allocates or can fail on bad
-/// input is done here, before any fork.
+/// input is done here, before any fork; the tail's part is encoded once.
 pub struct Prepared {
     backend: BackendKind,
     plan: LaunchPlan,
-    argv: Vec<CString>,
-    env: Vec<CString>,
-    seccomp: Vec<seccompiler::BpfProgram>,
+    tail: Vec<u8>,
 }
 
 impl Prepared {
@@ -241,11 +235,11 @@ impl Prepared {
         if argv.is_empty() {
             return Err(LaunchError::EmptyCommand);
         }
-        let argv = argv
+        let argv: Vec<CString> = argv
             .iter()
             .map(|a| CString::new(a.as_bytes()).map_err(|_| LaunchError::Nul))
             .collect::<Result<_, _>>()?;
-        let env = env
+        let env: Vec<CString> = env
             .iter()
             .map(|(k, v)| {
                 if k.is_empty() || k.as_bytes().contains(&b'=') {
@@ -257,14 +251,21 @@ impl Prepared {
                 CString::new(kv).map_err(|_| LaunchError::Nul)
             })
             .collect::<Result<_, _>>()?;
-        let seccomp = seccomp::compile(&plan.seccomp)?;
+        let seccomp: Vec<seccompiler::sock_filter> = seccomp::compile(&plan.seccomp)?
+            .into_iter()
+            .flatten()
+            .collect();
+        let tail = tail::encode::encode(&argv, &env, true, &plan.rlimits, &plan.landlock, &seccomp);
         Ok(Prepared {
             backend,
             plan,
-            argv,
-            env,
-            seccomp,
+            tail,
         })
+    }
+
+    /// The encoded tail (what the launcher image reads on its spec fd).
+    pub fn tail(&self) -> &[u8] {
+        &self.tail
     }
 
     pub fn plan(&self) -> &LaunchPlan {
@@ -387,7 +388,16 @@ fn run_landlock(prep: &Prepared, status: &mut StatusPipe) -> i32 {
         status.fail(&sys("chdir")(e));
         return EXIT_SETUP;
     }
-    harden::harden_and_exec(prep, status)
+    run_tail(prep, status)
+}
+
+/// The tail, in this process: harden and exec the command. Returns the exit
+/// code only when that failed (after reporting it).
+pub(crate) fn run_tail(prep: &Prepared, status: &StatusPipe) -> i32 {
+    use std::os::fd::AsRawFd;
+    let status_fd = status.0.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
+    let mut buf = prep.tail.clone();
+    tail::run(&mut buf, status_fd)
 }
 
 fn parse_fd(args: &[OsString], name: &str) -> Result<Option<RawFd>, LaunchError> {
@@ -426,7 +436,7 @@ pub fn main_from_args() -> ! {
 fn launch(args: &[OsString], status: &mut StatusPipe) -> Result<i32, LaunchError> {
     // The status pipe first, so every later failure can be reported.
     if let Some(fd) = parse_fd(args, "--status-fd")? {
-        harden::set_cloexec(fd).map_err(sys("status fd"))?;
+        set_cloexec(fd).map_err(sys("status fd"))?;
         // SAFETY: the supervisor passed us this fd and nothing else owns it.
         status.0 = Some(unsafe { std::fs::File::from_raw_fd(fd) });
     }
@@ -439,6 +449,13 @@ fn launch(args: &[OsString], status: &mut StatusPipe) -> Result<i32, LaunchError
         .read_to_end(&mut buf)
         .map_err(LaunchError::ReadSpec)?;
     drop(spec_file);
+    if args.iter().any(|a| a == TAIL_ARG) {
+        // What the launcher image would do, in this binary (inside bwrap).
+        require_single_threaded()?;
+        use std::os::fd::AsRawFd;
+        let status_fd = status.0.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
+        return Ok(tail::run(&mut buf, status_fd));
+    }
     let spec: LaunchSpec = serde_json::from_slice(&buf).map_err(LaunchError::ParseSpec)?;
     require_single_threaded()?;
     let prep = Prepared::from_spec(spec)?;
@@ -453,7 +470,7 @@ fn launch(args: &[OsString], status: &mut StatusPipe) -> Result<i32, LaunchError
             Ok(native::outer_wait(forked))
         }
         // bwrap set the cwd (--chdir) and built the view.
-        BackendKind::Bwrap => Ok(harden::harden_and_exec(&prep, status)),
+        BackendKind::Bwrap => Ok(run_tail(&prep, status)),
         BackendKind::Landlock => Ok(run_landlock(&prep, status)),
         BackendKind::Unconfined => Err(LaunchError::Unsupported(
             "danger-full-access has no launcher",

@@ -1,5 +1,5 @@
-//! The seccomp filter of a [`SeccompPlan`], compiled separately from
-//! installing it (tests can inspect or install it in a child). The plan is a
+//! The seccomp filter of a [`SeccompPlan`], compiled here (before any
+//! fork) and installed last by the tail (tests install it in a child). The plan is a
 //! deny list: everything not named is allowed. Rules are grouped by action
 //! into one BPF program each; a foreign architecture and, on x86_64, the x32
 //! syscall range get their own checks. [`describe`] renders the same rules.
@@ -237,15 +237,6 @@ fn x32_filter(a: SeccompAction) -> BpfProgram {
         ret(ret_action),
         ret(libc::SECCOMP_RET_ALLOW),
     ]
-}
-
-/// Install compiled programs on the calling thread (needs no_new_privs or
-/// CAP_SYS_ADMIN).
-pub fn install(progs: &[BpfProgram]) -> Result<(), LaunchError> {
-    for prog in progs {
-        seccompiler::apply_filter(prog).map_err(LaunchError::Seccomp)?;
-    }
-    Ok(())
 }
 
 fn describe_cmp(c: &ArgCmp) -> String {

@@ -292,6 +292,7 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
     };
     run.allow_degraded = true;
     run.in_process = true;
+    run.zot_as_launcher = true;
     run.timeout = Some(Duration::from_secs(20));
     run.output = Output::Capture { max_bytes: 1 << 20 };
     run.stdin = Stdin::Null;

@@ -107,6 +107,10 @@ pub struct RunRequest {
     /// moment (native and landlock backends; `zot sandbox`). Otherwise, and
     /// always when false, the launcher is exec'd.
     pub in_process: bool,
+    /// bwrap runs this binary as the launcher instead of the launcher image,
+    /// so that `/proc/self/exe` in the command names this binary (the
+    /// check's attempt runner re-executes zot that way).
+    pub zot_as_launcher: bool,
 }
 
 impl RunRequest {
@@ -125,6 +129,7 @@ impl RunRequest {
             stdin: Stdin::Null,
             forward_signals: false,
             in_process: false,
+            zot_as_launcher: false,
         }
     }
 }

@@ -113,7 +113,49 @@ pub(crate) fn start(
                 alive: forked.alive,
             })
         }
-        backend => {
+        Backend::Bwrap { path } => {
+            // bwrap runs the launcher image (or this binary) through fd 5;
+            // it gets the encoded tail on fd 3.
+            let prep = Prepared::new(kind, planned.plan.clone(), &req.argv, &env)
+                .map_err(SupervisorError::Prepare)?;
+            let (spec_r, status_r, status_w) = spec_pipes(prep.tail())?;
+            let image = launcher_image(req.zot_as_launcher)?;
+            let (info_r, info_w) = pipe()?;
+            let mut argv: Vec<OsString> = vec![path.as_os_str().into()];
+            argv.extend(bwrap::render(&planned.plan));
+            argv.extend(["--info-fd".into(), INFO_FD.to_string().into(), "--".into()]);
+            argv.extend([
+                format!("/proc/self/fd/{EXE_FD}").into(),
+                zot_launcher::LAUNCH_ARG.into(),
+                zot_launcher::TAIL_ARG.into(),
+                "--spec-fd".into(),
+                SPEC_FD.to_string().into(),
+                "--status-fd".into(),
+                STATUS_FD.to_string().into(),
+            ]);
+            let pid = spawn_raw(
+                path,
+                &argv,
+                req.stdin,
+                out,
+                &[spec_r, status_w, image, info_w],
+                false,
+            )
+            .map_err(|source| StartError::Spawn {
+                program: path.clone(),
+                source,
+            })?;
+            Ok(Started {
+                target: Target::Bwrap {
+                    direct: pid,
+                    init: AtomicI32::new(0),
+                    info: Mutex::new(Some(std::fs::File::from(info_r))),
+                },
+                status: Some(status_r),
+                alive: None,
+            })
+        }
+        _ => {
             let spec = LaunchSpec {
                 backend: kind,
                 plan: planned.plan.clone(),
@@ -124,79 +166,43 @@ pub(crate) fn start(
                     .cloned()
                     .collect(),
             };
-            let (spec_r, status_r, status_w) = spec_pipes(&spec)?;
-            let launcher_args: [OsString; 5] = [
+            let json = serde_json::to_vec(&spec).map_err(|e| SupervisorError::Io {
+                what: "encoding the launch spec".into(),
+                source: e.into(),
+            })?;
+            let (spec_r, status_r, status_w) = spec_pipes(&json)?;
+            let argv: Vec<OsString> = vec![
+                "zot".into(),
                 zot_launcher::LAUNCH_ARG.into(),
                 "--spec-fd".into(),
                 SPEC_FD.to_string().into(),
                 "--status-fd".into(),
                 STATUS_FD.to_string().into(),
             ];
-            let (target, program, spawned) = match backend {
-                Backend::Bwrap { path } => {
-                    let exe = open_self_exe()?;
-                    let (info_r, info_w) = pipe()?;
-                    let mut argv: Vec<OsString> = vec![path.as_os_str().into()];
-                    argv.extend(bwrap::render(&planned.plan));
-                    argv.extend(["--info-fd".into(), INFO_FD.to_string().into(), "--".into()]);
-                    argv.push(format!("/proc/self/fd/{EXE_FD}").into());
-                    argv.extend(launcher_args);
-                    let spawned = spawn_raw(
-                        path,
-                        &argv,
-                        req.stdin,
-                        out,
-                        &[spec_r, status_w, exe, info_w],
-                        false,
-                    );
-                    let target = |pid| Target::Bwrap {
-                        direct: pid,
-                        init: AtomicI32::new(0),
-                        info: Mutex::new(Some(std::fs::File::from(info_r))),
-                    };
-                    (
-                        Box::new(target) as Box<dyn FnOnce(i32) -> Target>,
-                        path.clone(),
-                        spawned,
-                    )
-                }
-                _ => {
-                    let mut argv: Vec<OsString> = vec!["zot".into()];
-                    argv.extend(launcher_args);
-                    // Exec through /proc/self/exe: our own binary even when
-                    // its path is not visible here (zot run from inside
-                    // another sandbox's private /tmp) or was replaced since.
-                    // On the landlock backend the launcher must not be a
-                    // process-group leader (its setsid() would fail with
-                    // EPERM): it leads a new session instead.
-                    let landlock = kind == BackendKind::Landlock;
-                    let spawned = spawn_raw(
-                        Path::new("/proc/self/exe"),
-                        &argv,
-                        req.stdin,
-                        out,
-                        &[spec_r, status_w],
-                        landlock,
-                    );
-                    let target = move |pid| {
-                        if landlock {
-                            Target::Group(pid)
-                        } else {
-                            Target::Launcher(pid)
-                        }
-                    };
-                    let program =
-                        std::env::current_exe().unwrap_or_else(|_| "/proc/self/exe".into());
-                    (
-                        Box::new(target) as Box<dyn FnOnce(i32) -> Target>,
-                        program,
-                        spawned,
-                    )
-                }
-            };
-            let pid = spawned.map_err(|source| StartError::Spawn { program, source })?;
+            // Exec through /proc/self/exe: our own binary even when its path
+            // is not visible here (zot run from inside another sandbox's
+            // private /tmp) or was replaced since. On the landlock backend
+            // the launcher must not be a process-group leader (its setsid()
+            // would fail with EPERM): it leads a new session instead.
+            let landlock = kind == BackendKind::Landlock;
+            let pid = spawn_raw(
+                Path::new("/proc/self/exe"),
+                &argv,
+                req.stdin,
+                out,
+                &[spec_r, status_w],
+                landlock,
+            )
+            .map_err(|source| StartError::Spawn {
+                program: std::env::current_exe().unwrap_or_else(|_| "/proc/self/exe".into()),
+                source,
+            })?;
             Ok(Started {
-                target: target(pid),
+                target: if landlock {
+                    Target::Group(pid)
+                } else {
+                    Target::Launcher(pid)
+                },
                 status: Some(status_r),
                 alive: None,
             })
@@ -204,20 +210,59 @@ pub(crate) fn start(
     }
 }
 
-/// This binary, opened for bwrap to exec as the launcher.
-fn open_self_exe() -> Result<OwnedFd, SupervisorError> {
-    let f = std::fs::File::open("/proc/self/exe").map_err(SupervisorError::CurrentExe)?;
-    Ok(OwnedFd::from(f))
+/// What bwrap runs as the launcher: a sealed memfd holding the launcher
+/// image (made once per process), or this binary when asked (`zot`), when
+/// the build has no image, or when the host forbids executable memfds
+/// (`vm.memfd_noexec=2`).
+fn launcher_image(zot: bool) -> Result<OwnedFd, SupervisorError> {
+    static IMAGE: std::sync::OnceLock<Option<OwnedFd>> = std::sync::OnceLock::new();
+    let image = if zot {
+        &None
+    } else {
+        IMAGE.get_or_init(|| zot_launcher::launcher_image().and_then(image_memfd))
+    };
+    match image {
+        Some(fd) => fd
+            .try_clone()
+            .map_err(SupervisorError::io("duplicating the launcher image fd")),
+        None => {
+            let f = std::fs::File::open("/proc/self/exe").map_err(SupervisorError::CurrentExe)?;
+            Ok(OwnedFd::from(f))
+        }
+    }
+}
+
+fn image_memfd(image: &[u8]) -> Option<OwnedFd> {
+    const MFD_EXEC: libc::c_uint = 0x10;
+    let name = c"zot-launcher";
+    let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
+    // SAFETY: a valid name; returns a new fd or -1.
+    let mut fd = unsafe { libc::memfd_create(name.as_ptr(), flags | MFD_EXEC) };
+    if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+        // Before Linux 6.3 there is no MFD_EXEC: memfds are executable.
+        // SAFETY: as above.
+        fd = unsafe { libc::memfd_create(name.as_ptr(), flags) };
+    }
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: a fresh fd we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut f = std::fs::File::from(fd);
+    f.write_all(image).ok()?;
+    let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
+    // SAFETY: fcntl on our fd.
+    if unsafe { libc::fcntl(f.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+        return None;
+    }
+    Some(OwnedFd::from(f))
 }
 
 /// The spec pipe (already written and closed on our side) and the status pipe.
-fn spec_pipes(spec: &LaunchSpec) -> Result<(OwnedFd, OwnedFd, OwnedFd), SupervisorError> {
+fn spec_pipes(data: &[u8]) -> Result<(OwnedFd, OwnedFd, OwnedFd), SupervisorError> {
     let (spec_read, spec_write) = pipe()?;
     let (status_read, status_write) = pipe()?;
-    let json = serde_json::to_vec(spec).map_err(|e| SupervisorError::Io {
-        what: "encoding the launch spec".into(),
-        source: e.into(),
-    })?;
+    let json = data.to_vec();
     let mut w = std::fs::File::from(spec_write);
     if json.len() <= 60_000 {
         w.write_all(&json)

@@ -64,8 +64,9 @@ pub struct Args {
         requires = "agent_view"
     )]
     pub read_scopes: Vec<PathBuf>,
-    /// Exec the launcher (as `zot run` does) instead of running its code in
-    /// a forked child (for tests and comparisons)
+    /// Exec the zot binary as the launcher (as `zot run` does on the native
+    /// and landlock backends; inside bwrap instead of the launcher image)
+    /// rather than running its code in a forked child (tests, comparisons)
     #[arg(long, hide = true)]
     pub exec_launcher: bool,
     /// The command and its arguments
@@ -238,6 +239,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         // zot sandbox is single-threaded: the launcher's code runs in a
         // forked child, no second start of this binary.
         in_process: !args.exec_launcher,
+        zot_as_launcher: args.exec_launcher,
     };
     // Unconfined and unsupervised: become the command (like `env`).
     if req.policy.mode == SandboxMode::DangerFullAccess

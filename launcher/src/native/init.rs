@@ -8,7 +8,7 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
 use crate::plan::Namespace;
-use crate::{harden, ChildStdio, Forked, LaunchError, Prepared, StatusPipe, EXIT_SETUP};
+use crate::{ChildStdio, Forked, LaunchError, Prepared, StatusPipe, EXIT_SETUP};
 
 use super::reaper::{self, exit_now, Forward};
 use super::{mount, NativeError};
@@ -224,7 +224,7 @@ fn pid1(
         if unsafe { libc::getppid() } != 1 {
             exit_now(EXIT_SETUP);
         }
-        exit_now(harden::harden_and_exec(prep, status));
+        exit_now(crate::run_tail(prep, status));
     }
     close_from(3, None);
     reaper::install_forwarders(Forward::Group(child));
