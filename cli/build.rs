@@ -1,16 +1,44 @@
-//! Link the `zot` binary at a fixed address (not position-independent).
+//! How the `zot` binary is linked, for a fast start: every sandboxed
+//! command starts this binary (the supervisor), so its start-up is part of
+//! every launch.
 //!
-//! Every sandboxed command starts this binary at least once (the
-//! supervisor) and inside bubblewrap twice (the launcher): a PIE build spends
-//! ~0.3 ms per start on 19k load-time relocations, faulting in and copying
-//! ~85 pages of `.data.rel.ro`. The fixed-address build has none; the stack,
-//! heap, shared libraries and mmaps stay randomized. Set `ZOT_PIE=1` when
-//! building to keep a PIE binary instead.
+//! - At a fixed address (not position-independent): a PIE build spends
+//!   ~0.3 ms per start on 19k load-time relocations, faulting in and copying
+//!   ~85 pages of `.data.rel.ro`. The stack, heap, shared libraries and
+//!   mmaps stay randomized. `ZOT_PIE=1` keeps a PIE binary.
+//! - The unwinder linked statically (libgcc_eh, as static Rust builds do)
+//!   instead of loading libgcc_s.so at each start (whose constructor queries
+//!   CPUID, a trap to the hypervisor in a VM). Only when the C compiler's
+//!   libgcc_eh.a is found; `ZOT_LIBGCC_S=1` keeps the shared one.
+use std::path::PathBuf;
+
 fn main() {
     println!("cargo:rerun-if-env-changed=ZOT_PIE");
-    let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
-    let pie = std::env::var("ZOT_PIE").is_ok_and(|v| v == "1");
-    if os == "linux" && !pie {
+    println!("cargo:rerun-if-env-changed=ZOT_LIBGCC_S");
+    let env = |k: &str| std::env::var(k).unwrap_or_default();
+    if env("CARGO_CFG_TARGET_OS") != "linux" {
+        return;
+    }
+    if env("ZOT_PIE") != "1" {
         println!("cargo:rustc-link-arg-bin=zot=-no-pie");
+    }
+    // The host compiler's libgcc_eh.a: not when cross-compiling.
+    if env("ZOT_LIBGCC_S") != "1"
+        && env("CARGO_CFG_TARGET_ENV") == "gnu"
+        && env("TARGET") == env("HOST")
+    {
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let libgcc = std::process::Command::new(cc)
+            .arg("-print-libgcc-file-name")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+        if let Some(dir) = libgcc.as_deref().and_then(|p| p.parent()) {
+            if dir.join("libgcc_eh.a").is_file() {
+                println!("cargo:rustc-link-search=native={}", dir.display());
+                println!("cargo:rustc-link-lib=static=gcc_eh");
+            }
+        }
     }
 }
