@@ -2,7 +2,9 @@
 //! prints. Exit codes: see docs/sandbox.md (0, 1 failure, 2 usage, 124
 //! timeout, 125 sandbox setup failure, 126/127, 128+N).
 
-use std::process::ExitCode;
+#![no_main]
+
+use std::io::Write;
 
 use clap::{Parser, Subcommand};
 
@@ -43,11 +45,32 @@ enum Command {
     Debug(cmd::debug::Args),
 }
 
-fn main() -> ExitCode {
+/// The process entry, without std's runtime start: every sandboxed command
+/// starts this binary, and that start-up (the main thread's stack guard read
+/// from /proc/self/maps, its signal stack) is work no command needs. What of
+/// it matters is done here: closed standard fds reopened on /dev/null,
+/// SIGPIPE ignored, a panic exiting 101; stdout flushed at the end.
+#[no_mangle]
+pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
     // The launcher must run before anything else (no threads, no runtime).
     if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(zot_launcher::LAUNCH_ARG)) {
         zot_launcher::main_from_args();
     }
+    // SAFETY: fcntl/open/signal with constant arguments at process start.
+    unsafe {
+        for fd in 0..3 {
+            if libc::fcntl(fd, libc::F_GETFD) == -1 {
+                libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+            }
+        }
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    let code = std::panic::catch_unwind(run).unwrap_or(101);
+    let _ = std::io::stdout().flush();
+    libc::c_int::from(code)
+}
+
+fn run() -> u8 {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Pack(a) => cmd::pack::run(a),
@@ -61,10 +84,10 @@ fn main() -> ExitCode {
         Command::Debug(a) => cmd::debug::run(a),
     };
     match result {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code,
         Err(err) => {
             cmd::print_error(&err);
-            ExitCode::from(cmd::FAILURE)
+            cmd::FAILURE
         }
     }
 }
