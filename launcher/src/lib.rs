@@ -175,8 +175,12 @@ pub(crate) fn set_cloexec(fd: RawFd) -> nix::Result<()> {
 /// unreadable or unparsable file is an error: nothing may assume it is
 /// single-threaded then.
 pub fn thread_count() -> std::io::Result<usize> {
-    let s = std::fs::read_to_string("/proc/self/status")?;
-    s.lines()
+    parse_threads(&std::fs::read_to_string("/proc/self/status")?)
+}
+
+fn parse_threads(status: &str) -> std::io::Result<usize> {
+    status
+        .lines()
         .find_map(|l| l.strip_prefix("Threads:"))
         .and_then(|v| v.trim().parse().ok())
         .ok_or_else(|| {
@@ -475,5 +479,35 @@ fn launch(args: &[OsString], status: &mut StatusPipe) -> Result<i32, LaunchError
         BackendKind::Unconfined => Err(LaunchError::Unsupported(
             "danger-full-access has no launcher",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_count_fails_closed() {
+        assert_eq!(parse_threads("Name:\tzot\nThreads:\t3\n").unwrap(), 3);
+        assert!(parse_threads("Name:\tzot\n").is_err());
+        assert!(parse_threads("Threads:\tmany\n").is_err());
+        assert!(thread_count().unwrap() >= 1);
+    }
+
+    /// With a second thread alive, nothing forks to do sandbox work.
+    #[test]
+    fn fork_launch_refuses_a_multi_threaded_caller() {
+        let plan: LaunchPlan = serde_json::from_str(include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../supervisor/src/snapshots/read-only.landlock.json"
+        )))
+        .unwrap();
+        let prep = Prepared::new(BackendKind::Landlock, plan, &["true".into()], &[]).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || rx.recv());
+        let err = fork_launch(&prep, ChildStdio::default(), -1).unwrap_err();
+        assert!(matches!(err, LaunchError::Threaded(n) if n >= 2), "{err}");
+        tx.send(()).unwrap();
+        t.join().unwrap().unwrap();
     }
 }
