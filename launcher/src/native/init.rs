@@ -202,6 +202,15 @@ fn pid1(
     write_proc("/proc/self/setgroups", "deny")?;
     write_proc("/proc/self/uid_map", uid_map)?;
     write_proc("/proc/self/gid_map", gid_map)?;
+    // Not dumpable: started without an exec, PID 1 holds a copy of the
+    // caller's memory and environment; the command (same uid) must not read
+    // them through /proc/1 (Landlock's ptrace scoping also stops it where
+    // the kernel has Landlock). After the maps: they are written through
+    // /proc/self, which a non-dumpable process no longer owns.
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
+        return Err(NativeError::sys("prctl(PR_SET_DUMPABLE)")(errno()));
+    }
     let plan = prep.plan();
     if plan.has(Namespace::Net) {
         loopback_up()?;
