@@ -189,7 +189,8 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
 /// directory, then `execvp`. Returns only on failure; a command that cannot
 /// be found or executed is [`SupervisorError::Spawn`] (exit 127 / 126).
 pub fn exec_unconfined(req: &RunRequest) -> SupervisorError {
-    use std::os::unix::process::CommandExt;
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
     if req.argv.is_empty() {
         return SupervisorError::EmptyCommand;
     }
@@ -205,22 +206,54 @@ pub fn exec_unconfined(req: &RunRequest) -> SupervisorError {
         }
         Err(e) => return e,
     };
+    let program = PathBuf::from(&req.argv[0]);
+    let spawn_err = |source| SupervisorError::Spawn {
+        program: program.clone(),
+        source,
+    };
+    let nul = || spawn_err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
+    let Ok(argv) = req
+        .argv
+        .iter()
+        .map(|a| CString::new(a.as_bytes()))
+        .collect::<Result<Vec<_>, _>>()
+    else {
+        return nul();
+    };
     let env = planned.plan.env.environment(|name| {
         host_env
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.clone())
     });
-    let err = std::process::Command::new(&req.argv[0])
-        .args(&req.argv[1..])
-        .current_dir(&planned.plan.cwd)
-        .env_clear()
-        .envs(env)
-        .exec();
-    SupervisorError::Spawn {
-        program: PathBuf::from(&req.argv[0]),
-        source: err,
+    let Ok(envp) = env
+        .iter()
+        .map(|(k, v)| {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            CString::new(kv)
+        })
+        .collect::<Result<Vec<_>, _>>()
+    else {
+        return nul();
+    };
+    if let Err(e) = std::env::set_current_dir(&planned.plan.cwd) {
+        return SupervisorError::Io {
+            what: format!("cannot change to {}", planned.plan.cwd.display()),
+            source: e,
+        };
     }
+    // The command gets the default SIGPIPE (this process ignores it).
+    // SAFETY: resetting a disposition before exec.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    let err = match nix::unistd::execvpe(&argv[0], &argv, &envp) {
+        Ok(never) => match never {},
+        Err(e) => std::io::Error::from(e),
+    };
+    // SAFETY: as above, back to this process's own disposition.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    spawn_err(err)
 }
 
 /// The status lines the launcher wrote. Read after the sandbox exited, so

@@ -13,6 +13,9 @@ use zot_supervisor::{BackendChoice, Output, RunRequest, Stdin};
 /// Exit code when the sandbox could not be set up.
 pub const SETUP_FAILURE: u8 = 125;
 
+/// One line of `zot --help` for this subcommand.
+pub const ABOUT: &str = "Run a command confined by the OS sandbox";
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// read-only, workspace-write or danger-full-access
