@@ -341,6 +341,10 @@ pub struct Forked {
     /// Held until the sandbox is gone: its PID 1 checks that the parent is
     /// alive through this pipe.
     pub alive: Option<std::os::fd::OwnedFd>,
+    /// Native: PID 1 writes the command's exit code here (4 bytes, native
+    /// endian) once every process of the sandbox is reaped, before its own
+    /// exit tears the namespaces down. EOF without a code: it died.
+    pub done: Option<std::os::fd::OwnedFd>,
 }
 
 /// Start `prep` in a child of this process without re-executing anything:
@@ -379,7 +383,11 @@ pub fn fork_launch(
                 let code = run_landlock(prep, &mut status);
                 native::exit_now(code)
             }
-            Ok(Forked { pid, alive: None })
+            Ok(Forked {
+                pid,
+                alive: None,
+                done: None,
+            })
         }
         BackendKind::Bwrap | BackendKind::Unconfined => Err(LaunchError::Unsupported(
             "only the native and landlock backends start without an exec",

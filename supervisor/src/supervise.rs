@@ -19,8 +19,9 @@ pub(crate) enum Target {
     Group(i32),
     /// The sandbox's PID 1 (native, started without an exec): it forwards
     /// signals to the command's process group; killing it ends the PID
-    /// namespace.
-    Init(i32),
+    /// namespace. It writes the command's code on `done` once the whole
+    /// sandbox is reaped.
+    Init { pid: i32, done: Option<OwnedFd> },
     /// The native launcher we exec'd: it forwards to PID 1, and PID 1 dies
     /// with it.
     Launcher(i32),
@@ -40,7 +41,7 @@ impl Target {
     /// The process we wait for.
     pub(crate) fn pid(&self) -> i32 {
         match self {
-            Target::Group(p) | Target::Init(p) | Target::Launcher(p) => *p,
+            Target::Group(p) | Target::Init { pid: p, .. } | Target::Launcher(p) => *p,
             Target::Bwrap { direct, .. } => *direct,
         }
     }
@@ -75,7 +76,7 @@ impl Target {
                     kill_raw(*p, sig);
                 }
             }
-            Target::Init(p) | Target::Launcher(p) => {
+            Target::Init { pid: p, .. } | Target::Launcher(p) => {
                 kill_raw(*p, sig);
             }
             Target::Bwrap { .. } => {
@@ -100,6 +101,14 @@ impl Target {
         }
     }
 
+    /// PID 1's report fd, if it gives one.
+    fn done_fd(&self) -> Option<RawFd> {
+        match self {
+            Target::Init { done: Some(d), .. } => Some(d.as_raw_fd()),
+            _ => None,
+        }
+    }
+
     /// SIGKILL the whole tree.
     pub(crate) fn kill_all(&self) {
         match self {
@@ -108,7 +117,7 @@ impl Target {
                 kill_raw(*p, Signal::SIGKILL);
             }
             // Killing a PID namespace's init kills every process in it.
-            Target::Init(p) => {
+            Target::Init { pid: p, .. } => {
                 kill_raw(*p, Signal::SIGKILL);
             }
             Target::Bwrap { direct, .. } => {
@@ -138,7 +147,12 @@ pub(crate) fn supervise(
     forward: bool,
 ) -> (std::io::Result<i32>, bool) {
     let pid = target.pid();
+    let mut done = target.done_fd();
     if timeout.is_none() && !forward {
+        if let Some(code) = done.and_then(read_code) {
+            reap_later(pid);
+            return (Ok(code), false);
+        }
         return (wait_pid(pid), false);
     }
     let _handlers = forward.then(signals::Handlers::install);
@@ -153,23 +167,29 @@ pub(crate) fn supervise(
         if let Some(d) = deadline {
             wait = wait.min(d.saturating_duration_since(Instant::now()));
         }
-        let exited = match &pidfd {
+        let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+        let (exited, reported) = match &pidfd {
             Some(fd) => {
-                let mut pfd = libc::pollfd {
-                    fd: fd.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd.
-                let r = unsafe {
-                    libc::poll(&mut pfd, 1, wait.as_millis().min(i32::MAX as u128) as i32)
-                };
-                r > 0
+                let mut pfds = [
+                    libc::pollfd {
+                        fd: fd.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    },
+                    libc::pollfd {
+                        fd: done.unwrap_or(-1),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    },
+                ];
+                // SAFETY: valid pollfds (a negative fd is ignored).
+                let r = unsafe { libc::poll(pfds.as_mut_ptr(), 2, ms) };
+                (r > 0 && pfds[0].revents != 0, r > 0 && pfds[1].revents != 0)
             }
             None => {
                 // No pidfd (Linux < 5.3): poll with WNOHANG.
                 std::thread::sleep(wait.min(Duration::from_millis(10)));
-                matches!(
+                let exited = matches!(
                     nix::sys::wait::waitid(
                         nix::sys::wait::Id::Pid(Pid::from_raw(pid)),
                         nix::sys::wait::WaitPidFlag::WEXITED
@@ -177,12 +197,24 @@ pub(crate) fn supervise(
                             | nix::sys::wait::WaitPidFlag::WNOWAIT
                     ),
                     Ok(WaitStatus::Exited(..)) | Ok(WaitStatus::Signaled(..))
-                )
+                );
+                (exited, false)
             }
         };
         if forward {
             for sig in signals::take() {
                 target.signal(sig);
+            }
+        }
+        if reported {
+            match done.and_then(read_code) {
+                // The whole sandbox is reaped: no need to wait for the
+                // kernel to free its namespaces.
+                Some(code) => {
+                    reap_later(pid);
+                    return (Ok(code), timed_out);
+                }
+                None => done = None, // it died without a report
             }
         }
         if exited {
@@ -202,6 +234,29 @@ pub(crate) fn supervise(
         }
     }
     (wait_pid(pid), timed_out)
+}
+
+/// The 4-byte code PID 1 writes on its report pipe (blocks until it does
+/// or dies: EOF, None).
+fn read_code(fd: RawFd) -> Option<i32> {
+    let mut b = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        // SAFETY: reading into our buffer.
+        let r = unsafe { libc::read(fd, b[got..].as_mut_ptr().cast(), 4 - got) };
+        match r {
+            n if n > 0 => got += n as usize,
+            0 => return None,
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => return None,
+        }
+    }
+    Some(i32::from_ne_bytes(b))
+}
+
+/// Reap `pid` without waiting for it here (PID 1 freeing its namespaces).
+fn reap_later(pid: i32) {
+    std::thread::spawn(move || wait_pid(pid));
 }
 
 /// Wait for `pid`; its exit code, or 128+N when killed by signal N.

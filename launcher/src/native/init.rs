@@ -73,6 +73,21 @@ pub(crate) fn spawn_pid1(
     // SAFETY: fresh fds we own.
     let (alive_rd, alive_wr) =
         unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // Started without an exec (`stdio`): PID 1 reports the code on a pipe
+    // before its exit tears the namespaces down, so the caller need not wait
+    // for that.
+    let done = match stdio {
+        Some(_) => {
+            let mut fds = [0; 2];
+            // SAFETY: valid array.
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+                return Err(wrap(NativeError::sys("pipe")(errno())));
+            }
+            // SAFETY: fresh fds we own.
+            Some(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+        }
+        None => None,
+    };
     let flags = plan.clone_flags() | libc::SIGCHLD;
     // SAFETY: a fork-like clone (no new stack, no CLONE_VM) of a
     // single-threaded process; the child only runs `pid1` and exits.
@@ -92,10 +107,14 @@ pub(crate) fn spawn_pid1(
     }
     if pid == 0 {
         drop(alive_wr);
+        let done_wr = done.map(|(r, w)| {
+            drop(r);
+            w
+        });
         // SAFETY: our status fd (close-on-exec), owned by this child now.
         let mut status =
             StatusPipe((status_fd >= 0).then(|| unsafe { File::from_raw_fd(status_fd) }));
-        let code = match pid1(prep, stdio, alive_rd, &uid_map, &gid_map, &mut status) {
+        let code = match pid1(prep, stdio, alive_rd, done_wr, &uid_map, &gid_map, &mut status) {
             Ok(code) => code,
             Err(e) => {
                 status.fail(&wrap(e));
@@ -108,6 +127,7 @@ pub(crate) fn spawn_pid1(
     Ok(Forked {
         pid,
         alive: Some(alive_wr),
+        done: done.map(|(r, _w)| r),
     })
 }
 
@@ -169,11 +189,64 @@ fn loopback_up() -> Result<(), NativeError> {
     }
 }
 
+/// What the command's process needs, prepared by PID 1 before the clone.
+struct CommandStart {
+    tail: Vec<u8>,
+    status_fd: libc::c_int,
+}
+
+/// The command's process: a vfork-like child (shared memory, PID 1 waits
+/// until it execs) that runs only the tail, which makes raw syscalls and
+/// touches nothing but its own buffer and stack. No page-table copy.
+extern "C" fn command_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the CommandStart PID 1 keeps alive while suspended.
+    let start = unsafe { &mut *(arg as *mut CommandStart) };
+    // SAFETY: prctl/getppid with integer arguments.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0
+            || libc::getppid() != 1
+        {
+            libc::_exit(EXIT_SETUP);
+        }
+    }
+    crate::tail::run(&mut start.tail, start.status_fd)
+}
+
+/// Start the command's process (see [`command_main`]).
+fn spawn_command(prep: &Prepared, status: &StatusPipe) -> Result<libc::pid_t, NativeError> {
+    use std::os::fd::AsRawFd;
+    let mut start = CommandStart {
+        tail: prep.tail().to_vec(),
+        status_fd: status.0.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1),
+    };
+    // The tail's own stack: its buffers plus headroom.
+    let mut stack = vec![0u8; 256 * 1024];
+    // SAFETY: the top of our buffer, 16-aligned.
+    let top = unsafe { stack.as_mut_ptr().add(stack.len()) };
+    let top = (top as usize & !15) as *mut libc::c_void;
+    // SAFETY: CLONE_VM|CLONE_VFORK: this process is suspended until the
+    // child execs or exits, so `start` and `stack` outlive its use of them.
+    let pid = unsafe {
+        libc::clone(
+            command_main,
+            top,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            &mut start as *mut CommandStart as *mut libc::c_void,
+        )
+    };
+    if pid < 0 {
+        return Err(NativeError::sys("starting the sandboxed process")(errno()));
+    }
+    drop(stack);
+    Ok(pid)
+}
+
 /// PID 1, right after `clone`: returns the exit code to leave with.
 fn pid1(
     prep: &Prepared,
     stdio: Option<ChildStdio>,
     alive_rd: OwnedFd,
+    done: Option<OwnedFd>,
     uid_map: &str,
     gid_map: &str,
     status: &mut StatusPipe,
@@ -222,20 +295,17 @@ fn pid1(
             plan.cwd.display()
         )));
     }
-    // SAFETY: single-threaded.
-    let child = unsafe { libc::fork() };
-    if child < 0 {
-        return Err(NativeError::sys("fork of the sandboxed process")(errno()));
-    }
-    if child == 0 {
-        set_pdeathsig()?;
-        // SAFETY: getter.
-        if unsafe { libc::getppid() } != 1 {
-            exit_now(EXIT_SETUP);
-        }
-        exit_now(crate::run_tail(prep, status));
-    }
-    close_from(3, None);
+    let child = spawn_command(prep, status)?;
+    // PID 1 keeps no stream of the command open (a reader sees EOF when the
+    // command's tree is gone), only its report pipe.
+    close_from(0, done.as_ref().map(|d| d.as_raw_fd()));
     reaper::install_forwarders(Forward::Group(child));
-    Ok(reaper::reap(child))
+    let code = reaper::reap(child);
+    if let Some(done) = done {
+        // Everything in the namespace is reaped: the caller may go on while
+        // this exit frees the namespaces.
+        let mut f = File::from(done);
+        let _ = std::io::Write::write_all(&mut f, &code.to_ne_bytes());
+    }
+    Ok(code)
 }

@@ -1,7 +1,9 @@
 //! Executing the plan's mount view (native backend), in the PID 1 of the new
 //! namespaces: make every mount private, pivot onto a staging tmpfs
 //! (`/oldroot` = the host, `/newroot` = the view), run each [`MountOp`] in
-//! order, detach the host, pivot into the view.
+//! order, then `pivot_root(".", ".")` into the view and detach what is
+//! stacked on top of it (the staging tmpfs with the host tree under it): one
+//! lazy unmount for both.
 //!
 //! Binds use the new mount API where the kernel has it (Linux 5.12+): one
 //! `open_tree` clone, one recursive `mount_setattr` (read-only, nosuid,
@@ -573,12 +575,11 @@ pub(super) fn build_view(ops: &[MountOp]) -> Result<(), NativeError> {
     for op in ops {
         apply(op)?;
     }
-    let old = Path::new(OLDROOT);
-    umount_detach(old).map_err(e("unmounting", old))?;
     std::env::set_current_dir(NEWROOT).map_err(e("chdir", Path::new(NEWROOT)))?;
     pivot_root(Path::new("."), Path::new(".")).map_err(e("pivot_root into", Path::new(NEWROOT)))?;
-    // The staging root is stacked under the view: detach it.
-    umount_detach(Path::new(".")).map_err(e("unmounting the staging root", Path::new("/")))?;
+    // The staging root, with the host tree under /oldroot, is stacked on
+    // top of the view: one lazy unmount detaches both.
+    umount_detach(Path::new(".")).map_err(e("unmounting the host tree", Path::new("/")))?;
     std::env::set_current_dir("/").map_err(e("chdir", Path::new("/")))?;
     Ok(())
 }
