@@ -105,7 +105,10 @@ pub(crate) fn start(
             drop(out);
             Ok(Started {
                 target: if kind == BackendKind::Native {
-                    Target::Init(forked.pid)
+                    Target::Init {
+                        pid: forked.pid,
+                        done: forked.done,
+                    }
                 } else {
                     Target::Group(forked.pid)
                 },
@@ -133,14 +136,14 @@ pub(crate) fn start(
                 "--status-fd".into(),
                 STATUS_FD.to_string().into(),
             ]);
-            let pid = spawn_raw(
-                path,
-                &argv,
-                req.stdin,
-                out,
-                &[spec_r, status_w, image, info_w],
-                false,
-            )
+            let keep = [spec_r, status_w, image, info_w];
+            // A single-threaded caller with nothing but SIGPIPE ignored
+            // (zot sandbox) skips posix_spawn's reset of every signal.
+            let pid = if req.in_process && zot_launcher::thread_count().is_ok_and(|n| n == 1) {
+                spawn_known_signals(path, &argv, req.stdin, out, &keep)
+            } else {
+                spawn_raw(path, &argv, req.stdin, out, &keep, false)
+            }
             .map_err(|source| StartError::Spawn {
                 program: path.clone(),
                 source,
@@ -303,6 +306,144 @@ fn spawn_unconfined(
 fn cstring(s: &OsStr) -> std::io::Result<CString> {
     CString::new(s.as_bytes())
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "NUL byte in argument"))
+}
+
+/// Arguments of [`spawn_child`], in the parent's memory (the child shares it
+/// until it execs).
+struct SpawnArgs {
+    prog: *const libc::c_char,
+    argv: *const *const libc::c_char,
+    stdin_null: bool,
+    out: [libc::c_int; 2],
+    keep: Vec<libc::c_int>,
+    /// The child's errno when it could not exec.
+    error: libc::c_int,
+}
+
+/// The vfork child of [`spawn_known_signals`]: only async-signal-safe
+/// calls, no allocation; reports a failure in `error` and exits.
+extern "C" fn spawn_child(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the parent's SpawnArgs, alive while it is suspended.
+    let a = unsafe { &mut *(arg as *mut SpawnArgs) };
+    // SAFETY: plain syscalls on fds and signal numbers.
+    unsafe {
+        let fail = |a: &mut SpawnArgs| -> libc::c_int {
+            a.error = *libc::__errno_location();
+            libc::_exit(127)
+        };
+        if libc::setpgid(0, 0) != 0 {
+            return fail(a);
+        }
+        if a.stdin_null {
+            let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
+            if fd < 0 || libc::dup2(fd, 0) < 0 {
+                return fail(a);
+            }
+        }
+        for (i, target) in [1, 2].into_iter().enumerate() {
+            if a.out[i] >= 0 && libc::dup2(a.out[i], target) < 0 {
+                return fail(a);
+            }
+        }
+        for (i, fd) in a.keep.iter().enumerate() {
+            if libc::dup2(*fd, SPEC_FD + i as RawFd) < 0 {
+                return fail(a);
+            }
+        }
+        let mut dfl: libc::sigaction = std::mem::zeroed();
+        dfl.sa_sigaction = libc::SIG_DFL;
+        for sig in [
+            libc::SIGPIPE,
+            libc::SIGXFSZ,
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+        ] {
+            libc::sigaction(sig, &dfl, std::ptr::null_mut());
+        }
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+        let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+        libc::execve(a.prog, a.argv, envp.as_ptr());
+        fail(a)
+    }
+}
+
+/// What [`spawn_raw`] does, for a single-threaded caller whose only
+/// non-default signal disposition is an ignored SIGPIPE: a vfork-like clone
+/// that resets just the signals the command may see ignored and execs,
+/// instead of glibc's reset of every signal handler (two syscalls each).
+fn spawn_known_signals(
+    program: &Path,
+    argv: &[OsString],
+    stdin: Stdin,
+    out: Option<(OwnedFd, OwnedFd)>,
+    keep: &[OwnedFd],
+) -> std::io::Result<i32> {
+    let prog = cstring(program.as_os_str())?;
+    let args: Vec<CString> = argv.iter().map(|a| cstring(a)).collect::<Result<_, _>>()?;
+    let mut argp: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+    argp.push(std::ptr::null());
+    // Above every target number, so the dup2s cannot clobber each other.
+    let high: Vec<OwnedFd> = keep
+        .iter()
+        .map(|fd| {
+            // SAFETY: F_DUPFD_CLOEXEC returns a new fd we own.
+            let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 64) };
+            if r < 0 {
+                Err(std::io::Error::last_os_error())
+            } else {
+                // SAFETY: r is a fresh fd.
+                Ok(unsafe { OwnedFd::from_raw_fd(r) })
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    let mut a = SpawnArgs {
+        prog: prog.as_ptr(),
+        argv: argp.as_ptr(),
+        stdin_null: stdin == Stdin::Null,
+        out: match &out {
+            Some((o, e)) => [o.as_raw_fd(), e.as_raw_fd()],
+            None => [-1, -1],
+        },
+        keep: high.iter().map(|f| f.as_raw_fd()).collect(),
+        error: 0,
+    };
+    let mut stack = vec![0u8; 64 * 1024];
+    // SAFETY: the top of our buffer, 16-aligned.
+    let top = unsafe { stack.as_mut_ptr().add(stack.len()) };
+    let top = (top as usize & !15) as *mut libc::c_void;
+    // Signals stay blocked until the child has reset its dispositions.
+    // SAFETY: plain signal-mask calls; CLONE_VM|CLONE_VFORK: we are
+    // suspended until the child execs or exits, so everything it reads
+    // outlives its use.
+    let pid = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let pid = libc::clone(
+            spawn_child,
+            top,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            &mut a as *mut SpawnArgs as *mut libc::c_void,
+        );
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        pid
+    };
+    drop(stack);
+    drop(high);
+    drop(out);
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if a.error != 0 {
+        let _ = crate::supervise::wait_pid(pid);
+        return Err(std::io::Error::from_raw_os_error(a.error));
+    }
+    Ok(pid)
 }
 
 /// `posix_spawn` `program` with an empty environment in a new process group
