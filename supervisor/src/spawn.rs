@@ -117,11 +117,11 @@ pub(crate) fn start(
             })
         }
         Backend::Bwrap { path } => {
-            // bwrap runs the launcher image (or this binary) through fd 5;
-            // it gets the encoded tail on fd 3.
-            let prep = Prepared::new(kind, planned.plan.clone(), &req.argv, &env)
-                .map_err(SupervisorError::Prepare)?;
-            let (spec_r, status_r, status_w) = spec_pipes(prep.tail())?;
+            // bwrap runs the launcher image (or this binary) through fd 5; it
+            // reads the encoded tail on fd 3, written once bwrap is on its
+            // way (compiling it overlaps bwrap's own set-up).
+            let (spec_r, spec_w) = pipe()?;
+            let (status_r, status_w) = pipe()?;
             let image = launcher_image(req.zot_as_launcher)?;
             let (info_r, info_w) = pipe()?;
             let mut argv: Vec<OsString> = vec![path.as_os_str().into()];
@@ -148,12 +148,25 @@ pub(crate) fn start(
                 program: path.clone(),
                 source,
             })?;
+            drop(keep);
+            let target = Target::Bwrap {
+                direct: pid,
+                init: AtomicI32::new(0),
+                info: Mutex::new(Some(std::fs::File::from(info_r))),
+            };
+            let prep = match Prepared::new(kind, planned.plan.clone(), &req.argv, &env) {
+                Ok(p) => p,
+                Err(e) => {
+                    target.kill_all();
+                    let _ = crate::supervise::wait_pid(pid);
+                    return Err(SupervisorError::Prepare(e).into());
+                }
+            };
+            // A bwrap that failed before starting the launcher closed the
+            // pipe: its exit says why.
+            let _ = std::fs::File::from(spec_w).write_all(prep.tail());
             Ok(Started {
-                target: Target::Bwrap {
-                    direct: pid,
-                    init: AtomicI32::new(0),
-                    info: Mutex::new(Some(std::fs::File::from(info_r))),
-                },
+                target,
                 status: Some(status_r),
                 alive: None,
             })
