@@ -288,51 +288,37 @@ fn landlock(mut r: Reader) -> Result<Lock, Fail> {
                 })
             }
         };
-        let mut stx = [0u64; 32];
-        let is_dir = match sc(
-            nr::STATX,
-            fd,
-            c"".as_ptr() as usize,
-            sys::AT_EMPTY_PATH,
-            sys::STATX_TYPE,
-            stx.as_mut_ptr() as usize,
-        ) {
-            // stx_mode: a u16 at byte 28.
-            Ok(_) => {
-                let bytes = stx[3].to_le_bytes();
-                let mode = u16::from_le_bytes([bytes[4], bytes[5]]);
-                mode & sys::S_IFMT == sys::S_IFDIR
+        // Directory rights first (most rules name directories); a file
+        // refuses them with EINVAL and gets the file rights instead.
+        let add = |access: u64| -> Result<(), i32> {
+            if access == 0 {
+                return Ok(());
             }
-            Err(e) => {
-                return Err(Fail {
-                    stage: "landlock",
-                    what: "cannot stat",
-                    path: Some(path),
-                    errno: e,
-                })
-            }
-        };
-        let access = if is_dir { dir_access } else { file_access } & handled;
-        if access != 0 {
             // struct landlock_path_beneath_attr is packed: u64 then i32.
             let mut attr = [0u8; 12];
             attr[..8].copy_from_slice(&access.to_le_bytes());
             attr[8..].copy_from_slice(&(fd as i32).to_le_bytes());
-            if let Err(e) = sc(
+            sc(
                 nr::LANDLOCK_ADD_RULE,
                 ruleset,
                 sys::LANDLOCK_RULE_PATH_BENEATH,
                 attr.as_ptr() as usize,
                 0,
                 0,
-            ) {
-                return Err(Fail {
-                    stage: "landlock",
-                    what: "landlock rule for",
-                    path: Some(path),
-                    errno: e,
-                });
-            }
+            )
+            .map(drop)
+        };
+        let r = match add(dir_access & handled) {
+            Err(sys::EINVAL) if file_access != dir_access => add(file_access & handled),
+            r => r,
+        };
+        if let Err(e) = r {
+            return Err(Fail {
+                stage: "landlock",
+                what: "landlock rule for",
+                path: Some(path),
+                errno: e,
+            });
         }
         let _ = sc(nr::CLOSE, fd, 0, 0, 0, 0);
     }
@@ -361,39 +347,57 @@ fn drop_capabilities() -> Result<(), Fail> {
             return Err(fail(stage, "clearing the ambient set", e));
         }
     }
-    let root = sc(nr::GETUID, 0, 0, 0, 0, 0) == Ok(0) || sc(nr::GETEUID, 0, 0, 0, 0, 0) == Ok(0);
-    for cap in 0..64usize {
-        match sc(nr::PRCTL, sys::PR_CAPBSET_DROP, cap, 0, 0, 0) {
-            Ok(_) => {}
-            Err(sys::EINVAL) => break, // past the kernel's last capability
-            // Without CAP_SETPCAP the bounding set cannot shrink (and the
-            // kernel says EPERM before checking the index).
-            Err(sys::EPERM) => match sc(nr::PRCTL, sys::PR_CAPBSET_READ, cap, 0, 0, 0) {
-                Err(sys::EINVAL) => break, // past the last capability
-                Ok(0) => {}                // not in the set anyway
-                // Still there: harmless for a non-root uid under
-                // no_new_privs (exec grants nothing); for uid 0 it would
-                // hand the capability back: fail closed.
-                _ if !root => {}
-                _ => {
+    // _LINUX_CAPABILITY_VERSION_3, this process.
+    let header: [u32; 2] = [0x2008_0522, 0];
+    let mut have = [0u32; 6];
+    sc(
+        nr::CAPGET,
+        header.as_ptr() as usize,
+        have.as_mut_ptr() as usize,
+        0,
+        0,
+        0,
+    )
+    .map_err(|e| fail(stage, "capget", e))?;
+    const CAP_SETPCAP: usize = 8;
+    if have[0] & (1 << CAP_SETPCAP) != 0 {
+        // Drop the bounding set, index by index, to the kernel's last.
+        for cap in 0..64usize {
+            match sc(nr::PRCTL, sys::PR_CAPBSET_DROP, cap, 0, 0, 0) {
+                Ok(_) => {}
+                Err(sys::EINVAL) => break,
+                Err(e) => {
                     return Err(fail(
                         stage,
                         "cannot drop a capability from the bounding set",
-                        sys::EPERM,
+                        e,
                     ))
                 }
-            },
-            Err(e) => {
-                return Err(fail(
-                    stage,
-                    "cannot drop a capability from the bounding set",
-                    e,
-                ))
+            }
+        }
+    } else {
+        // It cannot shrink: harmless when empty, or for a non-root uid under
+        // no_new_privs (exec grants nothing); for uid 0 a capability left
+        // there would come back with exec: fail closed.
+        let root =
+            sc(nr::GETUID, 0, 0, 0, 0, 0) == Ok(0) || sc(nr::GETEUID, 0, 0, 0, 0, 0) == Ok(0);
+        if root {
+            for cap in 0..64usize {
+                match sc(nr::PRCTL, sys::PR_CAPBSET_READ, cap, 0, 0, 0) {
+                    Ok(0) => {}
+                    Err(sys::EINVAL) => break,
+                    _ => {
+                        return Err(fail(
+                            stage,
+                            "cannot drop a capability from the bounding set",
+                            sys::EPERM,
+                        ))
+                    }
+                }
             }
         }
     }
-    // _LINUX_CAPABILITY_VERSION_3, this process; every set empty.
-    let header: [u32; 2] = [0x2008_0522, 0];
+    // Every set empty.
     let data = [0u32; 6];
     sc(
         nr::CAPSET,
