@@ -224,13 +224,31 @@ impl StatusPipe {
 pub struct Prepared {
     backend: BackendKind,
     plan: LaunchPlan,
-    tail: Vec<u8>,
+    argv: Vec<CString>,
+    env: Vec<CString>,
+    /// The encoded tail; `None` until compiled (see [`Prepared::deferred`]).
+    tail: Option<Vec<u8>>,
 }
 
 impl Prepared {
     /// Check and compile `plan` for a run of `argv` with the environment
     /// `env` (the plan's `env.environment(..)`).
     pub fn new(
+        backend: BackendKind,
+        plan: LaunchPlan,
+        argv: &[OsString],
+        env: &[(OsString, OsString)],
+    ) -> Result<Prepared, LaunchError> {
+        let mut p = Prepared::deferred(backend, plan, argv, env)?;
+        p.tail = Some(p.encode_tail()?);
+        Ok(p)
+    }
+
+    /// Check the command and environment now; compile the tail (the
+    /// seccomp program, the encoding) only when needed. The native
+    /// backend's [`fork_launch`] compiles it after cloning PID 1, while PID 1
+    /// builds the view.
+    pub fn deferred(
         backend: BackendKind,
         plan: LaunchPlan,
         argv: &[OsString],
@@ -255,21 +273,37 @@ impl Prepared {
                 CString::new(kv).map_err(|_| LaunchError::Nul)
             })
             .collect::<Result<_, _>>()?;
-        let seccomp: Vec<seccompiler::sock_filter> = seccomp::compile(&plan.seccomp)?
-            .into_iter()
-            .flatten()
-            .collect();
-        let tail = tail::encode::encode(&argv, &env, true, &plan.rlimits, &plan.landlock, &seccomp);
         Ok(Prepared {
             backend,
             plan,
-            tail,
+            argv,
+            env,
+            tail: None,
         })
     }
 
-    /// The encoded tail (what the launcher image reads on its spec fd).
-    pub fn tail(&self) -> &[u8] {
-        &self.tail
+    fn encode_tail(&self) -> Result<Vec<u8>, LaunchError> {
+        let seccomp: Vec<seccompiler::sock_filter> = seccomp::compile(&self.plan.seccomp)?
+            .into_iter()
+            .flatten()
+            .collect();
+        Ok(tail::encode::encode(
+            &self.argv,
+            &self.env,
+            true,
+            &self.plan.rlimits,
+            &self.plan.landlock,
+            &seccomp,
+        ))
+    }
+
+    /// The encoded tail (what the launcher image reads on its spec fd),
+    /// compiled now if it was deferred.
+    pub fn tail(&self) -> Result<std::borrow::Cow<'_, [u8]>, LaunchError> {
+        match &self.tail {
+            Some(t) => Ok(std::borrow::Cow::Borrowed(t)),
+            None => self.encode_tail().map(std::borrow::Cow::Owned),
+        }
     }
 
     pub fn plan(&self) -> &LaunchPlan {
@@ -360,7 +394,29 @@ pub fn fork_launch(
 ) -> Result<Forked, LaunchError> {
     require_single_threaded()?;
     match prep.backend {
-        BackendKind::Native => native::spawn_pid1(prep, status_fd, Some(stdio)),
+        BackendKind::Native if prep.tail.is_none() => {
+            // PID 1 reads the tail from a pipe when it needs it: compiling
+            // it here overlaps building the view.
+            let (forked, tx) =
+                native::spawn_pid1(prep, status_fd, Some(stdio), Some(cloexec_pipe()?))?;
+            match prep.encode_tail() {
+                Ok(t) => {
+                    if let Some(tx) = tx {
+                        let _ = std::fs::File::from(tx).write_all(&t);
+                    }
+                    Ok(forked)
+                }
+                Err(e) => {
+                    // SAFETY: our child; reaped below.
+                    unsafe {
+                        libc::kill(forked.pid, libc::SIGKILL);
+                        libc::waitpid(forked.pid, std::ptr::null_mut(), 0);
+                    }
+                    Err(e)
+                }
+            }
+        }
+        BackendKind::Native => Ok(native::spawn_pid1(prep, status_fd, Some(stdio), None)?.0),
         BackendKind::Landlock => {
             // SAFETY: this process is single-threaded (checked above).
             let pid = unsafe { libc::fork() };
@@ -405,11 +461,21 @@ fn run_landlock(prep: &Prepared, status: &mut StatusPipe) -> i32 {
 
 /// The tail, in this process: harden and exec the command. Returns the exit
 /// code only when that failed (after reporting it).
-pub(crate) fn run_tail(prep: &Prepared, status: &StatusPipe) -> i32 {
+pub(crate) fn run_tail(prep: &Prepared, status: &mut StatusPipe) -> i32 {
     use std::os::fd::AsRawFd;
+    let mut buf = match prep.tail() {
+        Ok(t) => t.into_owned(),
+        Err(e) => {
+            status.fail(&e);
+            return EXIT_SETUP;
+        }
+    };
     let status_fd = status.0.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
-    let mut buf = prep.tail.clone();
     tail::run(&mut buf, status_fd)
+}
+
+fn cloexec_pipe() -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd), LaunchError> {
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(sys("pipe"))
 }
 
 fn parse_fd(args: &[OsString], name: &str) -> Result<Option<RawFd>, LaunchError> {
@@ -478,7 +544,7 @@ fn launch(args: &[OsString], status: &mut StatusPipe) -> Result<i32, LaunchError
                 .as_ref()
                 .map(std::os::fd::AsRawFd::as_raw_fd)
                 .unwrap_or(-1);
-            let forked = native::spawn_pid1(&prep, status_fd, None)?;
+            let (forked, _) = native::spawn_pid1(&prep, status_fd, None, None)?;
             Ok(native::outer_wait(forked))
         }
         // bwrap set the cwd (--chdir) and built the view.

@@ -85,7 +85,9 @@ pub(crate) fn start(
         Backend::Native | Backend::Landlock
             if req.in_process && zot_launcher::thread_count().is_ok_and(|n| n == 1) =>
         {
-            let prep = Prepared::new(kind, planned.plan.clone(), &req.argv, &env)
+            // The tail is compiled after PID 1 is cloned (native), while it
+            // builds the view.
+            let prep = Prepared::deferred(kind, planned.plan.clone(), &req.argv, &env)
                 .map_err(SupervisorError::Prepare)?;
             let (status_r, status_w) = pipe()?;
             let stdio = ChildStdio {
@@ -164,7 +166,16 @@ pub(crate) fn start(
             };
             // A bwrap that failed before starting the launcher closed the
             // pipe: its exit says why.
-            let _ = std::fs::File::from(spec_w).write_all(prep.tail());
+            match prep.tail() {
+                Ok(t) => {
+                    let _ = std::fs::File::from(spec_w).write_all(&t);
+                }
+                Err(e) => {
+                    target.kill_all();
+                    let _ = crate::supervise::wait_pid(pid);
+                    return Err(SupervisorError::Prepare(e).into());
+                }
+            }
             Ok(Started {
                 target,
                 status: Some(status_r),

@@ -51,7 +51,8 @@ pub(crate) fn spawn_pid1(
     prep: &Prepared,
     status_fd: RawFd,
     stdio: Option<ChildStdio>,
-) -> Result<Forked, LaunchError> {
+    tail_pipe: Option<(OwnedFd, OwnedFd)>,
+) -> Result<(Forked, Option<OwnedFd>), LaunchError> {
     let wrap = LaunchError::Native;
     let plan = prep.plan();
     if !plan.has(Namespace::User) || !plan.has(Namespace::Mount) || !plan.has(Namespace::Pid) {
@@ -105,8 +106,14 @@ pub(crate) fn spawn_pid1(
         let e = errno();
         return Err(wrap(NativeError::sys(clone_step(&e))(e)));
     }
+    let (tail_rx, tail_tx) = match tail_pipe {
+        Some((rx, tx)) => (Some(rx), Some(tx)),
+        None => (None, None),
+    };
     if pid == 0 {
         drop(alive_wr);
+        // Only the caller writes the launch data: EOF ends it.
+        drop(tail_tx);
         let done_wr = done.map(|(r, w)| {
             drop(r);
             w
@@ -114,7 +121,16 @@ pub(crate) fn spawn_pid1(
         // SAFETY: our status fd (close-on-exec), owned by this child now.
         let mut status =
             StatusPipe((status_fd >= 0).then(|| unsafe { File::from_raw_fd(status_fd) }));
-        let code = match pid1(prep, stdio, alive_rd, done_wr, &uid_map, &gid_map, &mut status) {
+        let code = match pid1(
+            prep,
+            stdio,
+            alive_rd,
+            done_wr,
+            tail_rx,
+            &uid_map,
+            &gid_map,
+            &mut status,
+        ) {
             Ok(code) => code,
             Err(e) => {
                 status.fail(&wrap(e));
@@ -124,11 +140,15 @@ pub(crate) fn spawn_pid1(
         exit_now(code);
     }
     drop(alive_rd);
-    Ok(Forked {
-        pid,
-        alive: Some(alive_wr),
-        done: done.map(|(r, _w)| r),
-    })
+    drop(tail_rx);
+    Ok((
+        Forked {
+            pid,
+            alive: Some(alive_wr),
+            done: done.map(|(r, _w)| r),
+        },
+        tail_tx,
+    ))
 }
 
 /// The outer launcher (exec path): forward signals to PID 1, wait for it and
@@ -203,8 +223,7 @@ extern "C" fn command_main(arg: *mut libc::c_void) -> libc::c_int {
     let start = unsafe { &mut *(arg as *mut CommandStart) };
     // SAFETY: prctl/getppid with integer arguments.
     unsafe {
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0
-            || libc::getppid() != 1
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 || libc::getppid() != 1
         {
             libc::_exit(EXIT_SETUP);
         }
@@ -213,10 +232,10 @@ extern "C" fn command_main(arg: *mut libc::c_void) -> libc::c_int {
 }
 
 /// Start the command's process (see [`command_main`]).
-fn spawn_command(prep: &Prepared, status: &StatusPipe) -> Result<libc::pid_t, NativeError> {
+fn spawn_command(tail: Vec<u8>, status: &StatusPipe) -> Result<libc::pid_t, NativeError> {
     use std::os::fd::AsRawFd;
     let mut start = CommandStart {
-        tail: prep.tail().to_vec(),
+        tail,
         status_fd: status.0.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1),
     };
     // The tail's own stack: its buffers plus headroom.
@@ -242,11 +261,13 @@ fn spawn_command(prep: &Prepared, status: &StatusPipe) -> Result<libc::pid_t, Na
 }
 
 /// PID 1, right after `clone`: returns the exit code to leave with.
+#[allow(clippy::too_many_arguments)]
 fn pid1(
     prep: &Prepared,
     stdio: Option<ChildStdio>,
     alive_rd: OwnedFd,
     done: Option<OwnedFd>,
+    tail_rx: Option<OwnedFd>,
     uid_map: &str,
     gid_map: &str,
     status: &mut StatusPipe,
@@ -295,7 +316,25 @@ fn pid1(
             plan.cwd.display()
         )));
     }
-    let child = spawn_command(prep, status)?;
+    let tail = match tail_rx {
+        // Compiled by the caller meanwhile.
+        Some(rx) => {
+            let mut t = Vec::new();
+            std::io::Read::read_to_end(&mut File::from(rx), &mut t)
+                .map_err(NativeError::sys("reading the launch data"))?;
+            if t.is_empty() {
+                return Err(NativeError::Invalid(
+                    "no launch data from the caller".into(),
+                ));
+            }
+            t
+        }
+        None => prep
+            .tail()
+            .map_err(|e| NativeError::Invalid(crate::error_chain(&e)))?
+            .into_owned(),
+    };
+    let child = spawn_command(tail, status)?;
     // PID 1 keeps no stream of the command open (a reader sees EOF when the
     // command's tree is gone), only its report pipe.
     close_from(0, done.as_ref().map(|d| d.as_raw_fd()));
