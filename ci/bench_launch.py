@@ -44,8 +44,13 @@ variants = {
     "zot danger-full-access": [zot, "sandbox", "--mode", "danger-full-access", "--", "/bin/true"],
 }
 if extra:
+    # What one more glibc process in the chain costs here (a C exec wrapper):
+    # the floor for anything that starts the command itself.
+    variants["env /bin/true (exec wrapper)"] = ["/usr/bin/env", "/bin/true"]
     variants["zot --version"] = [zot, "--version"]
     variants["unshare -Urnmpiuf (floor)"] = ["/usr/bin/unshare", "-Urnmpiuf", "/bin/true"]
+    variants["zot bwrap, zot as launcher"] = [zot, "sandbox", "--backend", "bwrap", "--exec-launcher", "--mode", "workspace-write", "--", "/bin/true"]
+    variants["zot native, launcher exec'd"] = [zot, "sandbox", "--backend", "native", "--exec-launcher", "--mode", "workspace-write", "--", "/bin/true"]
     variants["zot --backend landlock (ro)"] = [zot, "sandbox", "--backend", "landlock", "--", "/bin/true"]
 
 
@@ -99,3 +104,6 @@ print()
 print(f"bwrap backend / plain bwrap:  {bw:.2f}x (per-round median {paired('zot --backend bwrap', plain):.2f}x; target <= 1.30x)")
 print(f"native backend / plain bwrap: {nat:.2f}x (per-round median {paired('zot --backend native', plain):.2f}x; target <= 0.80x)")
 print(f"danger-full-access - bare exec: {danger:+.2f} ms (target <= +1.00 ms)")
+if extra:
+    wrap = statistics.median(res["env /bin/true (exec wrapper)"]) - statistics.median(res["bare /bin/true"])
+    print(f"  (a C exec wrapper, env /bin/true: {wrap:+.2f} ms)")
