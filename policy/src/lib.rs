@@ -6,5 +6,6 @@ pub mod agent_toml;
 mod diagnostic;
 pub mod gate;
 pub mod sandbox;
+pub mod skill;
 mod strict_json;
 pub mod zotfile;
