@@ -1,6 +1,6 @@
 //! Agent directories: the walk (regular files and directories only, names
-//! checked the same way the loader checks archive entries) and the
-//! canonical tar stream built from it.
+//! checked the same way the loader checks archive entries; `.git` is left
+//! out) and the canonical tar stream built from it.
 //!
 //! Canonical tar: entries sorted bytewise by path, directories included,
 //! mtime 0, uid/gid 0, empty user/group names, mode 0755 for directories
@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::PackageError;
 use crate::Limits;
+
+/// Left out of every walk, at any depth.
+pub(crate) const GIT_DIR: &str = ".git";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TreeKind {
@@ -78,6 +81,11 @@ fn walk_into(
         let Some(name) = name.to_str() else {
             return Err(PackageError::NonUtf8Name { path: abs });
         };
+        // A repository's `.git` (directory or `gitdir:` file) is never part
+        // of an agent: it holds history, hooks and often credentials.
+        if name == GIT_DIR {
+            continue;
+        }
         check_component(&abs, name)?;
         let rel = if prefix.is_empty() {
             name.to_string()
