@@ -678,7 +678,14 @@ fn ask_verdicts_are_refused_without_a_terminal() {
     let r = of_type(&ev, "tool_result");
     assert_eq!(r[0]["is_error"], true);
     assert!(r[0].get("exit_code").is_none(), "{}", r[0]);
-    assert!(r[0]["content"].as_str().unwrap().contains("no terminal to ask on"), "{}", r[0]);
+    assert!(
+        r[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("no terminal to ask on"),
+        "{}",
+        r[0]
+    );
 }
 
 // ------------------------------------------------------------ requirements

@@ -45,7 +45,8 @@ enum Command {
 
 fn main() -> ExitCode {
     // The launcher must run before anything else (no threads, no runtime).
-    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(zot_launcher::LAUNCH_ARG)) {
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(zot_launcher::LAUNCH_ARG))
+    {
         zot_launcher::main_from_args();
     }
     let cli = Cli::parse();

@@ -233,6 +233,21 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     for (label, value) in permission_lines(m) {
         writeln!(o, "  {label:<10} {value}")?;
     }
+    let e = &m.entry;
+    for (label, value) in [
+        ("greeting", &e.greeting),
+        ("pre", &e.pre),
+        ("default prompt", &e.default_prompt),
+    ] {
+        if let Some(v) = value {
+            let note = if label == "pre" && v.starts_with('!') {
+                "   (runs as a bash command when the agent starts)"
+            } else {
+                ""
+            };
+            writeln!(o, "entry {label:<14} {v}{note}")?;
+        }
+    }
     if m.replace_system_prompt {
         writeln!(o, "AGENT.md replaces the system prompt")?;
     }
