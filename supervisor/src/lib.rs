@@ -20,6 +20,7 @@ pub mod bwrap;
 pub mod check;
 mod env;
 pub mod explain;
+pub mod journal;
 mod process;
 mod repos;
 pub mod resolve;
