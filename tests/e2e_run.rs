@@ -343,6 +343,61 @@ fn file_tools_refuse_symlink_escape_and_writes() {
     assert_eq!(of_type(&ev, "turn_end")[0]["text"], "continued");
 }
 
+#[test]
+fn symlinked_scopes_that_leave_the_workspace_are_refused_at_launch() {
+    let w = World::new();
+    let elsewhere = w.root.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, w.ws.join("out")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, w.ws.join("src")).unwrap();
+    let script = w.script(
+        "s.json",
+        json!([{"tool_calls": [
+            {"name": "write", "arguments": {"path": "out/pwned.txt", "content": "x"}},
+            {"name": "bash", "arguments": {"command": "echo x > out/pwned2.txt"}}
+        ]}, {"text": "done"}]),
+    );
+    for (field, scope) in [
+        ("write", "out"),
+        ("write", "${workspace}/out"),
+        ("read", "src"),
+        ("read", "${workspace}/src/sub"),
+    ] {
+        let agent = w.agent(
+            "linky",
+            json!({"permissions": {
+                "fs": {field: [scope]},
+                "bash": {"mode": "ask"}
+            }}),
+        );
+        let out = w.run(&[
+            "run",
+            s(&agent),
+            "-y",
+            "--json",
+            "--sim-script",
+            s(&script),
+            "go",
+        ]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{scope}: {err}");
+        assert!(
+            err.contains(&format!("permissions.fs.{field}")) && err.contains(scope),
+            "{scope}: {err}"
+        );
+        assert!(err.contains(&format!("resolves to {}", elsewhere.display())), "{err}");
+        assert!(
+            of_type(&events(&out), "tool_result").is_empty(),
+            "nothing may run"
+        );
+    }
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    assert!(
+        !w.zot_home.join("sessions").exists(),
+        "refused before consent and before any session"
+    );
+}
+
 // ------------------------------------------------------------ sandbox
 
 #[test]
