@@ -385,7 +385,10 @@ fn symlinked_scopes_that_leave_the_workspace_are_refused_at_launch() {
             err.contains(&format!("permissions.fs.{field}")) && err.contains(scope),
             "{scope}: {err}"
         );
-        assert!(err.contains(&format!("resolves to {}", elsewhere.display())), "{err}");
+        assert!(
+            err.contains(&format!("resolves to {}", elsewhere.display())),
+            "{err}"
+        );
         assert!(
             of_type(&events(&out), "tool_result").is_empty(),
             "nothing may run"
@@ -977,6 +980,32 @@ fn sessions_continue_resume_and_torn_line() {
             .status
             .code(),
         Some(1)
+    );
+    // Another agent's session file, or one without a header, is refused
+    // and left as it was.
+    let other = w.agent("other-agent", json!({}));
+    let before = std::fs::read(&file1).unwrap();
+    let out = w.run(&[
+        "run",
+        s(&other),
+        "-y",
+        "--print",
+        "--session",
+        s(&file1),
+        "x",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("belongs to agent \"readonly-bash\""), "{err}");
+    assert_eq!(std::fs::read(&file1).unwrap(), before);
+    let headless = w.root.join("headless.jsonl");
+    std::fs::write(&headless, br#"{"type":"header","version":1,"id":"#).unwrap();
+    let out = w.run(&["run", a, "-y", "--print", "--session", s(&headless), "x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("valid session header"),
+        "{}",
+        text(&out.stderr)
     );
 }
 

@@ -134,9 +134,7 @@ fn dangling_link(p: &Path) -> Option<PathBuf> {
     for c in p.components() {
         cur.push(c);
         match std::fs::symlink_metadata(&cur) {
-            Ok(m) if m.file_type().is_symlink() && cur.canonicalize().is_err() => {
-                return Some(cur)
-            }
+            Ok(m) if m.file_type().is_symlink() && cur.canonicalize().is_err() => return Some(cur),
             Ok(_) => {}
             Err(_) => return None,
         }
@@ -247,20 +245,35 @@ mod tests {
         };
         for (scope, points) in [
             ("out", elsewhere.display().to_string()),
-            ("${workspace}/out/sub", elsewhere.join("sub").display().to_string()),
+            (
+                "${workspace}/out/sub",
+                elsewhere.join("sub").display().to_string(),
+            ),
             ("${agent_data}/x", elsewhere.display().to_string()),
         ] {
             let e = expand_write(scope).unwrap_err().to_string();
-            assert!(e.contains("permissions.fs.write") && e.contains(scope), "{e}");
+            assert!(
+                e.contains("permissions.fs.write") && e.contains(scope),
+                "{e}"
+            );
             assert!(e.contains(&format!("resolves to {points}")), "{e}");
         }
         let e = expand_read("src").unwrap_err().to_string();
-        assert!(e.contains("permissions.fs.read") && e.contains("resolves to /etc"), "{e}");
+        assert!(
+            e.contains("permissions.fs.read") && e.contains("resolves to /etc"),
+            "{e}"
+        );
         let e = expand_read("dangling/new").unwrap_err().to_string();
         assert!(e.contains("points nowhere"), "{e}");
         // a symlink that stays inside resolves to its canonical target
-        assert_eq!(expand_read("inside").unwrap().fs_read, vec![ws.join("real")]);
+        assert_eq!(
+            expand_read("inside").unwrap().fs_read,
+            vec![ws.join("real")]
+        );
         // absolute scopes are the manifest's explicit choice
-        assert_eq!(expand_read("/etc").unwrap().fs_read, vec![PathBuf::from("/etc")]);
+        assert_eq!(
+            expand_read("/etc").unwrap().fs_read,
+            vec![PathBuf::from("/etc")]
+        );
     }
 }

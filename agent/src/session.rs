@@ -152,7 +152,7 @@ pub fn open(
         }
     };
     if path.exists() {
-        let (session, history, w) = load_existing(&path)?;
+        let (session, history, w) = load_existing(&path, agent)?;
         warnings.extend(w);
         return Ok(Loaded {
             session: Some(session),
@@ -221,7 +221,12 @@ pub fn list(dir: &Path) -> Vec<PathBuf> {
     v.into_iter().map(|x| x.1).collect()
 }
 
-fn load_existing(path: &Path) -> Result<(Session, Vec<Message>, Vec<String>), RunError> {
+/// Load a session file of `agent`: its first record must be a header
+/// naming that agent, or the file is refused (never appended to).
+fn load_existing(
+    path: &Path,
+    agent: &str,
+) -> Result<(Session, Vec<Message>, Vec<String>), RunError> {
     let ioe = |e| RunError::io(format!("session {}", path.display()), e);
     let mut file = OpenOptions::new()
         .read(true)
@@ -240,6 +245,7 @@ fn load_existing(path: &Path) -> Result<(Session, Vec<Message>, Vec<String>), Ru
     let mut good_end = 0usize;
     let mut pos = 0usize;
     let mut lineno = 0;
+    let mut seen_header = false;
     while pos < data.len() {
         lineno += 1;
         let end = data[pos..]
@@ -256,7 +262,25 @@ fn load_existing(path: &Path) -> Result<(Session, Vec<Message>, Vec<String>), Ru
             }
             continue;
         }
-        match serde_json::from_slice::<Record>(line) {
+        let parsed = serde_json::from_slice::<Record>(line);
+        if !seen_header {
+            match &parsed {
+                Ok(Record::Header { agent: owner, .. }) if owner == agent => seen_header = true,
+                Ok(Record::Header { agent: owner, .. }) => {
+                    return Err(RunError::Session(format!(
+                        "{} belongs to agent {owner:?}, not {agent:?}: refusing to use it",
+                        path.display()
+                    )))
+                }
+                _ => {
+                    return Err(RunError::Session(format!(
+                        "{} does not start with a valid session header (line {lineno}): refusing to use it",
+                        path.display()
+                    )))
+                }
+            }
+        }
+        match parsed {
             Ok(_) if end.is_none() => {
                 // Complete JSON without its newline: keep it, add the newline.
                 let rec: Record = serde_json::from_slice(line).expect("parsed above");
@@ -283,6 +307,12 @@ fn load_existing(path: &Path) -> Result<(Session, Vec<Message>, Vec<String>), Ru
             }
         }
         pos = next;
+    }
+    if !seen_header {
+        return Err(RunError::Session(format!(
+            "{} is empty, without a session header: refusing to use it",
+            path.display()
+        )));
     }
     if good_end < data.len() {
         file.set_len(good_end as u64).map_err(ioe)?;
@@ -394,5 +424,62 @@ mod tests {
             Path::new("/w")
         )
         .is_err());
+    }
+
+    #[test]
+    fn a_session_must_start_with_the_agents_header() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("s");
+        let l = open(&SessionChoice::New, &dir, "a", "sha256:x", Path::new("/w")).unwrap();
+        let path = l.session.as_ref().unwrap().path.clone();
+        drop(l);
+        let before = std::fs::read(&path).unwrap();
+        let e = open(
+            &SessionChoice::Path(path.clone()),
+            &dir,
+            "b",
+            "",
+            Path::new("/w"),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(e.contains("belongs to agent \"a\", not \"b\""), "{e}");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "refused means untouched"
+        );
+
+        let cases: [(&str, &[u8], &str); 4] = [
+            (
+                "torn-header",
+                br#"{"type":"header","version":1,"id":"x","ag"#,
+                "valid session header",
+            ),
+            (
+                "no-header",
+                b"{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n",
+                "valid session header",
+            ),
+            ("not-json", b"hello\n", "valid session header"),
+            ("empty", b"", "without a session header"),
+        ];
+        for (name, bytes, why) in cases {
+            let p = d.path().join(format!("{name}.jsonl"));
+            std::fs::write(&p, bytes).unwrap();
+            let e = open(
+                &SessionChoice::Path(p.clone()),
+                &dir,
+                "a",
+                "",
+                Path::new("/w"),
+            )
+            .err()
+            .unwrap_or_else(|| panic!("{name} accepted"))
+            .to_string();
+            assert!(e.contains(why), "{name}: {e}");
+            assert_eq!(std::fs::read(&p).unwrap(), bytes, "{name} was modified");
+        }
     }
 }
