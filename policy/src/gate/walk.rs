@@ -60,6 +60,61 @@ fn parse(src: &str) -> Option<Tree> {
     })
 }
 
+/// Functions that call each other in a cycle (`a(){ b|b& }; b(){ a|a& }`)
+/// are a fork bomb as much as one that calls itself.
+pub(crate) fn check_recursion(ctx: &mut Ctx) {
+    use std::collections::HashMap;
+    if ctx.functions.len() < 2 {
+        return;
+    }
+    let mut graph: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (name, calls) in &ctx.functions {
+        graph
+            .entry(name.as_str())
+            .or_default()
+            .extend(calls.iter().map(String::as_str));
+    }
+    // Iterative depth-first search for a cycle (0 new, 1 on stack, 2 done).
+    let mut state: HashMap<&str, u8> = HashMap::new();
+    let mut cycle: Option<String> = None;
+    let names: Vec<&str> = graph.keys().copied().collect();
+    'outer: for start in names {
+        if state.get(start).copied().unwrap_or(0) != 0 {
+            continue;
+        }
+        let mut stack: Vec<(&str, usize)> = vec![(start, 0)];
+        state.insert(start, 1);
+        while let Some((node, idx)) = stack.pop() {
+            let next = graph.get(node).and_then(|v| v.get(idx)).copied();
+            match next {
+                Some(n) => {
+                    stack.push((node, idx + 1));
+                    if !graph.contains_key(n) {
+                        continue;
+                    }
+                    match state.get(n).copied().unwrap_or(0) {
+                        0 => {
+                            state.insert(n, 1);
+                            stack.push((n, 0));
+                        }
+                        1 if n != node => {
+                            cycle = Some(format!("{node}` and `{n}"));
+                            break 'outer;
+                        }
+                        _ => {}
+                    }
+                }
+                None => {
+                    state.insert(node, 2);
+                }
+            }
+        }
+    }
+    if let Some(c) = cycle {
+        ctx.danger(format!("functions `{c}` call each other (fork bomb pattern)"));
+    }
+}
+
 /// Checks on the raw text, before parsing.
 pub(crate) fn check_text(ctx: &mut Ctx, src: &str) {
     if src.contains('\0') {
@@ -630,14 +685,16 @@ impl Walker<'_, '_, '_, '_> {
         let before = self.ctx.commands.len();
         self.walk_children(node, depth);
         if let Some(name) = name {
-            if self.ctx.commands[before..]
+            let calls: Vec<String> = self.ctx.commands[before..]
                 .iter()
-                .any(|c| c.program == name)
-            {
+                .map(|c| c.program.clone())
+                .collect();
+            if calls.iter().any(|c| *c == name) {
                 self.ctx.danger(format!(
                     "function `{name}` calls itself (fork bomb pattern)"
                 ));
             }
+            self.ctx.functions.push((name, calls));
         }
     }
 
@@ -686,6 +743,7 @@ impl Walker<'_, '_, '_, '_> {
             program: program.to_string(),
             argv,
             via: self.via.to_vec(),
+            rules: super::Rules::Builtin,
         };
         rules::check_listed(self.ctx, &cmd);
         self.ctx.commands.push(cmd);
