@@ -278,6 +278,8 @@ pub(crate) fn git_sub(sub: &str) -> Option<&'static Grammar> {
         "cherry" => CHERRY;
         "show-branch" => SHOW_BRANCH;
         "var" => VAR;
+        "ls-remote" => "q|quiet upload-pack=!x exit-code get-url h|heads t|tags b|branches refs \
+            symref sort= o|server-option=";
         "help" => "a|all g|guides i|info!x m|man!x w|web!x";
     }
 }

@@ -740,7 +740,13 @@ fn git_danger(ctx: &mut Ctx, args: &[Word]) {
     let p = opts::parse(g, rest);
     match sub {
         "push" => {
-            let force = p.has("force")
+            // `--forc` is ambiguous to the gate's table; git may read it as
+            // `--force`.
+            let maybe_force = p.problems.iter().any(|pr| {
+                matches!(pr, opts::Problem::Ambiguous(_, c) if c.iter().any(|o| o.name.starts_with("force")))
+            });
+            let force = maybe_force
+                || p.has("force")
                 || p.has("force-with-lease")
                 || p.has("mirror")
                 || p.operands.iter().any(|w| w.text.starts_with('+'));

@@ -196,6 +196,14 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
     'outer: loop {
         let node = cursor.node();
         match node.kind() {
+            "expansion"
+                if src
+                    .get(node.byte_range())
+                    .is_some_and(|t| t.ends_with("@P}")) =>
+            {
+                ctx.evaluator = true;
+                ctx.unknown("`${x@P}` expands the value as a prompt, running any substitution in it");
+            }
             "arithmetic_expansion"
             | "c_style_for_statement"
             | "subscript"
@@ -207,10 +215,29 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
             "word" | "raw_string" | "string_content" | "ansi_c_string" | "heredoc_content"
                 if ctx.code_text.is_none() =>
             {
-                let text = src.get(node.byte_range()).unwrap_or("").replace('\\', "");
-                if text.contains("$(") || text.contains('`') {
+                let raw = src.get(node.byte_range()).unwrap_or("");
+                let text = raw.replace('\\', "");
+                // A literal `$` can be joined with `(cmd)` at run time
+                // (`a='$'; b="${a}(id)"`) and then evaluated.
+                let quoted_dollar = node.kind() != "word" && text.contains('$')
+                    || raw.contains("\\$")
+                    || (node.kind() == "ansi_c_string"
+                        && ["\\x24", "\\044", "\\u0024", "\\U00000024"]
+                            .iter()
+                            .any(|e| raw.contains(e)));
+                if text.contains("$(") || text.contains('`') || quoted_dollar {
                     ctx.code_text = Some(text.chars().take(60).collect());
                 }
+            }
+            // tree-sitter-bash reads the pattern of `${v#...}`, `${v%...}`,
+            // `${v,,...}` as one leaf: a substitution there is invisible.
+            "regex"
+                if node.parent().is_some_and(|p| p.kind() == "expansion")
+                    && src
+                        .get(node.byte_range())
+                        .is_some_and(|t| t.contains("$(") || t.contains('`') || t.contains("${")) =>
+            {
+                ctx.unknown("a command or parameter substitution inside a parameter-expansion pattern");
             }
             _ => {}
         }
@@ -670,8 +697,8 @@ impl Walker<'_, '_, '_, '_> {
         if writes {
             for dest in &destinations {
                 let w = decode(*dest, self.src);
-                if rules::is_device_write_target(&w.text) {
-                    self.ctx.danger(format!("writes to device `{}`", w.text));
+                if let Some(why) = super::paths::write_target_danger(&w.text) {
+                    self.ctx.danger(format!("a redirection {why}"));
                 }
             }
         }

@@ -640,9 +640,53 @@ impl Ctx<'_> {
                     }
                 }
                 "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
-                    self.restrict(format!("`find {t}` writes a file"))
+                    self.restrict(format!("`find {t}` writes a file"));
+                    if let Some(why) = words
+                        .get(i + 1)
+                        .and_then(|w| super::paths::write_target_danger(&w.text))
+                    {
+                        self.danger(format!("`find {t}` {why}"));
+                    }
                 }
                 _ => {}
+            }
+            // The primaries GNU find knows, with how many values each takes.
+            let arity = find_primary_arity(t);
+            match arity {
+                Some(n) if n > 0 => {
+                    // Values are never primaries (`-name -delete` is a name).
+                    prev = t;
+                    i += 1;
+                    for _ in 1..n {
+                        i += 1;
+                    }
+                    if i < words.len() && n >= 1 {
+                        let v = &words[i];
+                        if !v.is_static()
+                            && !matches!(
+                                prev,
+                                "-name" | "-iname" | "-path" | "-ipath" | "-wholename"
+                                    | "-iwholename" | "-regex" | "-iregex" | "-lname" | "-ilname"
+                            )
+                        {
+                            return Err(format!(
+                                "`find` expression word `{}` depends on expansion",
+                                v.text
+                            ));
+                        }
+                        i += 1;
+                    }
+                    continue;
+                }
+                Some(_) => {}
+                None if t.starts_with('-') || !matches!(t, "(" | ")" | "!" | ",") => {
+                    if t.starts_with('-') {
+                        self.restrict(format!("`find` primary `{t}` is not one the gate knows"));
+                    } else {
+                        self.restrict(format!("`find` expression word `{t}` is not a primary or operator"));
+                    }
+                }
+                None => {}
             }
             prev = t;
             i += 1;
@@ -652,6 +696,37 @@ impl Ctx<'_> {
         } else {
             Step::Find(groups)
         })
+    }
+}
+
+/// GNU find's options, tests and actions (not `-exec` and friends), with
+/// the number of values each takes.
+fn find_primary_arity(t: &str) -> Option<usize> {
+    let one = [
+        "-maxdepth", "-mindepth", "-regextype", "-files0-from", "-amin", "-anewer", "-atime",
+        "-cmin", "-cnewer", "-ctime", "-fstype", "-gid", "-group", "-ilname", "-iname", "-inum",
+        "-ipath", "-iregex", "-iwholename", "-links", "-lname", "-mmin", "-mtime", "-name",
+        "-newer", "-path", "-perm", "-regex", "-samefile", "-size", "-type", "-uid", "-used",
+        "-user", "-wholename", "-xtype", "-context", "-printf", "-fprint", "-fprint0", "-fls",
+    ];
+    let none = [
+        "-depth", "-d", "-mount", "-xdev", "-noleaf", "-ignore_readdir_race",
+        "-noignore_readdir_race", "-warn", "-nowarn", "-daystart", "-follow", "-empty",
+        "-executable", "-false", "-true", "-nogroup", "-nouser", "-readable", "-writable",
+        "-print", "-print0", "-ls", "-prune", "-quit", "-delete", "-not", "-a", "-and", "-o",
+        "-or", "(", ")", "!", ",", "-help", "--help", "-version", "--version",
+    ];
+    if one.contains(&t) {
+        Some(1)
+    } else if t == "-fprintf" {
+        Some(2)
+    } else if none.contains(&t) {
+        Some(0)
+    } else if t.len() == 9 && t.starts_with("-newer") {
+        // -newerXY REF
+        Some(1)
+    } else {
+        None
     }
 }
 
