@@ -373,7 +373,7 @@ pub(crate) fn check_listed(ctx: &mut Ctx, cmd: &ParsedCommand) {
     }
 }
 
-pub(crate) use super::paths::{is_dangerous_path, is_device_write_target};
+pub(crate) use super::paths::is_dangerous_path;
 
 fn is_short_cluster(t: &str) -> bool {
     t.len() > 1 && t.starts_with('-') && !t.starts_with("--")
