@@ -195,7 +195,9 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
     let mut ok = true;
     'outer: loop {
         let node = cursor.node();
-        match node.kind() {
+        // `kind()` measures and checks a C string: read it once.
+        let kind = node.kind();
+        match kind {
             "expansion"
                 if src
                     .get(node.byte_range())
@@ -219,9 +221,9 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
                 let text = raw.replace('\\', "");
                 // A literal `$` can be joined with `(cmd)` at run time
                 // (`a='$'; b="${a}(id)"`) and then evaluated.
-                let quoted_dollar = node.kind() != "word" && text.contains('$')
+                let quoted_dollar = kind != "word" && text.contains('$')
                     || raw.contains("\\$")
-                    || (node.kind() == "ansi_c_string"
+                    || (kind == "ansi_c_string"
                         && ["\\x24", "\\044", "\\u0024", "\\U00000024"]
                             .iter()
                             .any(|e| raw.contains(e)));
@@ -243,7 +245,7 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
         }
         // `x2>&1` is a word `x2` and `>&1` to bash, and `2>&1` after a
         // word with no blank is no descriptor either.
-        if node.kind() == "file_redirect"
+        if kind == "file_redirect"
             && node.start_byte() == prev
             && prev > 0
             && bytes[prev - 1].is_ascii_digit()
@@ -251,7 +253,7 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
             ok = false;
             break;
         }
-        if node.kind() == "file_descriptor" {
+        if kind == "file_descriptor" {
             let t = src.get(node.byte_range()).unwrap_or("");
             let braced = t.starts_with('{') && t.ends_with('}');
             if !(braced || (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))) {
@@ -259,7 +261,7 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
                 break;
             }
         }
-        if matches!(node.kind(), "simple_expansion" | "concatenation") && !contiguous(node) {
+        if matches!(kind, "simple_expansion" | "concatenation") && !contiguous(node) {
             ok = false;
             break;
         }
@@ -269,7 +271,7 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
             // once read `" "` as `"` plus ` "`).
             if !node.is_named()
                 && !node.is_missing()
-                && src.get(r.clone()).is_some_and(|t| t != node.kind())
+                && src.get(r.clone()).is_some_and(|t| t != kind)
             {
                 ok = false;
                 break;
@@ -280,7 +282,7 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
             }
             // An unquoted word never holds an unescaped blank; when the
             // grammar's does (`x\n\;`), it read past a command's end.
-            if node.kind() == "word"
+            if kind == "word"
                 && has_unescaped_blank(&bytes[r.start.min(bytes.len())..r.end.min(bytes.len())])
             {
                 ok = false;
