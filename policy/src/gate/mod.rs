@@ -8,10 +8,15 @@
 //! does not fully understand is `ask` in ask mode and `deny` in allowlist
 //! mode, never `allow`.
 
+mod grammars;
+mod opts;
+mod paths;
 mod rules;
 mod walk;
 mod word;
 mod wrappers;
+
+use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
@@ -80,6 +85,31 @@ pub struct ParsedCommand {
     pub argv: Vec<String>,
     /// Wrapper programs this command was reached through, outermost first.
     pub via: Vec<String>,
+    /// What the gate knows of this program's options (see [`Rules`]).
+    #[serde(default)]
+    pub rules: Rules,
+}
+
+/// How much the gate knows about a program's arguments.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rules {
+    /// No rules: in allowlist mode the program is allowed by its name alone
+    /// (the spec's basename semantics).
+    #[default]
+    None,
+    /// An option grammar: in allowlist mode only known, safe options and
+    /// subcommands pass.
+    Grammar,
+    /// A wrapper or shell whose options the gate parses to find the
+    /// command it runs.
+    Wrapper,
+    /// Runs code or opens an interactive escape by design (interpreters,
+    /// editors, pagers, `ssh`, `make`): denied in allowlist mode unless
+    /// inert (`--version`, `--help`).
+    RunsCode,
+    /// A shell builtin or keyword.
+    Builtin,
 }
 
 /// The gate's verdict on one command string.
@@ -109,6 +139,8 @@ pub(crate) struct Ctx<'a> {
     pub mode: GateMode,
     pub allow: &'a [String],
     pub findings: Vec<(Kind, String)>,
+    /// The reasons in `findings`, for de-duplication in constant time.
+    pub seen: HashSet<String>,
     pub commands: Vec<ParsedCommand>,
     /// Literal text that holds `$(` or a backtick (first one seen).
     pub code_text: Option<String>,
@@ -119,6 +151,9 @@ pub(crate) struct Ctx<'a> {
     /// A `cd` to `/`, home or a system directory was seen (relative paths
     /// after it may point there).
     pub cd_danger: Option<String>,
+    /// Functions defined, with the programs their bodies call (for
+    /// recursion through several functions: `a(){ b|b& }; b(){ a|a& }`).
+    pub functions: Vec<(String, Vec<String>)>,
 }
 
 impl Ctx<'_> {
@@ -137,12 +172,22 @@ impl Ctx<'_> {
         }
     }
 
+    /// Something that runs code or writes outside the command's obvious
+    /// target: asks in ask mode, denied in allowlist mode.
+    pub fn risky(&mut self, why: impl Into<String>) {
+        match self.mode {
+            GateMode::Allowlist => self.restrict(why),
+            _ => self.danger(why),
+        }
+    }
+
     pub fn allowlist(&self) -> bool {
         self.mode == GateMode::Allowlist
     }
 
     fn add(&mut self, kind: Kind, reason: String) {
-        if !self.findings.iter().any(|(_, r)| *r == reason) {
+        if !self.seen.contains(&reason) {
+            self.seen.insert(reason.clone());
             self.findings.push((kind, reason));
         }
     }
@@ -155,6 +200,8 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
         mode,
         allow,
         findings: Vec::new(),
+        seen: HashSet::new(),
+        functions: Vec::new(),
         commands: Vec::new(),
         code_text: None,
         cd_danger: None,
@@ -166,6 +213,7 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
     } else if !empty {
         walk::check_text(&mut ctx, command);
         walk::parse_and_walk(&mut ctx, command, &[], 0);
+        walk::check_recursion(&mut ctx);
         if ctx.evaluator {
             if let Some(text) = ctx.code_text.take() {
                 ctx.unknown(format!(

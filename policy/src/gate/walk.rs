@@ -60,6 +60,61 @@ fn parse(src: &str) -> Option<Tree> {
     })
 }
 
+/// Functions that call each other in a cycle (`a(){ b|b& }; b(){ a|a& }`)
+/// are a fork bomb as much as one that calls itself.
+pub(crate) fn check_recursion(ctx: &mut Ctx) {
+    use std::collections::HashMap;
+    if ctx.functions.len() < 2 {
+        return;
+    }
+    let mut graph: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (name, calls) in &ctx.functions {
+        graph
+            .entry(name.as_str())
+            .or_default()
+            .extend(calls.iter().map(String::as_str));
+    }
+    // Iterative depth-first search for a cycle (0 new, 1 on stack, 2 done).
+    let mut state: HashMap<&str, u8> = HashMap::new();
+    let mut cycle: Option<String> = None;
+    let names: Vec<&str> = graph.keys().copied().collect();
+    'outer: for start in names {
+        if state.get(start).copied().unwrap_or(0) != 0 {
+            continue;
+        }
+        let mut stack: Vec<(&str, usize)> = vec![(start, 0)];
+        state.insert(start, 1);
+        while let Some((node, idx)) = stack.pop() {
+            let next = graph.get(node).and_then(|v| v.get(idx)).copied();
+            match next {
+                Some(n) => {
+                    stack.push((node, idx + 1));
+                    if !graph.contains_key(n) {
+                        continue;
+                    }
+                    match state.get(n).copied().unwrap_or(0) {
+                        0 => {
+                            state.insert(n, 1);
+                            stack.push((n, 0));
+                        }
+                        1 if n != node => {
+                            cycle = Some(format!("{node}` and `{n}"));
+                            break 'outer;
+                        }
+                        _ => {}
+                    }
+                }
+                None => {
+                    state.insert(node, 2);
+                }
+            }
+        }
+    }
+    if let Some(c) = cycle {
+        ctx.danger(format!("functions `{c}` call each other (fork bomb pattern)"));
+    }
+}
+
 /// Checks on the raw text, before parsing.
 pub(crate) fn check_text(ctx: &mut Ctx, src: &str) {
     if src.contains('\0') {
@@ -140,7 +195,17 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
     let mut ok = true;
     'outer: loop {
         let node = cursor.node();
-        match node.kind() {
+        // `kind()` measures and checks a C string: read it once.
+        let kind = node.kind();
+        match kind {
+            "expansion"
+                if src
+                    .get(node.byte_range())
+                    .is_some_and(|t| t.ends_with("@P}")) =>
+            {
+                ctx.evaluator = true;
+                ctx.unknown("`${x@P}` expands the value as a prompt, running any substitution in it");
+            }
             "arithmetic_expansion"
             | "c_style_for_statement"
             | "subscript"
@@ -152,16 +217,35 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
             "word" | "raw_string" | "string_content" | "ansi_c_string" | "heredoc_content"
                 if ctx.code_text.is_none() =>
             {
-                let text = src.get(node.byte_range()).unwrap_or("").replace('\\', "");
-                if text.contains("$(") || text.contains('`') {
+                let raw = src.get(node.byte_range()).unwrap_or("");
+                let text = raw.replace('\\', "");
+                // A literal `$` can be joined with `(cmd)` at run time
+                // (`a='$'; b="${a}(id)"`) and then evaluated.
+                let quoted_dollar = kind != "word" && text.contains('$')
+                    || raw.contains("\\$")
+                    || (kind == "ansi_c_string"
+                        && ["\\x24", "\\044", "\\u0024", "\\U00000024"]
+                            .iter()
+                            .any(|e| raw.contains(e)));
+                if text.contains("$(") || text.contains('`') || quoted_dollar {
                     ctx.code_text = Some(text.chars().take(60).collect());
                 }
+            }
+            // tree-sitter-bash reads the pattern of `${v#...}`, `${v%...}`,
+            // `${v,,...}` as one leaf: a substitution there is invisible.
+            "regex"
+                if node.parent().is_some_and(|p| p.kind() == "expansion")
+                    && src
+                        .get(node.byte_range())
+                        .is_some_and(|t| t.contains("$(") || t.contains('`') || t.contains("${")) =>
+            {
+                ctx.unknown("a command or parameter substitution inside a parameter-expansion pattern");
             }
             _ => {}
         }
         // `x2>&1` is a word `x2` and `>&1` to bash, and `2>&1` after a
         // word with no blank is no descriptor either.
-        if node.kind() == "file_redirect"
+        if kind == "file_redirect"
             && node.start_byte() == prev
             && prev > 0
             && bytes[prev - 1].is_ascii_digit()
@@ -169,7 +253,7 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
             ok = false;
             break;
         }
-        if node.kind() == "file_descriptor" {
+        if kind == "file_descriptor" {
             let t = src.get(node.byte_range()).unwrap_or("");
             let braced = t.starts_with('{') && t.ends_with('}');
             if !(braced || (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))) {
@@ -177,7 +261,7 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
                 break;
             }
         }
-        if matches!(node.kind(), "simple_expansion" | "concatenation") && !contiguous(node) {
+        if matches!(kind, "simple_expansion" | "concatenation") && !contiguous(node) {
             ok = false;
             break;
         }
@@ -187,7 +271,7 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
             // once read `" "` as `"` plus ` "`).
             if !node.is_named()
                 && !node.is_missing()
-                && src.get(r.clone()).is_some_and(|t| t != node.kind())
+                && src.get(r.clone()).is_some_and(|t| t != kind)
             {
                 ok = false;
                 break;
@@ -198,7 +282,7 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
             }
             // An unquoted word never holds an unescaped blank; when the
             // grammar's does (`x\n\;`), it read past a command's end.
-            if node.kind() == "word"
+            if kind == "word"
                 && has_unescaped_blank(&bytes[r.start.min(bytes.len())..r.end.min(bytes.len())])
             {
                 ok = false;
@@ -615,8 +699,8 @@ impl Walker<'_, '_, '_, '_> {
         if writes {
             for dest in &destinations {
                 let w = decode(*dest, self.src);
-                if rules::is_device_write_target(&w.text) {
-                    self.ctx.danger(format!("writes to device `{}`", w.text));
+                if let Some(why) = super::paths::write_target_danger(&w.text) {
+                    self.ctx.danger(format!("a redirection {why}"));
                 }
             }
         }
@@ -630,14 +714,16 @@ impl Walker<'_, '_, '_, '_> {
         let before = self.ctx.commands.len();
         self.walk_children(node, depth);
         if let Some(name) = name {
-            if self.ctx.commands[before..]
+            let calls: Vec<String> = self.ctx.commands[before..]
                 .iter()
-                .any(|c| c.program == name)
-            {
+                .map(|c| c.program.clone())
+                .collect();
+            if calls.iter().any(|c| *c == name) {
                 self.ctx.danger(format!(
                     "function `{name}` calls itself (fork bomb pattern)"
                 ));
             }
+            self.ctx.functions.push((name, calls));
         }
     }
 
@@ -686,6 +772,7 @@ impl Walker<'_, '_, '_, '_> {
             program: program.to_string(),
             argv,
             via: self.via.to_vec(),
+            rules: super::Rules::Builtin,
         };
         rules::check_listed(self.ctx, &cmd);
         self.ctx.commands.push(cmd);
