@@ -268,7 +268,7 @@ fn json_event_stream() {
     let ev = events(&out);
     assert_eq!(ev.len(), 1);
     assert!(
-        ev[0]["type"] == "error" && ev[0]["message"].as_str().unwrap().contains("provider"),
+        ev[0]["type"] == "error" && ev[0]["message"].as_str().unwrap().contains("OPENAI_API_KEY is not set"),
         "{ev:?}"
     );
 }
@@ -709,21 +709,21 @@ fn requirement_failures_come_before_consent() {
         );
         assert!(!w.zot_home.join("agents").join(name).exists());
     }
-    // Model requirements are checked after consent.
+    // Model compatibility too: no consent is asked for an agent no
+    // available model can run, and nothing is created.
     let agent = w.agent("thinker", json!({"model": {"requires": ["reasoning"]}}));
     let out = w.run(&["run", s(&agent), "--print", "hi"]);
-    assert!(
-        text(&out.stderr).contains("consent"),
-        "{}",
-        text(&out.stderr)
-    );
-    let out = w.run(&["run", s(&agent), "-y", "--print", "hi"]);
     assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
     assert!(
-        text(&out.stderr).contains("reasoning"),
-        "{}",
-        text(&out.stderr)
+        err.contains("reasoning") && err.contains("ANTHROPIC_API_KEY is not set") && !err.contains("consent"),
+        "{err}"
     );
+    assert!(!w.zot_home.join("agents/thinker").exists());
+    let out = w.run(&["run", s(&agent), "--print", "--model", "sim", "hi"]);
+    let err = text(&out.stderr);
+    assert!(err.contains("sim (sim) does not satisfy") && !err.contains("consent"), "{err}");
+    assert!(!w.zot_home.join("agents/thinker").exists());
 }
 
 // ------------------------------------------------------------ references
@@ -945,10 +945,10 @@ fn entry_pre_and_default_prompt() {
         text(&out.stderr)
     );
     assert!(out.stdout.is_empty());
-    // No prompt and no default_prompt: a clear error.
+    // No prompt and no default_prompt: a clear usage error.
     let agent = w.agent("noprompt", json!({}));
     let out = w.run(&["run", s(&agent), "-y", "--print"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("no prompt"));
 }
 

@@ -1,6 +1,7 @@
 //! Agent-scoped JSONL sessions under `$ZOT_HOME/sessions/agents/<name>/`.
 //!
-//! One JSON record a line: a `header` first, then `message` records. Each
+//! One JSON record a line: a `header` first, then `message` records and,
+//! after each model response, a `usage` record (tokens, model). Each
 //! record is appended and flushed on its own, so a crash loses at most the
 //! record being written; a torn last line is skipped on load with a warning
 //! (and cut off before appending), never fatal.
@@ -13,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::home::private_dir;
-use crate::message::Message;
+use crate::message::{Message, Usage};
 use crate::RunError;
 
 /// Which session to use.
@@ -47,6 +48,14 @@ pub enum Record {
     Message {
         message: Message,
     },
+    /// Tokens of one model response.
+    Usage {
+        turn: u32,
+        provider: String,
+        model: String,
+        #[serde(flatten)]
+        usage: Usage,
+    },
 }
 
 /// An open session file.
@@ -60,6 +69,8 @@ pub struct Session {
 pub struct Loaded {
     pub session: Option<Session>,
     pub history: Vec<Message>,
+    /// Tokens used by the session so far.
+    pub usage: Usage,
     pub warnings: Vec<String>,
 }
 
@@ -97,6 +108,7 @@ pub fn open(
             return Ok(Loaded {
                 session: None,
                 history: Vec::new(),
+                usage: Usage::default(),
                 warnings,
             })
         }
@@ -152,11 +164,12 @@ pub fn open(
         }
     };
     if path.exists() {
-        let (session, history, w) = load_existing(&path)?;
+        let (session, history, usage, w) = load_existing(&path)?;
         warnings.extend(w);
         return Ok(Loaded {
             session: Some(session),
             history,
+            usage,
             warnings,
         });
     }
@@ -195,6 +208,7 @@ pub fn open(
     Ok(Loaded {
         session: Some(s),
         history: Vec::new(),
+        usage: Usage::default(),
         warnings,
     })
 }
@@ -221,7 +235,9 @@ pub fn list(dir: &Path) -> Vec<PathBuf> {
     v.into_iter().map(|x| x.1).collect()
 }
 
-fn load_existing(path: &Path) -> Result<(Session, Vec<Message>, Vec<String>), RunError> {
+type Existing = (Session, Vec<Message>, Usage, Vec<String>);
+
+fn load_existing(path: &Path) -> Result<Existing, RunError> {
     let ioe = |e| RunError::io(format!("session {}", path.display()), e);
     let mut file = OpenOptions::new()
         .read(true)
@@ -231,6 +247,7 @@ fn load_existing(path: &Path) -> Result<(Session, Vec<Message>, Vec<String>), Ru
     let mut data = Vec::new();
     file.read_to_end(&mut data).map_err(ioe)?;
     let mut history = Vec::new();
+    let mut usage = Usage::default();
     let mut warnings = Vec::new();
     let mut id = path
         .file_stem()
@@ -260,13 +277,13 @@ fn load_existing(path: &Path) -> Result<(Session, Vec<Message>, Vec<String>), Ru
             Ok(_) if end.is_none() => {
                 // Complete JSON without its newline: keep it, add the newline.
                 let rec: Record = serde_json::from_slice(line).expect("parsed above");
-                push(rec, &mut history, &mut id);
+                push(rec, &mut history, &mut usage, &mut id);
                 file.seek(SeekFrom::End(0)).map_err(ioe)?;
                 file.write_all(b"\n").map_err(ioe)?;
                 good_end = data.len() + 1;
             }
             Ok(rec) => {
-                push(rec, &mut history, &mut id);
+                push(rec, &mut history, &mut usage, &mut id);
                 good_end = next;
             }
             Err(e) if is_last => {
@@ -296,14 +313,16 @@ fn load_existing(path: &Path) -> Result<(Session, Vec<Message>, Vec<String>), Ru
             file,
         },
         history,
+        usage,
         warnings,
     ))
 }
 
-fn push(rec: Record, history: &mut Vec<Message>, id: &mut String) {
+fn push(rec: Record, history: &mut Vec<Message>, usage: &mut Usage, id: &mut String) {
     match rec {
         Record::Header { id: i, .. } => *id = i,
         Record::Message { message } => history.push(message),
+        Record::Usage { usage: u, .. } => *usage += u,
     }
 }
 
