@@ -68,7 +68,10 @@ fn all_files(dir: &Path) -> String {
 /// The key, and a distinctive fragment of it, are absent from `hay`.
 fn assert_no_key(hay: &str, key: &str, what: &str) {
     assert!(!hay.contains(key), "{what} contains the key");
-    assert!(!hay.contains(&key[12..40]), "{what} contains a fragment of the key");
+    assert!(
+        !hay.contains(&key[12..40]),
+        "{what} contains a fragment of the key"
+    );
 }
 
 fn tool_names(body: &Value) -> Vec<String> {
@@ -108,13 +111,24 @@ fn openai_tool_loop_runs_bash_in_the_sandbox() {
     let out = run(openai_cmd(
         &w,
         &srv,
-        &["run", s(&agent), "-y", "--json", "--model", "gpt-5", "what is in the readme?"],
+        &[
+            "run",
+            s(&agent),
+            "-y",
+            "--json",
+            "--model",
+            "gpt-5",
+            "what is in the readme?",
+        ],
     ));
     let ev = ok_events(&out);
     let r = of_type(&ev, "tool_result");
     assert_eq!(r.len(), 1, "{ev:?}");
     assert_eq!(r[0]["exit_code"], 0, "{}", r[0]);
-    assert!(r[0]["content"].as_str().unwrap().contains("hello from the workspace"));
+    assert!(r[0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("hello from the workspace"));
     let end = of_type(&ev, "turn_end");
     assert_eq!(end[0]["text"], "The README says: hello");
     // Usage per response, per turn and per session.
@@ -123,15 +137,24 @@ fn openai_tool_loop_runs_bash_in_the_sandbox() {
         .map(|u| u["input_tokens"].as_u64().unwrap())
         .collect();
     assert_eq!(usage, [30, 12]);
-    assert_eq!(end[0]["usage"], json!({"input_tokens": 42, "output_tokens": 16}));
+    assert_eq!(
+        end[0]["usage"],
+        json!({"input_tokens": 42, "output_tokens": 16})
+    );
     let done = of_type(&ev, "done")[0];
-    assert_eq!((done["model"].as_str(), done["provider"].as_str()), (Some("gpt-5"), Some("openai")));
+    assert_eq!(
+        (done["model"].as_str(), done["provider"].as_str()),
+        (Some("gpt-5"), Some("openai"))
+    );
     assert_eq!(done["usage"]["output_tokens"], 16);
 
     let reqs = srv.requests();
     assert_eq!(reqs.len(), 2);
     assert_eq!(reqs[0].path, "/v1/chat/completions");
-    assert_eq!(reqs[0].header("authorization"), Some(format!("Bearer {OPENAI_KEY}").as_str()));
+    assert_eq!(
+        reqs[0].header("authorization"),
+        Some(format!("Bearer {OPENAI_KEY}").as_str())
+    );
     let b0 = reqs[0].json();
     assert_eq!(b0["model"], "gpt-5");
     assert_eq!(b0["stream"], true);
@@ -140,20 +163,32 @@ fn openai_tool_loop_runs_bash_in_the_sandbox() {
     // No fs.write scope: no write/edit tools are offered.
     assert_eq!(tool_names(&b0), ["read", "glob", "grep", "bash", "skill"]);
     assert_eq!(b0["tools"][3]["type"], "function");
-    assert_eq!(b0["tools"][3]["function"]["parameters"]["required"], json!(["command"]));
+    assert_eq!(
+        b0["tools"][3]["function"]["parameters"]["required"],
+        json!(["command"])
+    );
     assert_eq!(b0["messages"][0]["role"], "system");
-    assert_eq!(b0["messages"][1], json!({"role": "user", "content": "what is in the readme?"}));
+    assert_eq!(
+        b0["messages"][1],
+        json!({"role": "user", "content": "what is in the readme?"})
+    );
     let m = &reqs[1].json()["messages"];
     assert_eq!(m[2]["role"], "assistant");
     assert_eq!(m[2]["tool_calls"][0]["id"], "call_1");
     assert_eq!(m[2]["tool_calls"][0]["type"], "function");
-    let args: Value =
-        serde_json::from_str(m[2]["tool_calls"][0]["function"]["arguments"].as_str().unwrap())
-            .unwrap();
+    let args: Value = serde_json::from_str(
+        m[2]["tool_calls"][0]["function"]["arguments"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(args, json!({"command": "cat README.md"}));
     assert_eq!(m[3]["role"], "tool");
     assert_eq!(m[3]["tool_call_id"], "call_1");
-    assert!(m[3]["content"].as_str().unwrap().contains("hello from the workspace"));
+    assert!(m[3]["content"]
+        .as_str()
+        .unwrap()
+        .contains("hello from the workspace"));
 
     // The session records the messages and the usage, never the key.
     let sessions = all_files(&w.zot_home.join("sessions"));
@@ -170,9 +205,18 @@ fn anthropic_tool_loop_sends_thinking_back() {
         return;
     }
     let mut first = vec![anthropic::start(40)];
-    first.extend(anthropic::thinking_block(0, "I should read the README.", "c2lnbmF0dXJl=="));
+    first.extend(anthropic::thinking_block(
+        0,
+        "I should read the README.",
+        "c2lnbmF0dXJl==",
+    ));
     first.extend(anthropic::text_block(1, &["Checking ", "the file."]));
-    first.extend(anthropic::tool_block(2, "toolu_01", "bash", &json!({"command": "cat README.md"})));
+    first.extend(anthropic::tool_block(
+        2,
+        "toolu_01",
+        "bash",
+        &json!({"command": "cat README.md"}),
+    ));
     first.extend(anthropic::stop("tool_use", 55));
     let srv = FakeServer::script(vec![
         Reply::sse(anthropic::sse(&first)),
@@ -182,11 +226,24 @@ fn anthropic_tool_loop_sends_thinking_back() {
     let out = run(anthropic_cmd(
         &w,
         &srv,
-        &["run", s(&agent), "-y", "--json", "--model", "claude-sonnet-4-5", "--reasoning", "medium", "go"],
+        &[
+            "run",
+            s(&agent),
+            "-y",
+            "--json",
+            "--model",
+            "claude-sonnet-4-5",
+            "--reasoning",
+            "medium",
+            "go",
+        ],
     ));
     let ev = ok_events(&out);
     assert_eq!(of_type(&ev, "tool_result")[0]["exit_code"], 0);
-    assert_eq!(of_type(&ev, "thinking_delta")[0]["delta"], "I should read the README.");
+    assert_eq!(
+        of_type(&ev, "thinking_delta")[0]["delta"],
+        "I should read the README."
+    );
     assert_eq!(of_type(&ev, "turn_end")[0]["text"], "It says hello.");
     let reqs = srv.requests();
     assert_eq!(reqs.len(), 2);
@@ -197,9 +254,15 @@ fn anthropic_tool_loop_sends_thinking_back() {
     let b0 = reqs[0].json();
     assert_eq!(b0["model"], "claude-sonnet-4-5");
     assert_eq!(b0["stream"], true);
-    assert_eq!(b0["thinking"], json!({"type": "enabled", "budget_tokens": 8192}));
+    assert_eq!(
+        b0["thinking"],
+        json!({"type": "enabled", "budget_tokens": 8192})
+    );
     assert!(b0["max_tokens"].as_u64().unwrap() > 8192);
-    assert!(b0["system"][0]["text"].as_str().unwrap().contains("Workspace:"));
+    assert!(b0["system"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("Workspace:"));
     assert_eq!(b0["tools"][3]["name"], "bash");
     assert_eq!(b0["tools"][3]["input_schema"]["type"], "object");
     let m = &reqs[1].json()["messages"];
@@ -216,12 +279,21 @@ fn anthropic_tool_loop_sends_thinking_back() {
     );
     assert_eq!(m[2]["role"], "user");
     let r = &m[2]["content"][0];
-    assert_eq!((r["type"].as_str(), r["tool_use_id"].as_str()), (Some("tool_result"), Some("toolu_01")));
-    assert!(r["content"].as_str().unwrap().contains("hello from the workspace"));
+    assert_eq!(
+        (r["type"].as_str(), r["tool_use_id"].as_str()),
+        (Some("tool_result"), Some("toolu_01"))
+    );
+    assert!(r["content"]
+        .as_str()
+        .unwrap()
+        .contains("hello from the workspace"));
     let done = of_type(&ev, "done")[0];
     assert_eq!(done["usage"]["input_tokens"], 55);
     let sessions = all_files(&w.zot_home.join("sessions"));
-    assert!(sessions.contains("c2lnbmF0dXJl=="), "thinking is kept for a resumed session");
+    assert!(
+        sessions.contains("c2lnbmF0dXJl=="),
+        "thinking is kept for a resumed session"
+    );
     assert_no_key(&sessions, ANTHROPIC_KEY, "the session");
     assert_no_key(&text(&out.stdout), ANTHROPIC_KEY, "--json output");
 }
@@ -241,15 +313,31 @@ fn parallel_tool_calls_are_all_answered_in_order() {
     let out = run(openai_cmd(
         &w,
         &srv,
-        &["run", s(&fixture("readonly-bash")), "-y", "--json", "--model", "gpt-5", "go"],
+        &[
+            "run",
+            s(&fixture("readonly-bash")),
+            "-y",
+            "--json",
+            "--model",
+            "gpt-5",
+            "go",
+        ],
     ));
     let ev = ok_events(&out);
-    let ids: Vec<&str> = of_type(&ev, "tool_result").iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = of_type(&ev, "tool_result")
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, ["call_a", "call_b", "call_c"]);
     let m = &srv.requests()[1].json()["messages"];
     assert_eq!(m[2]["tool_calls"].as_array().unwrap().len(), 3);
     let results: Vec<(&str, &str)> = (3..6)
-        .map(|i| (m[i]["tool_call_id"].as_str().unwrap(), m[i]["content"].as_str().unwrap()))
+        .map(|i| {
+            (
+                m[i]["tool_call_id"].as_str().unwrap(),
+                m[i]["content"].as_str().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(results[0], ("call_a", "hello from the workspace\n"));
     assert!(results[1].1.contains("notes.md") && results[1].1.contains("README.md"));
@@ -264,22 +352,43 @@ fn streams_split_at_every_byte_arrive_whole() {
     let text_ = "h\u{e9}llo w\u{f6}rld \u{1f389} \u{65e5}\u{672c}";
     // OpenAI: every byte its own TCP write, a tool call then the answer.
     let srv = FakeServer::script(vec![
-        Reply::sse_in_pieces(&openai::tool_calls(&[("c1", "read", json!({"path": "README.md"}))]), 1),
-        Reply::sse_in_pieces(&openai::text(&["h\u{e9}llo w\u{f6}", "rld \u{1f389} \u{65e5}\u{672c}"]), 1),
+        Reply::sse_in_pieces(
+            &openai::tool_calls(&[("c1", "read", json!({"path": "README.md"}))]),
+            1,
+        ),
+        Reply::sse_in_pieces(
+            &openai::text(&["h\u{e9}llo w\u{f6}", "rld \u{1f389} \u{65e5}\u{672c}"]),
+            1,
+        ),
     ]);
-    let out = run(openai_cmd(&w, &srv, &["run", s(&agent), "-y", "--stream", "--model", "gpt-5", "go"]));
+    let out = run(openai_cmd(
+        &w,
+        &srv,
+        &["run", s(&agent), "-y", "--stream", "--model", "gpt-5", "go"],
+    ));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).trim_end(), text_);
     // Anthropic likewise, with CRLF line ends and keep-alive comments.
-    let body = String::from_utf8(anthropic::text(&["h\u{e9}llo w\u{f6}", "rld \u{1f389} \u{65e5}\u{672c}"]))
-        .unwrap()
-        .replace('\n', "\r\n");
+    let body = String::from_utf8(anthropic::text(&[
+        "h\u{e9}llo w\u{f6}",
+        "rld \u{1f389} \u{65e5}\u{672c}",
+    ]))
+    .unwrap()
+    .replace('\n', "\r\n");
     let body = format!(": keep-alive\r\n\r\n{body}");
     let srv = FakeServer::script(vec![Reply::sse_in_pieces(body.as_bytes(), 1)]);
     let out = run(anthropic_cmd(
         &w,
         &srv,
-        &["run", s(&agent), "-y", "--print", "--model", "claude-haiku-4-5", "go"],
+        &[
+            "run",
+            s(&agent),
+            "-y",
+            "--print",
+            "--model",
+            "claude-haiku-4-5",
+            "go",
+        ],
     ));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).trim_end(), text_);
@@ -290,23 +399,48 @@ fn a_plain_json_answer_is_accepted_where_a_stream_was_asked() {
     let w = World::new();
     let agent = fixture("readonly-bash");
     let srv = FakeServer::script(vec![
-        Reply::json(200, &json!({"id": "c", "object": "chat.completion", "model": "m",
+        Reply::json(
+            200,
+            &json!({"id": "c", "object": "chat.completion", "model": "m",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": null,
                 "tool_calls": [{"id": "call_1", "type": "function",
                                 "function": {"name": "read", "arguments": "{\"path\":\"README.md\"}"}}]},
                 "finish_reason": "tool_calls"}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}})),
-        Reply::json(200, &json!({"id": "c", "object": "chat.completion", "model": "m",
+            "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}}),
+        ),
+        Reply::json(
+            200,
+            &json!({"id": "c", "object": "chat.completion", "model": "m",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": "plain answer"},
-                "finish_reason": "stop"}]})),
+                "finish_reason": "stop"}]}),
+        ),
     ]);
-    let out = run(openai_cmd(&w, &srv, &["run", s(&agent), "-y", "--stream", "--model", "gpt-5", "go"]));
+    let out = run(openai_cmd(
+        &w,
+        &srv,
+        &["run", s(&agent), "-y", "--stream", "--model", "gpt-5", "go"],
+    ));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).trim_end(), "plain answer");
-    let srv = FakeServer::script(vec![Reply::json(200, &json!({"id": "msg_1", "type": "message",
+    let srv = FakeServer::script(vec![Reply::json(
+        200,
+        &json!({"id": "msg_1", "type": "message",
         "role": "assistant", "model": "m", "content": [{"type": "text", "text": "plain claude"}],
-        "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 2}}))]);
-    let out = run(anthropic_cmd(&w, &srv, &["run", s(&agent), "-y", "--print", "--model", "claude-haiku-4-5", "go"]));
+        "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 2}}),
+    )]);
+    let out = run(anthropic_cmd(
+        &w,
+        &srv,
+        &[
+            "run",
+            s(&agent),
+            "-y",
+            "--print",
+            "--model",
+            "claude-haiku-4-5",
+            "go",
+        ],
+    ));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "plain claude\n");
 }
@@ -325,16 +459,32 @@ fn rate_limit_with_retry_after_then_success() {
     let out = run(openai_cmd(
         &w,
         &srv,
-        &["run", s(&fixture("readonly-bash")), "-y", "--json", "--model", "gpt-5", "go"],
+        &[
+            "run",
+            s(&fixture("readonly-bash")),
+            "-y",
+            "--json",
+            "--model",
+            "gpt-5",
+            "go",
+        ],
     ));
     let ev = ok_events(&out);
     assert!(t0.elapsed() >= Duration::from_secs(1));
     let err = text(&out.stderr);
-    assert!(err.contains("zot: retrying in 1 s (429 rate limited; attempt 2 of 4)"), "{err}");
+    assert!(
+        err.contains("zot: retrying in 1 s (429 rate limited; attempt 2 of 4)"),
+        "{err}"
+    );
     let r = of_type(&ev, "retry");
     assert_eq!(r.len(), 1);
     assert_eq!(
-        (r[0]["attempt"].as_u64(), r[0]["max_attempts"].as_u64(), r[0]["delay_ms"].as_u64(), r[0]["reason"].as_str()),
+        (
+            r[0]["attempt"].as_u64(),
+            r[0]["max_attempts"].as_u64(),
+            r[0]["delay_ms"].as_u64(),
+            r[0]["reason"].as_str()
+        ),
         (Some(2), Some(4), Some(1000), Some("429 rate limited"))
     );
     assert_eq!(of_type(&ev, "turn_end")[0]["text"], "made it");
@@ -346,24 +496,58 @@ fn server_errors_back_off_then_succeed_and_give_up_after_max_attempts() {
     let w = World::new();
     let agent = fixture("readonly-bash");
     let srv = FakeServer::script(vec![
-        Reply::json(500, &json!({"type": "error", "error": {"type": "api_error", "message": "Internal server error"}})),
-        Reply::json(529, &json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})),
+        Reply::json(
+            500,
+            &json!({"type": "error", "error": {"type": "api_error", "message": "Internal server error"}}),
+        ),
+        Reply::json(
+            529,
+            &json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        ),
         Reply::sse(anthropic::text(&["third time"])),
     ]);
-    let out = run(anthropic_cmd(&w, &srv, &["run", s(&agent), "-y", "--json", "--model", "claude-haiku-4-5", "go"]));
+    let out = run(anthropic_cmd(
+        &w,
+        &srv,
+        &[
+            "run",
+            s(&agent),
+            "-y",
+            "--json",
+            "--model",
+            "claude-haiku-4-5",
+            "go",
+        ],
+    ));
     let ev = ok_events(&out);
-    let reasons: Vec<&str> = of_type(&ev, "retry").iter().map(|r| r["reason"].as_str().unwrap()).collect();
+    let reasons: Vec<&str> = of_type(&ev, "retry")
+        .iter()
+        .map(|r| r["reason"].as_str().unwrap())
+        .collect();
     assert_eq!(reasons, ["500 server error", "529 overloaded"]);
-    let delays: Vec<u64> = of_type(&ev, "retry").iter().map(|r| r["delay_ms"].as_u64().unwrap()).collect();
-    assert!((375..=500).contains(&delays[0]) && (750..=1000).contains(&delays[1]), "{delays:?}");
+    let delays: Vec<u64> = of_type(&ev, "retry")
+        .iter()
+        .map(|r| r["delay_ms"].as_u64().unwrap())
+        .collect();
+    assert!(
+        (375..=500).contains(&delays[0]) && (750..=1000).contains(&delays[1]),
+        "{delays:?}"
+    );
     assert_eq!(of_type(&ev, "turn_end")[0]["text"], "third time");
     // Never more than max_attempts.
     config(&w, "[http]\nmax_attempts = 2\n");
     let srv = FakeServer::start(|_, _| Reply::json(503, &json!({"error": {"message": "busy"}})));
-    let out = run(openai_cmd(&w, &srv, &["run", s(&agent), "-y", "--print", "--model", "gpt-5", "go"]));
+    let out = run(openai_cmd(
+        &w,
+        &srv,
+        &["run", s(&agent), "-y", "--print", "--model", "gpt-5", "go"],
+    ));
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
-    assert!(err.contains("gave up after 2 attempts: HTTP 503: busy"), "{err}");
+    assert!(
+        err.contains("gave up after 2 attempts: HTTP 503: busy"),
+        "{err}"
+    );
     assert_eq!(srv.requests().len(), 2);
 }
 
@@ -373,25 +557,64 @@ fn auth_failures_name_the_key_variable_and_are_not_retried() {
     let agent = fixture("readonly-bash");
     // OpenAI's real message echoes part of the key: it must not be shown.
     let masked = format!("Incorrect API key provided: {}****{}. You can find your API key at https://platform.openai.com/account/api-keys.", &OPENAI_KEY[..10], &OPENAI_KEY[OPENAI_KEY.len() - 4..]);
-    let srv = FakeServer::script(vec![Reply::json(401, &json!({"error": {"message": masked, "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}}))]);
-    let out = run(openai_cmd(&w, &srv, &["run", s(&agent), "-y", "--json", "--model", "gpt-5", "go"]));
+    let srv = FakeServer::script(vec![Reply::json(
+        401,
+        &json!({"error": {"message": masked, "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}}),
+    )]);
+    let out = run(openai_cmd(
+        &w,
+        &srv,
+        &["run", s(&agent), "-y", "--json", "--model", "gpt-5", "go"],
+    ));
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert_eq!(
-        err.lines().filter(|l| l.starts_with("zot:")).collect::<Vec<_>>(),
+        err.lines()
+            .filter(|l| l.starts_with("zot:"))
+            .collect::<Vec<_>>(),
         ["zot: openai: the key in OPENAI_API_KEY was rejected (HTTP 401); check OPENAI_API_KEY"]
     );
     assert!(!err.contains(&OPENAI_KEY[..10]) && !text(&out.stdout).contains(&OPENAI_KEY[..10]));
     assert_eq!(srv.requests().len(), 1);
-    let srv = FakeServer::script(vec![Reply::json(401, &json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}))]);
-    let out = run(anthropic_cmd(&w, &srv, &["run", s(&agent), "-y", "--print", "--model", "claude-opus-4-5", "go"]));
+    let srv = FakeServer::script(vec![Reply::json(
+        401,
+        &json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
+    )]);
+    let out = run(anthropic_cmd(
+        &w,
+        &srv,
+        &[
+            "run",
+            s(&agent),
+            "-y",
+            "--print",
+            "--model",
+            "claude-opus-4-5",
+            "go",
+        ],
+    ));
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("the key in ANTHROPIC_API_KEY was rejected (HTTP 401)"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("the key in ANTHROPIC_API_KEY was rejected (HTTP 401)"),
+        "{}",
+        text(&out.stderr)
+    );
     // An evil server echoing the whole key in another error: redacted.
-    let srv = FakeServer::script(vec![Reply::json(400, &json!({"error": {"message": format!("bad request from key {OPENAI_KEY}")}}))]);
-    let out = run(openai_cmd(&w, &srv, &["run", s(&agent), "-y", "--json", "--model", "gpt-5", "go"]));
+    let srv = FakeServer::script(vec![Reply::json(
+        400,
+        &json!({"error": {"message": format!("bad request from key {OPENAI_KEY}")}}),
+    )]);
+    let out = run(openai_cmd(
+        &w,
+        &srv,
+        &["run", s(&agent), "-y", "--json", "--model", "gpt-5", "go"],
+    ));
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("[redacted]"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("[redacted]"),
+        "{}",
+        text(&out.stderr)
+    );
     assert_no_key(&text(&out.stderr), OPENAI_KEY, "stderr");
     assert_no_key(&text(&out.stdout), OPENAI_KEY, "--json output");
 }
@@ -400,18 +623,63 @@ fn auth_failures_name_the_key_variable_and_are_not_retried() {
 fn not_found_and_context_length_errors_say_what_is_wrong() {
     let w = World::new();
     let agent = fixture("readonly-bash");
-    let srv = FakeServer::script(vec![Reply::json(404, &json!({"error": {"message": "The model `gpt-nope` does not exist or you do not have access to it.", "type": "invalid_request_error", "code": "model_not_found"}}))]);
-    let out = run(openai_cmd(&w, &srv, &["run", s(&agent), "-y", "--print", "--provider", "openai", "--model", "gpt-nope", "go"]));
+    let srv = FakeServer::script(vec![Reply::json(
+        404,
+        &json!({"error": {"message": "The model `gpt-nope` does not exist or you do not have access to it.", "type": "invalid_request_error", "code": "model_not_found"}}),
+    )]);
+    let out = run(openai_cmd(
+        &w,
+        &srv,
+        &[
+            "run",
+            s(&agent),
+            "-y",
+            "--print",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-nope",
+            "go",
+        ],
+    ));
     let err = text(&out.stderr);
-    assert!(err.contains("openai: model `gpt-nope` was not found (HTTP 404"), "{err}");
+    assert!(
+        err.contains("openai: model `gpt-nope` was not found (HTTP 404"),
+        "{err}"
+    );
     let srv = FakeServer::script(vec![Reply::json(404, &json!({"detail": "Not Found"}))]);
-    let out = run(openai_cmd(&w, &srv, &["run", s(&agent), "-y", "--print", "--model", "gpt-5", "go"]));
+    let out = run(openai_cmd(
+        &w,
+        &srv,
+        &["run", s(&agent), "-y", "--print", "--model", "gpt-5", "go"],
+    ));
     let err = text(&out.stderr);
-    assert!(err.contains("/v1/chat/completions answered HTTP 404") && err.contains("base URL"), "{err}");
-    let srv = FakeServer::script(vec![Reply::json(400, &json!({"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens > 200000 maximum"}}))]);
-    let out = run(anthropic_cmd(&w, &srv, &["run", s(&agent), "-y", "--print", "--model", "claude-opus-4-5", "go"]));
+    assert!(
+        err.contains("/v1/chat/completions answered HTTP 404") && err.contains("base URL"),
+        "{err}"
+    );
+    let srv = FakeServer::script(vec![Reply::json(
+        400,
+        &json!({"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens > 200000 maximum"}}),
+    )]);
+    let out = run(anthropic_cmd(
+        &w,
+        &srv,
+        &[
+            "run",
+            s(&agent),
+            "-y",
+            "--print",
+            "--model",
+            "claude-opus-4-5",
+            "go",
+        ],
+    ));
     let err = text(&out.stderr);
-    assert!(err.contains("longer than the model's context window") && err.contains("210000 tokens"), "{err}");
+    assert!(
+        err.contains("longer than the model's context window") && err.contains("210000 tokens"),
+        "{err}"
+    );
 }
 
 // ------------------------------------------------------------ broken streams
@@ -423,12 +691,22 @@ fn a_stream_cut_before_anything_was_shown_is_retried() {
     let full = openai::tool_calls(&[("call_1", "read", json!({"path": "README.md"}))]);
     // Cut in the middle of the tool call's arguments: nothing shown, nothing run.
     let srv = FakeServer::script(vec![
-        Reply::sse_parts(vec![Part::Bytes(full[..full.len() / 2].to_vec()), Part::Cut]),
+        Reply::sse_parts(vec![
+            Part::Bytes(full[..full.len() / 2].to_vec()),
+            Part::Cut,
+        ]),
         Reply::sse(openai::text(&["recovered"])),
     ]);
-    let out = run(openai_cmd(&w, &srv, &["run", s(&agent), "-y", "--json", "--model", "gpt-5", "go"]));
+    let out = run(openai_cmd(
+        &w,
+        &srv,
+        &["run", s(&agent), "-y", "--json", "--model", "gpt-5", "go"],
+    ));
     let ev = ok_events(&out);
-    assert!(of_type(&ev, "tool_call").is_empty(), "a half tool call never runs");
+    assert!(
+        of_type(&ev, "tool_call").is_empty(),
+        "a half tool call never runs"
+    );
     assert_eq!(of_type(&ev, "retry").len(), 1);
     assert_eq!(of_type(&ev, "turn_end")[0]["text"], "recovered");
 }
@@ -448,19 +726,36 @@ fn a_stream_cut_after_text_was_shown_is_a_clear_error() {
     }
     // A clean end of the body, but no finish_reason and no [DONE].
     let srv = FakeServer::script(vec![Reply::sse(body.clone())]);
-    let out = run(openai_cmd(&w, &srv, &["run", s(&agent), "-y", "--json", "--model", "gpt-5", "go"]));
+    let out = run(openai_cmd(
+        &w,
+        &srv,
+        &["run", s(&agent), "-y", "--json", "--model", "gpt-5", "go"],
+    ));
     assert_eq!(out.status.code(), Some(1));
     let ev = events(&out);
-    assert!(of_type(&ev, "tool_call").is_empty() && of_type(&ev, "retry").is_empty(), "{ev:?}");
-    let msg = of_type(&ev, "error")[0]["message"].as_str().unwrap().to_string();
+    assert!(
+        of_type(&ev, "tool_call").is_empty() && of_type(&ev, "retry").is_empty(),
+        "{ev:?}"
+    );
+    let msg = of_type(&ev, "error")[0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(msg.contains("ended before it was complete"), "{msg}");
     assert_eq!(srv.requests().len(), 1);
     // A broken connection after text: the same, never a panic.
     let srv = FakeServer::script(vec![Reply::sse_parts(vec![Part::Bytes(body), Part::Cut])]);
-    let out = run(openai_cmd(&w, &srv, &["run", s(&agent), "-y", "--print", "--model", "gpt-5", "go"]));
+    let out = run(openai_cmd(
+        &w,
+        &srv,
+        &["run", s(&agent), "-y", "--print", "--model", "gpt-5", "go"],
+    ));
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
-    assert!(err.contains("zot: openai: ") && !err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("zot: openai: ") && !err.contains("panicked"),
+        "{err}"
+    );
     assert!(!w.ws.join("pw").exists());
 }
 
@@ -468,58 +763,129 @@ fn a_stream_cut_after_text_was_shown_is_a_clear_error() {
 fn garbage_and_html_are_protocol_errors() {
     let w = World::new();
     let agent = fixture("readonly-bash");
-    let srv = FakeServer::script(vec![Reply::sse(b"data: {\"choices\": [{broken\n\n".to_vec())]);
-    let out = run(openai_cmd(&w, &srv, &["run", s(&agent), "-y", "--print", "--model", "gpt-5", "go"]));
+    let srv = FakeServer::script(vec![Reply::sse(
+        b"data: {\"choices\": [{broken\n\n".to_vec(),
+    )]);
+    let out = run(openai_cmd(
+        &w,
+        &srv,
+        &["run", s(&agent), "-y", "--print", "--model", "gpt-5", "go"],
+    ));
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
-    assert!(err.contains("not a valid OpenAI chat completions stream"), "{err}");
+    assert!(
+        err.contains("not a valid OpenAI chat completions stream"),
+        "{err}"
+    );
     assert_eq!(srv.requests().len(), 1, "garbage is not retried");
     let srv = FakeServer::script(vec![Reply {
         headers: vec![("content-type".into(), "text/html; charset=utf-8".into())],
         ..Reply::sse(b"<html><body>LM Studio</body></html>".to_vec())
     }]);
-    let out = run(openai_cmd(&w, &srv, &["run", s(&agent), "-y", "--print", "--model", "gpt-5", "go"]));
+    let out = run(openai_cmd(
+        &w,
+        &srv,
+        &["run", s(&agent), "-y", "--print", "--model", "gpt-5", "go"],
+    ));
     let err = text(&out.stderr);
-    assert!(err.contains("did not answer with an event stream (content type text/html"), "{err}");
-    let srv = FakeServer::script(vec![Reply::sse(
-        anthropic::sse(&[anthropic::start(1), json!({"type": "content_block_delta", "index": 7, "delta": {"type": "text_delta", "text": "x"}})]),
-    )]);
-    let out = run(anthropic_cmd(&w, &srv, &["run", s(&agent), "-y", "--print", "--model", "claude-opus-4-5", "go"]));
+    assert!(
+        err.contains("did not answer with an event stream (content type text/html"),
+        "{err}"
+    );
+    let srv = FakeServer::script(vec![Reply::sse(anthropic::sse(&[
+        anthropic::start(1),
+        json!({"type": "content_block_delta", "index": 7, "delta": {"type": "text_delta", "text": "x"}}),
+    ]))]);
+    let out = run(anthropic_cmd(
+        &w,
+        &srv,
+        &[
+            "run",
+            s(&agent),
+            "-y",
+            "--print",
+            "--model",
+            "claude-opus-4-5",
+            "go",
+        ],
+    ));
     let err = text(&out.stderr);
-    assert!(err.contains("not a valid Anthropic messages stream") && err.contains("never started"), "{err}");
+    assert!(
+        err.contains("not a valid Anthropic messages stream") && err.contains("never started"),
+        "{err}"
+    );
 }
 
 #[test]
 fn a_server_that_never_answers_times_out() {
     let w = World::new();
     let agent = fixture("readonly-bash");
-    config(&w, "[http]\nfirst_byte_timeout = 1\nidle_timeout = 1\nmax_attempts = 2\n");
+    config(
+        &w,
+        "[http]\nfirst_byte_timeout = 1\nidle_timeout = 1\nmax_attempts = 2\n",
+    );
     let srv = FakeServer::start(|_, _| Reply::silent());
     let t0 = Instant::now();
-    let out = run(openai_cmd(&w, &srv, &["run", s(&agent), "-y", "--print", "--model", "gpt-5", "go"]));
+    let out = run(openai_cmd(
+        &w,
+        &srv,
+        &["run", s(&agent), "-y", "--print", "--model", "gpt-5", "go"],
+    ));
     let took = t0.elapsed();
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
-    assert!(err.contains("gave up after 2 attempts: no response within 1 s (first-byte timeout)"), "{err}");
+    assert!(
+        err.contains("gave up after 2 attempts: no response within 1 s (first-byte timeout)"),
+        "{err}"
+    );
     assert!(err.contains("retrying in"), "{err}");
     assert!(took < Duration::from_secs(10), "{took:?}");
     assert_eq!(srv.requests().len(), 2);
     // Headers and some text, then silence: the idle timeout (text was
     // shown, so no retry).
     let srv = FakeServer::script(vec![Reply::sse_parts(vec![
-        Part::Bytes(format!("data: {}\n\n", openai::chunk(json!({"content": "thinking..."}), None)).into_bytes()),
+        Part::Bytes(
+            format!(
+                "data: {}\n\n",
+                openai::chunk(json!({"content": "thinking..."}), None)
+            )
+            .into_bytes(),
+        ),
         Part::Hang,
     ])]);
-    let out = run(openai_cmd(&w, &srv, &["run", s(&agent), "-y", "--print", "--model", "gpt-5", "go"]));
+    let out = run(openai_cmd(
+        &w,
+        &srv,
+        &["run", s(&agent), "-y", "--print", "--model", "gpt-5", "go"],
+    ));
     let err = text(&out.stderr);
-    assert!(err.contains("the response stalled for 1 s (idle timeout)"), "{err}");
+    assert!(
+        err.contains("the response stalled for 1 s (idle timeout)"),
+        "{err}"
+    );
     assert_eq!(srv.requests().len(), 1);
     // Per-provider settings override [http].
     config(&w, "[http]\nfirst_byte_timeout = 30\n[providers.anthropic]\nfirst_byte_timeout = 0.5\nmax_attempts = 1\n");
     let srv = FakeServer::start(|_, _| Reply::silent());
     let t0 = Instant::now();
-    let out = run(anthropic_cmd(&w, &srv, &["run", s(&agent), "-y", "--print", "--model", "claude-opus-4-5", "go"]));
-    assert!(text(&out.stderr).contains("no response within 0.5 s"), "{}", text(&out.stderr));
+    let out = run(anthropic_cmd(
+        &w,
+        &srv,
+        &[
+            "run",
+            s(&agent),
+            "-y",
+            "--print",
+            "--model",
+            "claude-opus-4-5",
+            "go",
+        ],
+    ));
+    assert!(
+        text(&out.stderr).contains("no response within 0.5 s"),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(t0.elapsed() < Duration::from_secs(5));
 }
 
@@ -529,27 +895,65 @@ fn a_huge_streamed_answer_keeps_memory_flat() {
     let agent = fixture("readonly-bash");
     // 64 KiB of events repeated 1280 times: 80 MiB of answer.
     let mut piece = String::new();
-    let delta = format!("data: {}\n\n", openai::chunk(json!({"content": "x".repeat(900)}), None));
+    let delta = format!(
+        "data: {}\n\n",
+        openai::chunk(json!({"content": "x".repeat(900)}), None)
+    );
     while piece.len() < 64 << 10 {
         piece.push_str(&delta);
     }
-    let srv = FakeServer::script(vec![Reply::sse_parts(vec![Part::Repeat(piece.into_bytes(), 1280)])]);
-    let mut c = openai_cmd(&w, &srv, &["run", s(&agent), "-y", "--print", "--no-session", "--model", "gpt-5", "go"]);
+    let srv = FakeServer::script(vec![Reply::sse_parts(vec![Part::Repeat(
+        piece.into_bytes(),
+        1280,
+    )])]);
+    let mut c = openai_cmd(
+        &w,
+        &srv,
+        &[
+            "run",
+            s(&agent),
+            "-y",
+            "--print",
+            "--no-session",
+            "--model",
+            "gpt-5",
+            "go",
+        ],
+    );
     c.stdin(std::process::Stdio::null());
     let (out, rss_kib) = run_measured(c);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(err.contains("larger than 4 MiB"), "{err}");
-    assert!(rss_kib < 48 << 10, "peak RSS {rss_kib} KiB for an 80 MiB stream");
+    assert!(
+        rss_kib < 48 << 10,
+        "peak RSS {rss_kib} KiB for an 80 MiB stream"
+    );
     // A large answer within the cap streams through, also bounded.
     let body = openai::text(&vec!["y".repeat(1000).as_str(); 3000]);
     let srv = FakeServer::script(vec![Reply::sse_in_pieces(&body, 16 << 10)]);
-    let mut c = openai_cmd(&w, &srv, &["run", s(&agent), "-y", "--stream", "--no-session", "--model", "gpt-5", "go"]);
+    let mut c = openai_cmd(
+        &w,
+        &srv,
+        &[
+            "run",
+            s(&agent),
+            "-y",
+            "--stream",
+            "--no-session",
+            "--model",
+            "gpt-5",
+            "go",
+        ],
+    );
     c.stdin(std::process::Stdio::null());
     let (out, rss_big) = run_measured(c);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(out.stdout.len(), 3_000_001);
-    assert!(rss_big < 64 << 10, "peak RSS {rss_big} KiB for a 3 MB answer");
+    assert!(
+        rss_big < 64 << 10,
+        "peak RSS {rss_big} KiB for a 3 MB answer"
+    );
 }
 
 // ------------------------------------------------------------ keys
@@ -573,11 +977,27 @@ fn key_stays_out_of_the_sandbox(w: World) {
     for backend in ["bwrap", "native", "landlock"] {
         for (key, is_openai) in [(OPENAI_KEY, true), (ANTHROPIC_KEY, false)] {
             let srv = FakeServer::script(vec![
+                // The probe, and a file tool (it must work in a process
+                // that made itself non-dumpable, also as uid 65534).
                 if is_openai {
-                    Reply::sse(openai::tool_calls(&[("call_1", "bash", json!({"command": PROBE}))]))
+                    Reply::sse(openai::tool_calls(&[
+                        ("call_1", "bash", json!({"command": PROBE})),
+                        ("call_2", "read", json!({"path": "README.md"})),
+                    ]))
                 } else {
                     let mut e = vec![anthropic::start(3)];
-                    e.extend(anthropic::tool_block(0, "toolu_1", "bash", &json!({"command": PROBE})));
+                    e.extend(anthropic::tool_block(
+                        0,
+                        "toolu_1",
+                        "bash",
+                        &json!({"command": PROBE}),
+                    ));
+                    e.extend(anthropic::tool_block(
+                        1,
+                        "toolu_2",
+                        "read",
+                        &json!({"path": "README.md"}),
+                    ));
                     e.extend(anthropic::stop("tool_use", 3));
                     Reply::sse(anthropic::sse(&e))
                 },
@@ -587,28 +1007,67 @@ fn key_stays_out_of_the_sandbox(w: World) {
                     Reply::sse(anthropic::text(&["ok"]))
                 },
             ]);
-            let args = ["run", s(&agent), "-y", "--json", "--backend", backend, "--model",
-                        if is_openai { "gpt-5" } else { "claude-haiku-4-5" }, "go"];
-            let mut c = if is_openai { openai_cmd(&w, &srv, &args) } else { anthropic_cmd(&w, &srv, &args) };
+            let args = [
+                "run",
+                s(&agent),
+                "-y",
+                "--json",
+                "--backend",
+                backend,
+                "--model",
+                if is_openai {
+                    "gpt-5"
+                } else {
+                    "claude-haiku-4-5"
+                },
+                "go",
+            ];
+            let mut c = if is_openai {
+                openai_cmd(&w, &srv, &args)
+            } else {
+                anthropic_cmd(&w, &srv, &args)
+            };
             c.env("ZOT_CANARY", "visible-to-zot");
             let out = run(c);
             let ev = ok_events(&out);
             let r = of_type(&ev, "tool_result");
+            assert_eq!(r[1]["content"], "hello from the workspace\n", "{}", r[1]);
             let content = r[0]["content"].as_str().unwrap_or("").to_string();
             let ran = r[0]["exit_code"] == 0 && content.contains("probe-done");
             if !common::require(&format!("the {backend} backend"), ran, &content) {
                 continue;
             }
-            assert!(content.contains("PATH="), "{backend}: env printed nothing: {content}");
-            assert!(!content.contains("ZOT_CANARY"), "{backend}: zot's environment leaked: {content}");
-            assert_no_key(&content, key, &format!("the sandboxed command's view ({backend})"));
+            assert!(
+                content.contains("PATH="),
+                "{backend}: env printed nothing: {content}"
+            );
+            assert!(
+                !content.contains("ZOT_CANARY"),
+                "{backend}: zot's environment leaked: {content}"
+            );
+            assert_no_key(
+                &content,
+                key,
+                &format!("the sandboxed command's view ({backend})"),
+            );
             assert_no_key(&text(&out.stdout), key, "--json output");
             assert_no_key(&text(&out.stderr), key, "stderr");
-            assert_no_key(&srv.requests()[1].raw().replace(&format!("Bearer {key}"), "").replace(&format!("x-api-key: {key}"), ""), key, "the tool result sent to the model");
+            assert_no_key(
+                &srv.requests()[1]
+                    .raw()
+                    .replace(&format!("Bearer {key}"), "")
+                    .replace(&format!("x-api-key: {key}"), ""),
+                key,
+                "the tool result sent to the model",
+            );
         }
     }
     assert_no_key(&all_files(&w.zot_home), OPENAI_KEY, "zot's state directory");
-    assert_no_key(&all_files(&w.zot_home), ANTHROPIC_KEY, "zot's state directory");
+    assert_no_key(
+        &all_files(&w.zot_home),
+        ANTHROPIC_KEY,
+        "zot's state directory",
+    );
 }
 
 #[test]
@@ -618,7 +1077,11 @@ fn api_keys_never_reach_the_sandbox_sessions_or_output() {
 
 #[test]
 fn api_keys_never_reach_the_sandbox_unprivileged() {
-    if !common::require("uid 65534", nix_is_root(), "the test runs as a non-root user") {
+    if !common::require(
+        "uid 65534",
+        nix_is_root(),
+        "the test runs as a non-root user",
+    ) {
         return;
     }
     key_stays_out_of_the_sandbox(World::unprivileged());
@@ -634,7 +1097,10 @@ fn nix_is_root() -> bool {
 fn wait_for_request(srv: &FakeServer, n: usize) {
     let t0 = Instant::now();
     while srv.requests().len() < n {
-        assert!(t0.elapsed() < Duration::from_secs(20), "no request reached the server");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "no request reached the server"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -648,31 +1114,72 @@ fn ctrl_c_during_a_request_exits_130_and_cleans_up() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let tmp = w.root.join("tmp");
     std::fs::create_dir(&tmp).unwrap();
-    for (sig, code, mode) in [(libc::SIGINT, 130, "--print"), (libc::SIGTERM, 143, "--json"), (libc::SIGINT, 130, "--json")] {
+    for (sig, code, mode) in [
+        (libc::SIGINT, 130, "--print"),
+        (libc::SIGTERM, 143, "--json"),
+        (libc::SIGINT, 130, "--json"),
+    ] {
         let srv = FakeServer::start(|_, _| Reply::silent());
-        let mut c = openai_cmd(&w, &srv, &["run", s(&archive), "-y", mode, "--model", "gpt-5", "go"]);
-        c.env("TMPDIR", &tmp).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        let mut c = openai_cmd(
+            &w,
+            &srv,
+            &["run", s(&archive), "-y", mode, "--model", "gpt-5", "go"],
+        );
+        c.env("TMPDIR", &tmp)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
         let child = c.spawn().unwrap();
         wait_for_request(&srv, 1);
-        assert!(std::fs::read_dir(&tmp).unwrap().next().is_some(), "the archive is extracted under TMPDIR");
+        assert!(
+            std::fs::read_dir(&tmp).unwrap().next().is_some(),
+            "the archive is extracted under TMPDIR"
+        );
         let t0 = Instant::now();
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, sig) };
         let out = child.wait_with_output().unwrap();
         assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
         assert_eq!(out.status.code(), Some(code), "{}", text(&out.stderr));
-        let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().map(|e| e.path()).collect();
+        let left: Vec<_> = std::fs::read_dir(&tmp)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
         assert!(left.is_empty(), "left behind: {left:?}");
         if mode == "--json" {
             let ev = events(&out);
-            assert!(ev.last().unwrap()["message"].as_str().unwrap().contains("interrupted by SIG"), "{ev:?}");
+            assert!(
+                ev.last().unwrap()["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("interrupted by SIG"),
+                "{ev:?}"
+            );
         } else {
-            assert!(text(&out.stderr).contains("interrupted by SIGINT"), "{}", text(&out.stderr));
+            assert!(
+                text(&out.stderr).contains("interrupted by SIGINT"),
+                "{}",
+                text(&out.stderr)
+            );
         }
     }
     // During a retry's backoff sleep too.
-    let srv = FakeServer::start(|_, _| Reply::json(429, &json!({"error": {"message": "slow down"}})).header("retry-after", "30"));
-    let mut c = openai_cmd(&w, &srv, &["run", s(&fixture("readonly-bash")), "-y", "--print", "--model", "gpt-5", "go"]);
+    let srv = FakeServer::start(|_, _| {
+        Reply::json(429, &json!({"error": {"message": "slow down"}})).header("retry-after", "30")
+    });
+    let mut c = openai_cmd(
+        &w,
+        &srv,
+        &[
+            "run",
+            s(&fixture("readonly-bash")),
+            "-y",
+            "--print",
+            "--model",
+            "gpt-5",
+            "go",
+        ],
+    );
     c.stderr(std::process::Stdio::piped());
     let child = c.spawn().unwrap();
     wait_for_request(&srv, 1);
@@ -711,13 +1218,31 @@ reasoning = true
     let out = run(c);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let t = text(&out.stdout);
-    let line = |start: &str| t.lines().rev().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start}: {t}")).to_string();
+    let line = |start: &str| {
+        t.lines()
+            .rev()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("{start}: {t}"))
+            .to_string()
+    };
     assert!(line("openai ").ends_with("available"), "{t}");
-    assert!(line("anthropic ").contains("unavailable: ANTHROPIC_API_KEY is not set"), "{t}");
-    assert!(line("local ").contains("none needed") && line("local ").ends_with("available"), "{t}");
-    assert!(line("qwen3-coder ").contains("65536") && line("qwen3-coder ").contains("yes"), "{t}");
+    assert!(
+        line("anthropic ").contains("unavailable: ANTHROPIC_API_KEY is not set"),
+        "{t}"
+    );
+    assert!(
+        line("local ").contains("none needed") && line("local ").ends_with("available"),
+        "{t}"
+    );
+    assert!(
+        line("qwen3-coder ").contains("65536") && line("qwen3-coder ").contains("yes"),
+        "{t}"
+    );
     assert!(line("sim ").ends_with("(default)"), "{t}");
-    assert!(line("claude-opus-4-5 ").contains("ANTHROPIC_API_KEY is not set"), "{t}");
+    assert!(
+        line("claude-opus-4-5 ").contains("ANTHROPIC_API_KEY is not set"),
+        "{t}"
+    );
     assert_no_key(&t, OPENAI_KEY, "zot models");
     let out = run({
         let mut c = w.cmd(&["models", "--json"]);
@@ -726,7 +1251,10 @@ reasoning = true
     });
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["config"], w.zot_home.join("config.toml").display().to_string());
+    assert_eq!(
+        v["config"],
+        w.zot_home.join("config.toml").display().to_string()
+    );
     assert_eq!(v["config_exists"], true);
     let m = v["models"].as_array().unwrap();
     let find = |id: &str| m.iter().find(|x| x["id"] == id).unwrap().clone();
@@ -742,18 +1270,33 @@ fn config_errors_name_the_file_and_the_field() {
     let w = World::new();
     let agent = fixture("readonly-bash");
     let p = config(&w, "[defaults\nprovider = \"openai\"\n");
-    for args in [vec!["models"], vec!["run", s(&agent), "-y", "--print", "hi"]] {
+    for args in [
+        vec!["models"],
+        vec!["run", s(&agent), "-y", "--print", "hi"],
+    ] {
         let out = w.run(&args);
         assert_eq!(out.status.code(), Some(1));
         let err = text(&out.stderr);
-        assert!(err.contains(&format!("config {}", p.display())) && err.contains("invalid TOML"), "{err}");
+        assert!(
+            err.contains(&format!("config {}", p.display())) && err.contains("invalid TOML"),
+            "{err}"
+        );
     }
     config(&w, "[defaults]\nprovider = \"opneai\"\n\n[providers.openai]\nbase_url = \"http://h/v1\"\napi_key = \"x\"\n");
     let out = w.run(&["run", s(&agent), "-y", "--print", "hi"]);
     let err = text(&out.stderr);
-    assert!(err.contains("defaults.provider: unknown provider `opneai`; did you mean `openai`?"), "{err}");
-    assert!(err.contains("providers.openai.api_key: unknown key `api_key`; zot never reads keys"), "{err}");
-    assert!(!w.zot_home.join("agents").exists(), "nothing is created on a config error");
+    assert!(
+        err.contains("defaults.provider: unknown provider `opneai`; did you mean `openai`?"),
+        "{err}"
+    );
+    assert!(
+        err.contains("providers.openai.api_key: unknown key `api_key`; zot never reads keys"),
+        "{err}"
+    );
+    assert!(
+        !w.zot_home.join("agents").exists(),
+        "nothing is created on a config error"
+    );
 }
 
 #[test]
@@ -761,42 +1304,150 @@ fn provider_model_reasoning_and_tools_flags() {
     let w = World::new();
     let agent = fixture("readonly-bash");
     // --reasoning needs a reasoning model: an error before consent.
-    let out = run(openai_cmd(&w, &FakeServer::script(vec![]), &["run", s(&agent), "--print", "--model", "gpt-4.1", "--reasoning", "high", "hi"]));
+    let out = run(openai_cmd(
+        &w,
+        &FakeServer::script(vec![]),
+        &[
+            "run",
+            s(&agent),
+            "--print",
+            "--model",
+            "gpt-4.1",
+            "--reasoning",
+            "high",
+            "hi",
+        ],
+    ));
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
-    assert!(err.contains("gpt-4.1 (openai) does not satisfy") && err.contains("does not support reasoning (--reasoning)") && !err.contains("consent"), "{err}");
-    let out = w.run(&["run", s(&agent), "-y", "--print", "--reasoning", "max", "hi"]);
+    assert!(
+        err.contains("gpt-4.1 (openai) does not satisfy")
+            && err.contains("does not support reasoning (--reasoning)")
+            && !err.contains("consent"),
+        "{err}"
+    );
+    let out = w.run(&[
+        "run",
+        s(&agent),
+        "-y",
+        "--print",
+        "--reasoning",
+        "max",
+        "hi",
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    let out = w.run(&["run", s(&agent), "-y", "--print", "--model", "sim", "--reasoning", "low", "hi"]);
-    assert!(text(&out.stderr).contains("does not support reasoning"), "{}", text(&out.stderr));
+    let out = w.run(&[
+        "run",
+        s(&agent),
+        "-y",
+        "--print",
+        "--model",
+        "sim",
+        "--reasoning",
+        "low",
+        "hi",
+    ]);
+    assert!(
+        text(&out.stderr).contains("does not support reasoning"),
+        "{}",
+        text(&out.stderr)
+    );
     // --tools: unknown names and tools the manifest forbids are usage errors.
-    let out = w.run(&["run", s(&agent), "-y", "--print", "--tools", "read,bsh", "hi"]);
+    let out = w.run(&[
+        "run",
+        s(&agent),
+        "-y",
+        "--print",
+        "--tools",
+        "read,bsh",
+        "hi",
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("unknown tool `bsh`; did you mean `bash`?"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("unknown tool `bsh`; did you mean `bash`?"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = w.run(&["run", s(&agent), "-y", "--print", "--tools", "write", "hi"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("can only narrow") && text(&out.stderr).contains("fs.write is empty"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("can only narrow")
+            && text(&out.stderr).contains("fs.write is empty"),
+        "{}",
+        text(&out.stderr)
+    );
     // --tools narrows what the model is offered and what runs.
     let srv = FakeServer::script(vec![
-        Reply::sse(openai::tool_calls(&[("c1", "glob", json!({"pattern": "*"}))])),
+        Reply::sse(openai::tool_calls(&[(
+            "c1",
+            "glob",
+            json!({"pattern": "*"}),
+        )])),
         Reply::sse(openai::text(&["ok"])),
     ]);
-    let out = run(openai_cmd(&w, &srv, &["run", s(&agent), "-y", "--json", "--model", "gpt-5", "--reasoning", "low", "--tools", "read,skill", "go"]));
+    let out = run(openai_cmd(
+        &w,
+        &srv,
+        &[
+            "run",
+            s(&agent),
+            "-y",
+            "--json",
+            "--model",
+            "gpt-5",
+            "--reasoning",
+            "low",
+            "--tools",
+            "read,skill",
+            "go",
+        ],
+    ));
     let ev = ok_events(&out);
     let b0 = srv.requests()[0].json();
     assert_eq!(tool_names(&b0), ["read", "skill"]);
     assert_eq!(b0["reasoning_effort"], "low");
-    assert!(b0["messages"][0]["content"].as_str().unwrap().contains("Tools: read, skill"));
+    assert!(b0["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("Tools: read, skill"));
     let r = of_type(&ev, "tool_result")[0];
     assert_eq!(r["is_error"], true);
-    assert!(r["content"].as_str().unwrap().contains("not enabled for this run (--tools)"), "{r}");
+    assert!(
+        r["content"]
+            .as_str()
+            .unwrap()
+            .contains("not enabled for this run (--tools)"),
+        "{r}"
+    );
     // --provider alone picks that provider's first compatible model.
     let srv = FakeServer::script(vec![Reply::sse(anthropic::text(&["hi from claude"]))]);
-    let out = run(anthropic_cmd(&w, &srv, &["run", s(&agent), "-y", "--json", "--provider", "anthropic", "hi"]));
+    let out = run(anthropic_cmd(
+        &w,
+        &srv,
+        &[
+            "run",
+            s(&agent),
+            "-y",
+            "--json",
+            "--provider",
+            "anthropic",
+            "hi",
+        ],
+    ));
     let ev = ok_events(&out);
     assert_eq!(of_type(&ev, "done")[0]["model"], "claude-sonnet-4-5");
     // --sim-script only with sim.
-    let out = w.run(&["run", s(&agent), "-y", "--print", "--provider", "openai", "--sim-script", "/dev/null", "hi"]);
+    let out = w.run(&[
+        "run",
+        s(&agent),
+        "-y",
+        "--print",
+        "--provider",
+        "openai",
+        "--sim-script",
+        "/dev/null",
+        "hi",
+    ]);
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -834,20 +1485,49 @@ reasoning = true
     let out = w.run(&["run", s(&agent), "-y", "--json", "go"]);
     let ev = ok_events(&out);
     let done = of_type(&ev, "done")[0];
-    assert_eq!((done["provider"].as_str(), done["model"].as_str()), (Some("local"), Some("qwen3-coder")));
+    assert_eq!(
+        (done["provider"].as_str(), done["model"].as_str()),
+        (Some("local"), Some("qwen3-coder"))
+    );
     let r0 = &srv.requests()[0];
-    assert!(r0.header("authorization").is_none(), "a provider without a key sends none");
+    assert!(
+        r0.header("authorization").is_none(),
+        "a provider without a key sends none"
+    );
     assert_eq!(r0.json()["reasoning_effort"], "high");
     // An id nobody lists is accepted for the provider, capabilities unknown.
-    let out = w.run(&["run", s(&agent), "-y", "--print", "--model", "llama3.3", "go"]);
+    let out = w.run(&[
+        "run",
+        s(&agent),
+        "-y",
+        "--print",
+        "--model",
+        "llama3.3",
+        "go",
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "unlisted answer\n");
     assert!(srv.requests()[1].json().get("reasoning_effort").is_none());
     // ...but unknown capabilities never satisfy requirements.
-    let needs = w.agent("needs-context", json!({"permissions": {"fs": {"read": ["${workspace}"]}}, "model": {"min_context": 8000}}));
-    let out = w.run(&["run", s(&needs), "-y", "--print", "--model", "llama3.3", "go"]);
+    let needs = w.agent(
+        "needs-context",
+        json!({"permissions": {"fs": {"read": ["${workspace}"]}}, "model": {"min_context": 8000}}),
+    );
+    let out = w.run(&[
+        "run",
+        s(&needs),
+        "-y",
+        "--print",
+        "--model",
+        "llama3.3",
+        "go",
+    ]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("context window is unknown"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("context window is unknown"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -863,9 +1543,17 @@ fn an_agent_toml_model_pin_is_honoured() {
     let out = w.run(&["run", s(&dir), "-y", "--print", "hi"]);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
-    assert!(err.contains("the agent pins openai/gpt-pinned") && err.contains("OPENAI_API_KEY is not set"), "{err}");
+    assert!(
+        err.contains("the agent pins openai/gpt-pinned")
+            && err.contains("OPENAI_API_KEY is not set"),
+        "{err}"
+    );
     let srv = FakeServer::script(vec![Reply::sse(openai::text(&["pinned answer"]))]);
-    let out = run(openai_cmd(&w, &srv, &["run", s(&dir), "-y", "--print", "hi"]));
+    let out = run(openai_cmd(
+        &w,
+        &srv,
+        &["run", s(&dir), "-y", "--print", "hi"],
+    ));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "pinned answer\n");
     assert_eq!(srv.requests()[0].json()["model"], "gpt-pinned");

@@ -74,10 +74,12 @@ fn read(p: &Path) -> Result<Option<String>, RunError> {
             message: "larger than 1 MiB".into(),
         });
     }
-    String::from_utf8(bytes).map(Some).map_err(|_| RunError::Config {
-        path: p.to_path_buf(),
-        message: "not UTF-8 text".into(),
-    })
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| RunError::Config {
+            path: p.to_path_buf(),
+            message: "not UTF-8 text".into(),
+        })
 }
 
 #[cfg(test)]

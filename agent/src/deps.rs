@@ -115,9 +115,7 @@ pub fn open_agent_toml(path: &Path) -> Result<LoadedAgent, RunError> {
     let spec = AgentSpec {
         name: pkg.name.clone(),
         description: pkg.manifest.description.clone(),
-        model_pin: pkg
-            .model()
-            .map(|m| (m.provider.clone(), m.model.clone())),
+        model_pin: pkg.model().map(|m| (m.provider.clone(), m.model.clone())),
         fs_read: vec!["${workspace}".into()],
         fs_write: vec!["${workspace}".into()],
         instructions: Some(pkg.instructions.clone()),

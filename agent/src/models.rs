@@ -139,8 +139,16 @@ const CATALOG: &[Entry] = &[
 /// Default base URLs and key variables of the built-in providers.
 fn builtin_defaults(api: Api) -> (&'static str, &'static str, &'static str) {
     match api {
-        Api::OpenAi => ("https://api.openai.com/v1", "OPENAI_BASE_URL", "OPENAI_API_KEY"),
-        Api::Anthropic => ("https://api.anthropic.com", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
+        Api::OpenAi => (
+            "https://api.openai.com/v1",
+            "OPENAI_BASE_URL",
+            "OPENAI_API_KEY",
+        ),
+        Api::Anthropic => (
+            "https://api.anthropic.com",
+            "ANTHROPIC_BASE_URL",
+            "ANTHROPIC_API_KEY",
+        ),
     }
 }
 
@@ -171,7 +179,8 @@ impl Registry {
         for api in config::BUILTIN_PROVIDERS {
             let (url, url_var, key_var) = builtin_defaults(api);
             let pc = cfg.providers.get(api.as_str());
-            let (base_url, from, error) = match (pc.and_then(|p| p.base_url.clone()), env(url_var)) {
+            let (base_url, from, error) = match (pc.and_then(|p| p.base_url.clone()), env(url_var))
+            {
                 (Some(u), _) => (u, "config", None),
                 (None, Some(v)) if !v.trim().is_empty() => match config::check_base_url(&v) {
                     Ok(u) => (u, url_var, None),
@@ -203,7 +212,9 @@ impl Registry {
             let key_env = pc.api_key_env.clone().filter(|k| !k.is_empty());
             providers.push(ProviderInfo {
                 name: name.clone(),
-                kind: ProviderKind::Net(pc.api.expect("validated: custom providers name their api")),
+                kind: ProviderKind::Net(
+                    pc.api.expect("validated: custom providers name their api"),
+                ),
                 base_url: pc.base_url.clone(),
                 base_url_from: "config",
                 base_url_error: None,
@@ -297,9 +308,9 @@ impl Registry {
                 return Ok(m.clone());
             }
             return match self.provider(p).map(|p| p.kind) {
-                Some(ProviderKind::Sim) => {
-                    Err(format!("the sim provider has one model, `sim` (not `{id}`)"))
-                }
+                Some(ProviderKind::Sim) => Err(format!(
+                    "the sim provider has one model, `sim` (not `{id}`)"
+                )),
                 Some(ProviderKind::Net(_)) => Ok(unlisted(id, p)),
                 None => Err(format!("unknown provider `{p}`")),
             };
@@ -324,7 +335,10 @@ impl Registry {
                 Some(m) => Ok((*m).clone()),
                 None => Err(format!(
                     "model `{id}` is offered by several providers ({}): pass --provider",
-                    many.iter().map(|m| m.provider.as_str()).collect::<Vec<_>>().join(", ")
+                    many.iter()
+                        .map(|m| m.provider.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )),
             },
         }
@@ -427,7 +441,10 @@ pub fn select(reg: &Registry, choice: &Choice, spec: &AgentSpec) -> Result<Selec
     }
     let wants_reasoning = choice.reasoning.is_some();
     let finish = |m: ModelInfo, notes: Vec<String>| -> Selection {
-        let provider = reg.provider(&m.provider).cloned().expect("resolved models have providers");
+        let provider = reg
+            .provider(&m.provider)
+            .cloned()
+            .expect("resolved models have providers");
         let reasoning = choice
             .reasoning
             .or(reg.defaults.reasoning.filter(|_| m.reasoning));
@@ -442,7 +459,9 @@ pub fn select(reg: &Registry, choice: &Choice, spec: &AgentSpec) -> Result<Selec
         if let Some(why) = incompatibility(m, spec, wants_reasoning) {
             return Err(format!("does not satisfy the agent's requirements: {why}"));
         }
-        let p = reg.provider(&m.provider).expect("resolved models have providers");
+        let p = reg
+            .provider(&m.provider)
+            .expect("resolved models have providers");
         p.availability()
             .map_err(|why| format!("is not available: {why}"))
     };
@@ -471,9 +490,9 @@ pub fn select(reg: &Registry, choice: &Choice, spec: &AgentSpec) -> Result<Selec
             )),
             _ => {
                 reg.known_provider(pp, "the agent's [model] pin")?;
-                let m = reg.resolve(pm, Some(pp), None).map_err(|e| {
-                    RunError::Model(format!("the agent pins {pp}/{pm}: {e}"))
-                })?;
+                let m = reg
+                    .resolve(pm, Some(pp), None)
+                    .map_err(|e| RunError::Model(format!("the agent pins {pp}/{pm}: {e}")))?;
                 check(&m).map_err(|e| {
                     RunError::Model(format!(
                         "the agent pins {pp}/{pm}, which {e}; pass --model to choose another"
@@ -537,7 +556,10 @@ pub fn select(reg: &Registry, choice: &Choice, spec: &AgentSpec) -> Result<Selec
         _ => String::new(),
     };
     if why.is_empty() {
-        why.push(format!("provider {} lists no models: pass --model", filter.unwrap_or("?")));
+        why.push(format!(
+            "provider {} lists no models: pass --model",
+            filter.unwrap_or("?")
+        ));
     }
     Err(RunError::Model(format!(
         "no available model{scope} satisfies the agent's requirements: {}",
@@ -611,7 +633,8 @@ impl Registry {
                     model: m.clone(),
                     available: a.is_ok(),
                     reason: a.err(),
-                    default: default.is_some_and(|s| s.model.id == m.id && s.model.provider == m.provider),
+                    default: default
+                        .is_some_and(|s| s.model.id == m.id && s.model.provider == m.provider),
                 }
             })
             .collect();
@@ -634,7 +657,12 @@ mod tests {
         })
     }
 
-    fn pick(r: &Registry, model: Option<&str>, provider: Option<&str>, spec: &AgentSpec) -> Result<String, String> {
+    fn pick(
+        r: &Registry,
+        model: Option<&str>,
+        provider: Option<&str>,
+        spec: &AgentSpec,
+    ) -> Result<String, String> {
         let c = Choice {
             model: model.map(Into::into),
             provider: provider.map(Into::into),
@@ -654,21 +682,33 @@ mod tests {
         assert!(e.contains("OPENAI_API_KEY is not set"), "{e}");
         let keyed = reg("", &[("OPENAI_API_KEY", "k"), ("ANTHROPIC_API_KEY", "k")]);
         assert_eq!(pick(&keyed, None, None, &spec).unwrap(), "sim/sim");
-        assert_eq!(pick(&keyed, Some("gpt-5"), None, &spec).unwrap(), "openai/gpt-5");
+        assert_eq!(
+            pick(&keyed, Some("gpt-5"), None, &spec).unwrap(),
+            "openai/gpt-5"
+        );
         assert_eq!(
             pick(&keyed, None, Some("anthropic"), &spec).unwrap(),
             "anthropic/claude-sonnet-4-5"
         );
         // Unknown ids: accepted for a named provider, with unknown capabilities.
-        assert_eq!(pick(&keyed, Some("o9"), Some("openai"), &spec).unwrap(), "openai/o9");
+        assert_eq!(
+            pick(&keyed, Some("o9"), Some("openai"), &spec).unwrap(),
+            "openai/o9"
+        );
         let e = pick(&keyed, Some("o9"), None, &spec).unwrap_err();
-        assert!(e.contains("unknown model `o9`") && e.contains("--provider"), "{e}");
+        assert!(
+            e.contains("unknown model `o9`") && e.contains("--provider"),
+            "{e}"
+        );
         let e = pick(&keyed, Some("x"), Some("opneai"), &spec).unwrap_err();
         assert!(e.contains("did you mean `openai`"), "{e}");
         spec.model_requires = vec!["reasoning".into()];
         let e = pick(&keyed, Some("o9"), Some("openai"), &spec).unwrap_err();
         assert!(e.contains("reasoning support is unknown"), "{e}");
-        assert_eq!(pick(&keyed, None, None, &spec).unwrap(), "anthropic/claude-sonnet-4-5");
+        assert_eq!(
+            pick(&keyed, None, None, &spec).unwrap(),
+            "anthropic/claude-sonnet-4-5"
+        );
         let e = pick(&none, None, None, &spec).unwrap_err();
         assert!(
             e.contains("sim (sim) does not satisfy") && e.contains("ANTHROPIC_API_KEY is not set"),
@@ -687,8 +727,13 @@ mod tests {
             reasoning: Some(ReasoningEffort::High),
             ..Default::default()
         };
-        let e = select(&keyed, &c, &AgentSpec::default()).unwrap_err().to_string();
-        assert!(e.contains("does not support reasoning (--reasoning)"), "{e}");
+        let e = select(&keyed, &c, &AgentSpec::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("does not support reasoning (--reasoning)"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -699,10 +744,15 @@ mod tests {
         };
         let none = reg("", &[]);
         let e = pick(&none, None, None, &spec).unwrap_err();
-        assert!(e.contains("pins openai/gpt-5") && e.contains("OPENAI_API_KEY"), "{e}");
+        assert!(
+            e.contains("pins openai/gpt-5") && e.contains("OPENAI_API_KEY"),
+            "{e}"
+        );
         assert_eq!(pick(&none, Some("sim"), None, &spec).unwrap(), "sim/sim");
         spec.model_pin = Some(("nope".into(), "m".into()));
-        assert!(pick(&none, None, None, &spec).unwrap_err().contains("unknown provider `nope`"));
+        assert!(pick(&none, None, None, &spec)
+            .unwrap_err()
+            .contains("unknown provider `nope`"));
         let spec = AgentSpec {
             min_context: Some(8000),
             ..Default::default()
@@ -724,12 +774,18 @@ reasoning = true
 "#;
         let r = reg(cfg, &[]);
         let s = select(&r, &Choice::default(), &spec).unwrap();
-        assert_eq!((s.provider.name.as_str(), s.model.id.as_str()), ("local", "qwen3"));
+        assert_eq!(
+            (s.provider.name.as_str(), s.model.id.as_str()),
+            ("local", "qwen3")
+        );
         assert_eq!(s.reasoning, Some(ReasoningEffort::Low));
         assert_eq!(s.provider.key_env, None);
         assert!(s.provider.availability().is_ok());
         // An id nobody lists goes to the default provider.
-        assert_eq!(pick(&r, Some("llama3"), None, &AgentSpec::default()).unwrap(), "local/llama3");
+        assert_eq!(
+            pick(&r, Some("llama3"), None, &AgentSpec::default()).unwrap(),
+            "local/llama3"
+        );
         let e = pick(&r, Some("llama3"), None, &spec).unwrap_err();
         assert!(e.contains("context window is unknown"), "{e}");
         // ZOT_MODEL overrides defaults.model; an unusable default is noted.
@@ -740,12 +796,27 @@ reasoning = true
         };
         let e = select(&r, &c, &spec).unwrap_err().to_string();
         assert!(e.contains("OPENAI_API_KEY"), "{e}");
-        let bad = reg("", &[("OPENAI_BASE_URL", "localhost:8000"), ("OPENAI_API_KEY", "k")]);
+        let bad = reg(
+            "",
+            &[
+                ("OPENAI_BASE_URL", "localhost:8000"),
+                ("OPENAI_API_KEY", "k"),
+            ],
+        );
         let e = pick(&bad, Some("gpt-5"), None, &AgentSpec::default()).unwrap_err();
         assert!(e.contains("OPENAI_BASE_URL"), "{e}");
         let env_url = reg("", &[("OPENAI_BASE_URL", "http://h:1/v1/")]);
-        assert_eq!(env_url.provider("openai").unwrap().base_url.as_deref(), Some("http://h:1/v1"));
-        let cfg_url = reg("[providers.openai]\nbase_url = \"http://c/v1\"\n", &[("OPENAI_BASE_URL", "http://h:1/v1/")]);
-        assert_eq!(cfg_url.provider("openai").unwrap().base_url.as_deref(), Some("http://c/v1"));
+        assert_eq!(
+            env_url.provider("openai").unwrap().base_url.as_deref(),
+            Some("http://h:1/v1")
+        );
+        let cfg_url = reg(
+            "[providers.openai]\nbase_url = \"http://c/v1\"\n",
+            &[("OPENAI_BASE_URL", "http://h:1/v1/")],
+        );
+        assert_eq!(
+            cfg_url.provider("openai").unwrap().base_url.as_deref(),
+            Some("http://c/v1")
+        );
     }
 }

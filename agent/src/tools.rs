@@ -105,9 +105,9 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
 /// `fs.read` scopes, the writing tools `fs.write` scopes.
 pub fn manifest_refusal(spec: &deps::AgentSpec, name: &str) -> Option<String> {
     match name {
-        "bash" if spec.bash_mode == BashMode::None => Some(
-            "bash is not permitted for this agent (permissions.bash.mode: none)".into(),
-        ),
+        "bash" if spec.bash_mode == BashMode::None => {
+            Some("bash is not permitted for this agent (permissions.bash.mode: none)".into())
+        }
         "read" | "glob" | "grep" if spec.fs_read.is_empty() => Some(format!(
             "{name} is not permitted for this agent (permissions.fs.read is empty)"
         )),
@@ -141,7 +141,9 @@ pub fn enabled(
             return Err(format!("--tools: unknown tool `{r}`{hint}"));
         };
         if let Some(why) = manifest_refusal(spec, name) {
-            return Err(format!("--tools can only narrow what the agent allows: {why}"));
+            return Err(format!(
+                "--tools can only narrow what the agent allows: {why}"
+            ));
         }
         if !out.contains(&name) {
             out.push(name);

@@ -273,7 +273,12 @@ fn section_defaults(w: &mut Walker, v: &Value) -> Defaults {
                 d.reasoning = w.string(v, &p).and_then(|s| {
                     let r = ReasoningEffort::parse(&s);
                     if r.is_none() {
-                        w.err(&p, format!("unsupported value `{s}`; expected one of `low`, `medium`, `high`"));
+                        w.err(
+                            &p,
+                            format!(
+                                "unsupported value `{s}`; expected one of `low`, `medium`, `high`"
+                            ),
+                        );
                     }
                     r
                 })
@@ -284,12 +289,7 @@ fn section_defaults(w: &mut Walker, v: &Value) -> Defaults {
     d
 }
 
-fn http_settings(
-    w: &mut Walker,
-    t: &toml::Table,
-    path: &str,
-    extra_keys: &[&str],
-) -> HttpSettings {
+fn http_settings(w: &mut Walker, t: &toml::Table, path: &str, extra_keys: &[&str]) -> HttpSettings {
     let mut h = HttpSettings::default();
     for (k, v) in t {
         let p = join(path, k);
@@ -323,7 +323,10 @@ fn section_providers(w: &mut Walker, v: &Value) -> BTreeMap<String, ProviderConf
             continue;
         }
         if name == SIM_PROVIDER {
-            w.err(&path, "the `sim` provider is built in and takes no settings");
+            w.err(
+                &path,
+                "the `sim` provider is built in and takes no settings",
+            );
             continue;
         }
         let Some(t) = w.table(v, &path) else { continue };
@@ -338,7 +341,12 @@ fn section_providers(w: &mut Walker, v: &Value) -> BTreeMap<String, ProviderConf
                     pc.api = w.string(v, &p).and_then(|s| {
                         let a = Api::parse(&s);
                         if a.is_none() {
-                            w.err(&p, format!("unsupported value `{s}`; expected `openai` or `anthropic`"));
+                            w.err(
+                                &p,
+                                format!(
+                                    "unsupported value `{s}`; expected `openai` or `anthropic`"
+                                ),
+                            );
                         }
                         a
                     })
@@ -384,7 +392,10 @@ fn section_models(w: &mut Walker, v: &Value) -> Vec<ModelEntry> {
         other => {
             w.err(
                 "models",
-                format!("expected an array of tables (`[[models]]`), found {}", kind(other)),
+                format!(
+                    "expected an array of tables (`[[models]]`), found {}",
+                    kind(other)
+                ),
             );
             None
         }
@@ -393,7 +404,9 @@ fn section_models(w: &mut Walker, v: &Value) -> Vec<ModelEntry> {
     };
     for (i, item) in items.iter().enumerate() {
         let path = format!("models[{i}]");
-        let Some(t) = w.table(item, &path) else { continue };
+        let Some(t) = w.table(item, &path) else {
+            continue;
+        };
         let mut m = ModelEntry::default();
         let (mut id, mut provider) = (None, None);
         for (k, v) in t {
@@ -592,7 +605,10 @@ impl Walker {
         match v {
             Value::Boolean(b) => Some(*b),
             other => {
-                self.err(path, format!("expected true or false, found {}", kind(other)));
+                self.err(
+                    path,
+                    format!("expected true or false, found {}", kind(other)),
+                );
                 None
             }
         }
@@ -769,15 +785,32 @@ reasoning = true
             ["defaults.provider: unknown provider `opneai`; did you mean `openai`?"]
         );
         let e = errors("[providers.openai]\nbase_ur = \"http://x\"\n");
-        assert!(e[0].starts_with("providers.openai.base_ur: unknown key") && e[0].contains("did you mean `base_url`"), "{e:?}");
+        assert!(
+            e[0].starts_with("providers.openai.base_ur: unknown key")
+                && e[0].contains("did you mean `base_url`"),
+            "{e:?}"
+        );
         let e = errors("[providers.openai]\napi_key = \"abc\"\n");
         assert!(e[0].contains("never reads keys"), "{e:?}");
-        let e = errors("[providers.openai]\napi_key_env = \"sk-proj-abcdefghijklmnopqrstuvwxyz0123\"\n");
+        let e = errors(
+            "[providers.openai]\napi_key_env = \"sk-proj-abcdefghijklmnopqrstuvwxyz0123\"\n",
+        );
         assert!(e[0].contains("literal credential"), "{e:?}");
         let e = errors("[providers.x]\nbase_url = \"ftp://h\"\n");
-        assert!(e.iter().any(|m| m.starts_with("providers.x.base_url: `ftp://h` is not")), "{e:?}");
-        assert!(e.iter().any(|m| m.starts_with("providers.x.api: required")), "{e:?}");
-        assert!(e.iter().any(|m| m.starts_with("providers.x.api_key_env: required")), "{e:?}");
+        assert!(
+            e.iter()
+                .any(|m| m.starts_with("providers.x.base_url: `ftp://h` is not")),
+            "{e:?}"
+        );
+        assert!(
+            e.iter().any(|m| m.starts_with("providers.x.api: required")),
+            "{e:?}"
+        );
+        assert!(
+            e.iter()
+                .any(|m| m.starts_with("providers.x.api_key_env: required")),
+            "{e:?}"
+        );
         let e = errors("[providers.anthropic]\napi = \"openai\"\n");
         assert!(e[0].contains("built-in `anthropic` provider"), "{e:?}");
         let e = errors("[providers.sim]\n");
@@ -786,11 +819,18 @@ reasoning = true
         assert_eq!(e.len(), 2, "{e:?}");
         let e = errors("[[models]]\nprovider = \"openai\"\ncontext = 5\n");
         assert!(e.iter().any(|m| m == "models[0].id: required"), "{e:?}");
-        assert!(e.iter().any(|m| m.contains("did you mean `context_window`")), "{e:?}");
+        assert!(
+            e.iter()
+                .any(|m| m.contains("did you mean `context_window`")),
+            "{e:?}"
+        );
         let e = errors("[[models]]\nid = \"a\"\nprovider = \"openai\"\n[[models]]\nid = \"a\"\nprovider = \"openai\"\n");
         assert!(e[0].contains("declared twice"), "{e:?}");
         let e = errors("[model]\n");
-        assert!(e[0].starts_with("model: unknown key") && e[0].contains("did you mean `models`"), "{e:?}");
+        assert!(
+            e[0].starts_with("model: unknown key") && e[0].contains("did you mean `models`"),
+            "{e:?}"
+        );
         let e = errors("defaults = 3\n");
         assert!(e[0].contains("expected a table"), "{e:?}");
         let e = errors("[defaults\n");

@@ -154,7 +154,10 @@ impl FakeServer {
     pub fn script(replies: Vec<Reply>) -> FakeServer {
         FakeServer::start(move |_, i| {
             replies.get(i).cloned().unwrap_or_else(|| {
-                Reply::json(500, &json!({"error": {"message": "script exhausted", "type": "test"}}))
+                Reply::json(
+                    500,
+                    &json!({"error": {"message": "script exhausted", "type": "test"}}),
+                )
             })
         })
     }
@@ -304,9 +307,15 @@ fn serve_conn(
 
 /// Run `cmd` to completion; its output and its peak resident set (KiB,
 /// from the kernel's accounting of that one child).
-pub fn run_measured(mut cmd: Command) -> (Output, u64) {
+pub fn run_measured(cmd: Command) -> (Output, u64) {
+    run_measured_pid(cmd, |_| {})
+}
+
+/// [`run_measured`], telling `spawned` the child's pid first.
+pub fn run_measured_pid(mut cmd: Command, spawned: impl FnOnce(u32)) -> (Output, u64) {
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
+    spawned(child.id());
     let pid = child.id() as libc::pid_t;
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
@@ -369,7 +378,10 @@ pub mod openai {
 
     /// A streamed text answer in `pieces`.
     pub fn text(pieces: &[&str]) -> Vec<u8> {
-        let mut c = vec![chunk(json!({"role": "assistant", "content": "", "refusal": null}), None)];
+        let mut c = vec![chunk(
+            json!({"role": "assistant", "content": "", "refusal": null}),
+            None,
+        )];
         c.extend(pieces.iter().map(|p| chunk(json!({"content": p}), None)));
         c.push(chunk(json!({}), Some("stop")));
         c.push(usage(12, 7));
@@ -387,7 +399,10 @@ pub mod openai {
                 None,
             ));
         }
-        let args: Vec<Vec<char>> = calls.iter().map(|(_, _, a)| a.to_string().chars().collect()).collect();
+        let args: Vec<Vec<char>> = calls
+            .iter()
+            .map(|(_, _, a)| a.to_string().chars().collect())
+            .collect();
         let longest = args.iter().map(Vec::len).max().unwrap_or(0);
         let mut at = 0;
         while at < longest {
@@ -417,7 +432,10 @@ pub mod anthropic {
     pub fn sse(events: &[Value]) -> Vec<u8> {
         let mut s = String::new();
         for e in events {
-            s.push_str(&format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()));
+            s.push_str(&format!(
+                "event: {}\ndata: {e}\n\n",
+                e["type"].as_str().unwrap()
+            ));
         }
         s.into_bytes()
     }

@@ -167,4 +167,3 @@ pub fn sandbox_works(w: &World) -> bool {
         &format!("`run: true` did not succeed: {ev:?} {}", text(&out.stderr)),
     )
 }
-

@@ -105,7 +105,8 @@ impl AnthropicStream {
                 let id = str_at(b, "id").unwrap_or("").to_string();
                 let name = str_at(b, "name").unwrap_or("").to_string();
                 let input = b.get("input").cloned().unwrap_or(json!({}));
-                self.budget.take(id.len() + name.len() + input.to_string().len())?;
+                self.budget
+                    .take(id.len() + name.len() + input.to_string().len())?;
                 Block::Tool {
                     id,
                     name,
@@ -185,9 +186,9 @@ impl AnthropicStream {
                 .unwrap_or("");
                 self.budget.take(piece.len())?;
                 let Some(block) = self.blocks.get_mut(index) else {
-                    return Err(self
-                        .framing
-                        .protocol(format!("delta for content block {index}, which never started")));
+                    return Err(self.framing.protocol(format!(
+                        "delta for content block {index}, which never started"
+                    )));
                 };
                 match (dtype, block) {
                     ("text_delta", Block::Text(t)) => {
@@ -225,7 +226,10 @@ impl AnthropicStream {
         v.get("index")
             .and_then(Value::as_u64)
             .map(|i| i as usize)
-            .ok_or_else(|| self.framing.protocol("a content block event without an index"))
+            .ok_or_else(|| {
+                self.framing
+                    .protocol("a content block event without an index")
+            })
     }
 
     fn turn(&mut self) -> Result<AssistantTurn, StreamError> {
@@ -272,15 +276,17 @@ impl AnthropicStream {
 
     /// A plain (non-streamed) `message` body.
     fn whole(&mut self, body: &[u8]) -> Result<AssistantTurn, StreamError> {
-        let v: Value = serde_json::from_slice(body)
-            .map_err(|e| self.framing.protocol(format!("the JSON body does not parse: {e}")))?;
+        let v: Value = serde_json::from_slice(body).map_err(|e| {
+            self.framing
+                .protocol(format!("the JSON body does not parse: {e}"))
+        })?;
         if str_at(&v, "type") == Some("error") {
             return Err(server_error(v.get("error").unwrap_or(&v)));
         }
-        let content = v
-            .get("content")
-            .and_then(Value::as_array)
-            .ok_or_else(|| self.framing.protocol("the JSON body has no `content` array"))?;
+        let content = v.get("content").and_then(Value::as_array).ok_or_else(|| {
+            self.framing
+                .protocol("the JSON body has no `content` array")
+        })?;
         let mut ignored = Vec::new();
         for b in content {
             let block = self.block_of(b, &mut ignored)?;
@@ -296,17 +302,31 @@ impl AnthropicStream {
 
 impl StreamParser for AnthropicStream {
     fn feed(&mut self, bytes: &[u8], out: &mut Vec<Delta>) -> Result<(), StreamError> {
-        for ev in self.framing.feed(bytes)? {
+        if self.stopped {
+            // Nothing after message_stop matters, however the bytes are split.
+            return Ok(());
+        }
+        let mut events = Vec::new();
+        let framed = self.framing.feed(bytes, &mut events);
+        for ev in events {
+            if self.stopped {
+                return Ok(());
+            }
             let v: Value = serde_json::from_str(&ev.data).map_err(|e| {
-                self.framing
-                    .protocol(format!("event data is not JSON ({e}): {}", excerpt(&ev.data)))
+                self.framing.protocol(format!(
+                    "event data is not JSON ({e}): {}",
+                    excerpt(&ev.data)
+                ))
             })?;
             if ev.event.as_deref() == Some("error") {
                 return Err(server_error(v.get("error").unwrap_or(&v)));
             }
             self.event(&v, out)?;
         }
-        Ok(())
+        if self.stopped {
+            return Ok(());
+        }
+        framed
     }
 
     fn is_complete(&self) -> bool {
@@ -393,7 +413,8 @@ pub fn request_body(model: &str, req: &ModelRequest) -> Value {
             }
             Message::User { content } => {
                 flush(&mut results, &mut messages);
-                messages.push(json!({"role": "user", "content": [{"type": "text", "text": content}]}));
+                messages
+                    .push(json!({"role": "user", "content": [{"type": "text", "text": content}]}));
             }
             Message::Assistant {
                 content,
@@ -418,7 +439,9 @@ pub fn request_body(model: &str, req: &ModelRequest) -> Value {
                     } else {
                         json!({})
                     };
-                    blocks.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}));
+                    blocks.push(
+                        json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
+                    );
                 }
                 if !blocks.is_empty() {
                     messages.push(json!({"role": "assistant", "content": blocks}));
@@ -480,7 +503,10 @@ mod tests {
     fn sse(events: &[Value]) -> Vec<u8> {
         let mut s = String::new();
         for e in events {
-            s.push_str(&format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()));
+            s.push_str(&format!(
+                "event: {}\ndata: {e}\n\n",
+                e["type"].as_str().unwrap()
+            ));
         }
         s.into_bytes()
     }
@@ -550,7 +576,10 @@ mod tests {
             matches!(&r, Err(StreamError::Server { retryable: true, kind, .. }) if kind == "overloaded_error"),
             "{r:?}"
         );
-        let r = assert_split_invariant(&make, b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0}\n\n");
+        let r = assert_split_invariant(
+            &make,
+            b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0}\n\n",
+        );
         assert!(matches!(r, Err(StreamError::Protocol { .. })), "{r:?}");
         let whole = json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
             "content": [{"type": "text", "text": "done"}, {"type": "tool_use", "id": "toolu_9", "name": "read", "input": {"path": "a"}}],
@@ -566,13 +595,18 @@ mod tests {
             json!({"type": "future_event"}),
             json!({"type": "message_stop"}),
         ]);
-        assert!(assert_split_invariant(&make, &body).unwrap().tool_calls.is_empty());
+        assert!(assert_split_invariant(&make, &body)
+            .unwrap()
+            .tool_calls
+            .is_empty());
     }
 
     #[test]
     fn request_shape_sends_thinking_back() {
         let msgs = vec![
-            Message::User { content: "go".into() },
+            Message::User {
+                content: "go".into(),
+            },
             Message::Assistant {
                 content: "ok".into(),
                 tool_calls: vec![ToolCall {
@@ -602,10 +636,16 @@ mod tests {
         };
         let b = request_body("claude-sonnet-4-5", &req);
         assert_eq!(b["max_tokens"], 16384 + 8192);
-        assert_eq!(b["thinking"], json!({"type": "enabled", "budget_tokens": 8192}));
+        assert_eq!(
+            b["thinking"],
+            json!({"type": "enabled", "budget_tokens": 8192})
+        );
         assert_eq!(b["system"][0]["cache_control"]["type"], "ephemeral");
         let a = &b["messages"][1]["content"];
-        assert_eq!(a[0], json!({"type": "thinking", "thinking": "hmm", "signature": "sig"}));
+        assert_eq!(
+            a[0],
+            json!({"type": "thinking", "thinking": "hmm", "signature": "sig"})
+        );
         assert_eq!(a[1]["type"], "text");
         assert_eq!(a[2]["type"], "tool_use");
         let r = &b["messages"][2];

@@ -34,10 +34,9 @@ impl std::fmt::Debug for Cancel {
 
 impl Cancel {
     pub fn new() -> std::io::Result<Cancel> {
-        let (read, write) = nix::unistd::pipe2(
-            nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK,
-        )
-        .map_err(std::io::Error::from)?;
+        let (read, write) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK)
+                .map_err(std::io::Error::from)?;
         Ok(Cancel(Arc::new(Inner {
             flag: AtomicBool::new(false),
             read,
@@ -61,9 +60,9 @@ impl Cancel {
         self.0.flag.store(false, Ordering::SeqCst);
         let mut buf = [0u8; 64];
         // SAFETY: reading into a local buffer from our non-blocking pipe.
-        while unsafe { libc::read(self.0.read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) }
-            > 0
-        {}
+        while unsafe { libc::read(self.0.read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0
+        {
+        }
     }
 
     /// The pipe end that becomes readable on cancellation or a signal.

@@ -28,7 +28,9 @@ pub enum ProviderError {
     ModelNotFound { model: String, detail: String },
     #[error("{url} answered HTTP 404 ({detail}); check the provider's base URL")]
     NotFound { url: String, detail: String },
-    #[error("the conversation is longer than the model's context window (HTTP {status}: {message})")]
+    #[error(
+        "the conversation is longer than the model's context window (HTTP {status}: {message})"
+    )]
     ContextLength { status: u16, message: String },
     #[error("HTTP {status}{}: {message}", kind_suffix(.kind))]
     Http {
@@ -46,7 +48,10 @@ pub enum ProviderError {
         source: reqwest::Error,
     },
     #[error("{}", timeout_message(*.phase, *.after))]
-    Timeout { phase: TimeoutPhase, after: Duration },
+    Timeout {
+        phase: TimeoutPhase,
+        after: Duration,
+    },
     #[error("the connection to {url} failed")]
     Transport {
         url: String,

@@ -156,7 +156,10 @@ impl Http {
                 Ok(turn) => return Ok(turn),
                 Err(e) => e,
             };
-            if matches!(err, ProviderError::Cancelled | ProviderError::Interrupted(_)) {
+            if matches!(
+                err,
+                ProviderError::Cancelled | ProviderError::Interrupted(_)
+            ) {
                 return Err(err);
             }
             if shown || !err.retryable() {
@@ -346,7 +349,7 @@ fn retry_after(h: &HeaderMap) -> Option<Duration> {
         }
     }
     let s = get("retry-after")?.parse::<f64>().ok()?;
-    (s.is_finite() && s >= 0.0 && s < 1e9).then(|| Duration::from_secs_f64(s))
+    (0.0..1e9).contains(&s).then(|| Duration::from_secs_f64(s))
 }
 
 /// Exponential backoff with jitter: 0.5 s, 1 s, 2 s, ... capped at 8 s,
@@ -415,7 +418,10 @@ mod tests {
         h.insert("retry-after-ms", "1500".parse().unwrap());
         assert_eq!(retry_after(&h), Some(Duration::from_millis(1500)));
         let mut h = HeaderMap::new();
-        h.insert("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
+        h.insert(
+            "retry-after",
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
         assert_eq!(retry_after(&h), None);
     }
 }

@@ -284,15 +284,17 @@ impl Model for NetworkModel {
         cancel: &Cancel,
         sink: &mut dyn FnMut(ModelEvent),
     ) -> Result<AssistantTurn, ProviderError> {
-        let (body, parser): (serde_json::Value, &dyn Fn() -> Box<dyn stream::StreamParser>) =
-            match self.api {
-                Api::OpenAi => (openai::request_body(&self.model, req), &|| {
-                    Box::new(openai::OpenAiStream::new())
-                }),
-                Api::Anthropic => (anthropic::request_body(&self.model, req), &|| {
-                    Box::new(anthropic::AnthropicStream::new())
-                }),
-            };
+        let (body, parser): (
+            serde_json::Value,
+            &dyn Fn() -> Box<dyn stream::StreamParser>,
+        ) = match self.api {
+            Api::OpenAi => (openai::request_body(&self.model, req), &|| {
+                Box::new(openai::OpenAiStream::new())
+            }),
+            Api::Anthropic => (anthropic::request_body(&self.model, req), &|| {
+                Box::new(anthropic::AnthropicStream::new())
+            }),
+        };
         let body = serde_json::to_vec(&body).expect("request body serializes");
         let classify = |status: u16, body: &[u8]| self.classify(status, body);
         let call = http::Call {
@@ -323,7 +325,9 @@ mod tests {
             arguments: serde_json::json!({}),
         };
         let msgs = vec![
-            Message::User { content: "a".into() },
+            Message::User {
+                content: "a".into(),
+            },
             Message::Assistant {
                 content: String::new(),
                 tool_calls: vec![call("1"), call("2")],
@@ -335,7 +339,9 @@ mod tests {
                 content: "ok".into(),
                 is_error: false,
             },
-            Message::User { content: "b".into() },
+            Message::User {
+                content: "b".into(),
+            },
         ];
         let r = repaired(&msgs);
         assert_eq!(r.len(), 5);

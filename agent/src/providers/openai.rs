@@ -190,8 +190,10 @@ impl OpenAiStream {
 
     /// A plain (non-streamed) `chat.completion` body.
     fn whole(&mut self, body: &[u8]) -> Result<AssistantTurn, StreamError> {
-        let v: Value = serde_json::from_slice(body)
-            .map_err(|e| self.framing.protocol(format!("the JSON body does not parse: {e}")))?;
+        let v: Value = serde_json::from_slice(body).map_err(|e| {
+            self.framing
+                .protocol(format!("the JSON body does not parse: {e}"))
+        })?;
         if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
             return Err(server_error(e));
         }
@@ -223,9 +225,15 @@ impl OpenAiStream {
 
 impl StreamParser for OpenAiStream {
     fn feed(&mut self, bytes: &[u8], out: &mut Vec<Delta>) -> Result<(), StreamError> {
-        for ev in self.framing.feed(bytes)? {
+        if self.done {
+            // Nothing after [DONE] matters, however the bytes are split.
+            return Ok(());
+        }
+        let mut events = Vec::new();
+        let framed = self.framing.feed(bytes, &mut events);
+        for ev in events {
             if self.done {
-                continue;
+                return Ok(());
             }
             let data = ev.data.trim();
             if data == "[DONE]" {
@@ -241,7 +249,10 @@ impl StreamParser for OpenAiStream {
             }
             self.chunk(&v, out)?;
         }
-        Ok(())
+        if self.done {
+            return Ok(());
+        }
+        framed
     }
 
     fn is_complete(&self) -> bool {
@@ -410,13 +421,28 @@ mod tests {
         let body = sse(&[
             chunk(json!({"role": "assistant", "content": ""}), None),
             chunk(json!({"content": "Looking h\u{e9}re \u{1f50d}"}), None),
-            chunk(json!({"tool_calls": [{"index": 0, "id": "call_a", "type": "function",
-                                         "function": {"name": "bash", "arguments": ""}}]}), None),
-            chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"comm"}}]}), None),
-            chunk(json!({"tool_calls": [{"index": 1, "id": "call_b", "type": "function",
-                                         "function": {"name": "read", "arguments": "{\"path\":"}}]}), None),
-            chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": "and\": \"ls \u{e9}\"}"}}]}), None),
-            chunk(json!({"tool_calls": [{"index": 1, "function": {"arguments": " \"a.txt\"}"}}]}), None),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "id": "call_a", "type": "function",
+                                         "function": {"name": "bash", "arguments": ""}}]}),
+                None,
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"comm"}}]}),
+                None,
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 1, "id": "call_b", "type": "function",
+                                         "function": {"name": "read", "arguments": "{\"path\":"}}]}),
+                None,
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": "and\": \"ls \u{e9}\"}"}}]}),
+                None,
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 1, "function": {"arguments": " \"a.txt\"}"}}]}),
+                None,
+            ),
             chunk(json!({}), Some("tool_calls")),
             json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [],
                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15,
@@ -443,7 +469,10 @@ mod tests {
 
     #[test]
     fn cut_garbage_errors_and_plain_json() {
-        let full = sse(&[chunk(json!({"content": "hi"}), None), chunk(json!({}), Some("stop"))]);
+        let full = sse(&[
+            chunk(json!({"content": "hi"}), None),
+            chunk(json!({}), Some("stop")),
+        ]);
         // Cut before finish_reason: incomplete, however it is cut.
         let cut = &full[..full.len() - 40];
         let r = assert_split_invariant(&make, cut);
@@ -462,7 +491,13 @@ mod tests {
 "#,
         );
         assert!(
-            matches!(&r, Err(StreamError::Server { retryable: true, .. })),
+            matches!(
+                &r,
+                Err(StreamError::Server {
+                    retryable: true,
+                    ..
+                })
+            ),
             "{r:?}"
         );
         let r = assert_split_invariant(&make, b": keep-alive\n\n: ping\n\n");
@@ -477,7 +512,10 @@ mod tests {
         assert_eq!(t.usage.input_tokens, 3);
         // Invalid arguments are kept raw (never executed).
         let bad = sse(&[
-            chunk(json!({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "bash", "arguments": "{\"comm"}}]}), None),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "bash", "arguments": "{\"comm"}}]}),
+                None,
+            ),
             chunk(json!({}), Some("length")),
         ]);
         let t = assert_split_invariant(&make, &bad).unwrap();
@@ -493,7 +531,9 @@ mod tests {
             parameters: json!({"type": "object"}),
         }];
         let msgs = vec![
-            Message::User { content: "hi".into() },
+            Message::User {
+                content: "hi".into(),
+            },
             Message::Assistant {
                 content: String::new(),
                 tool_calls: vec![ToolCall {
@@ -520,7 +560,10 @@ mod tests {
         let b = request_body("gpt-5", &req);
         assert_eq!(b["stream_options"]["include_usage"], true);
         assert_eq!(b["reasoning_effort"], "high");
-        assert_eq!(b["messages"][0], json!({"role": "system", "content": "sys"}));
+        assert_eq!(
+            b["messages"][0],
+            json!({"role": "system", "content": "sys"})
+        );
         assert_eq!(b["messages"][2]["content"], Value::Null);
         assert_eq!(
             b["messages"][2]["tool_calls"][0]["function"]["arguments"],

@@ -239,7 +239,8 @@ mod tests {
             reasoning: None,
             max_output_tokens: None,
         };
-        s.respond(&req, &Cancel::new().unwrap(), &mut |_| {}).unwrap()
+        s.respond(&req, &Cancel::new().unwrap(), &mut |_| {})
+            .unwrap()
     }
 
     fn user(s: &str) -> Message {

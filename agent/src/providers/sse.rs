@@ -53,12 +53,12 @@ impl SseDecoder {
 
     /// Feed bytes; complete events are pushed to `out`.
     pub fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), LineTooLong> {
-        if self.after_cr {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        if std::mem::take(&mut self.after_cr) {
             if let Some(rest) = bytes.strip_prefix(b"\n") {
                 bytes = rest;
-            }
-            if !bytes.is_empty() {
-                self.after_cr = false;
             }
         }
         while !bytes.is_empty() {
@@ -185,10 +185,27 @@ mod tests {
     }
 
     #[test]
+    fn a_lone_lf_after_a_crlf_split_is_a_blank_line() {
+        // Found by the fuzzer: CR | LF | LF fed one byte at a time swallowed
+        // the second LF (a blank line: the event's dispatch).
+        let s = b"data: a\r\n\ndata: b\n\n";
+        let want = vec![ev(None, "a"), ev(None, "b")];
+        let bytes: Vec<&[u8]> = s.chunks(1).collect();
+        assert_eq!(decode_chunks(&bytes), want);
+        assert_eq!(
+            decode_chunks(&[b"data: a\r", b"", b"\n", b"\n"]),
+            vec![ev(None, "a")]
+        );
+    }
+
+    #[test]
     fn utf8_split_and_invalid() {
         let s = "data: h\u{e9}llo \u{1f389}\n\n".as_bytes();
         for i in 0..=s.len() {
-            assert_eq!(decode_chunks(&[&s[..i], &s[i..]])[0].data, "h\u{e9}llo \u{1f389}");
+            assert_eq!(
+                decode_chunks(&[&s[..i], &s[i..]])[0].data,
+                "h\u{e9}llo \u{1f389}"
+            );
         }
         assert_eq!(decode_chunks(&[b"data: \xff\n\n"])[0].data, "\u{fffd}");
     }

@@ -27,7 +27,10 @@ pub enum StreamError {
     Incomplete(String),
     /// Not the expected format.
     #[error("the response is not a valid {format} stream: {detail}")]
-    Protocol { format: &'static str, detail: String },
+    Protocol {
+        format: &'static str,
+        detail: String,
+    },
     /// An error the provider sent inside the stream.
     #[error("the provider reported {kind}: {message}")]
     Server {
@@ -73,8 +76,9 @@ impl Framing {
         }
     }
 
-    pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, StreamError> {
-        let mut events = Vec::new();
+    /// Feed bytes: complete events are pushed to `events`, also when an
+    /// error (a line over the cap) stops decoding after them.
+    pub fn feed(&mut self, bytes: &[u8], events: &mut Vec<SseEvent>) -> Result<(), StreamError> {
         let mut rest: Option<Vec<u8>> = None;
         if let State::Undecided(pending) = &mut self.state {
             pending.extend_from_slice(bytes);
@@ -93,7 +97,7 @@ impl Framing {
             if p.is_empty() || bom.starts_with(p) {
                 let keep = p.to_vec();
                 *pending = keep;
-                return Ok(events);
+                return Ok(());
             }
             let data = p.to_vec();
             if data[0] == b'{' {
@@ -107,7 +111,7 @@ impl Framing {
         match &mut self.state {
             State::Undecided(_) => unreachable!("decided above"),
             State::Sse(d) => d
-                .feed(bytes, &mut events)
+                .feed(bytes, events)
                 .map_err(|e| StreamError::TooLarge(e.0))?,
             State::Json(buf) => {
                 if buf.len() + bytes.len() > MAX_RESPONSE_BYTES {
@@ -116,7 +120,7 @@ impl Framing {
                 buf.extend_from_slice(bytes);
             }
         }
-        Ok(events)
+        Ok(())
     }
 
     /// The buffered JSON body, when the server sent one.
@@ -188,30 +192,43 @@ pub fn u64_at(v: &Value, key: &str) -> u64 {
     v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
+/// Feed `chunks` to `p`: the concatenated text and thinking deltas, and
+/// the result. (The unit tests and the fuzz targets check with it that the
+/// result does not depend on how the bytes are split.)
+pub fn feed_all(
+    p: &mut dyn StreamParser,
+    chunks: &[&[u8]],
+) -> (String, String, Result<AssistantTurn, StreamError>) {
+    let (mut text, mut thinking) = (String::new(), String::new());
+    let mut out = Vec::new();
+    for c in chunks {
+        let r = p.feed(c, &mut out);
+        for d in out.drain(..) {
+            match d {
+                Delta::Text(t) => text.push_str(&t),
+                Delta::Thinking(t) => thinking.push_str(&t),
+            }
+        }
+        if let Err(e) = r {
+            return (text, thinking, Err(e));
+        }
+        if p.is_complete() {
+            break;
+        }
+    }
+    (text, thinking, p.finish())
+}
+
 #[cfg(test)]
 pub(crate) mod testing {
     //! Chunking invariance, shared by the two parsers' tests.
     use super::*;
 
-    /// Feed `chunks` and return the concatenated deltas and the result.
-    pub fn run(
+    fn run(
         p: &mut dyn StreamParser,
         chunks: &[&[u8]],
     ) -> (String, String, Result<AssistantTurn, StreamError>) {
-        let (mut text, mut thinking) = (String::new(), String::new());
-        let mut out = Vec::new();
-        for c in chunks {
-            if let Err(e) = p.feed(c, &mut out) {
-                return (text, thinking, Err(e));
-            }
-            for d in out.drain(..) {
-                match d {
-                    Delta::Text(t) => text.push_str(&t),
-                    Delta::Thinking(t) => thinking.push_str(&t),
-                }
-            }
-        }
-        (text, thinking, p.finish())
+        feed_all(p, chunks)
     }
 
     /// The result of `bytes` fed whole equals the result split at every

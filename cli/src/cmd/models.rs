@@ -31,7 +31,12 @@ fn yes_no(b: bool) -> &'static str {
 fn table(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
-        .map(|c| rows.iter().map(|r| r.get(c).map_or(0, |s| s.chars().count())).max().unwrap_or(0))
+        .map(|c| {
+            rows.iter()
+                .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut out = String::new();
     for r in rows {
@@ -53,16 +58,27 @@ fn render(r: &Report) -> String {
     let mut out = String::new();
     match (&r.config, r.config_exists) {
         (Some(p), true) => out.push_str(&format!("config: {}\n\n", p.display())),
-        (Some(p), false) => out.push_str(&format!("config: {} (not present: defaults)\n\n", p.display())),
+        (Some(p), false) => out.push_str(&format!(
+            "config: {} (not present: defaults)\n\n",
+            p.display()
+        )),
         (None, _) => out.push_str("config: none (no ZOT_HOME, XDG_CONFIG_HOME or HOME)\n\n"),
     }
-    let mut rows = vec![vec!["PROVIDER".into(), "API".into(), "BASE URL".into(), "KEY".into(), "STATUS".into()]];
+    let mut rows = vec![vec![
+        "PROVIDER".into(),
+        "API".into(),
+        "BASE URL".into(),
+        "KEY".into(),
+        "STATUS".into(),
+    ]];
     for p in &r.providers {
         rows.push(vec![
             p.name.clone(),
             p.api.into(),
             p.base_url.clone().unwrap_or_else(|| "-".into()),
-            p.api_key_env.clone().unwrap_or_else(|| "none needed".into()),
+            p.api_key_env
+                .clone()
+                .unwrap_or_else(|| "none needed".into()),
             match &p.reason {
                 None => "available".into(),
                 Some(why) => format!("unavailable: {why}"),

@@ -102,7 +102,10 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         yes: a.yes,
         model: a.model,
         provider: a.provider,
-        reasoning: a.reasoning.as_deref().and_then(zot_agent::providers::ReasoningEffort::parse),
+        reasoning: a
+            .reasoning
+            .as_deref()
+            .and_then(zot_agent::providers::ReasoningEffort::parse),
         tools: a.tools.map(|t| {
             t.into_iter()
                 .map(|s| s.trim().to_string())
