@@ -12,4 +12,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --release --locked -q -p zot --test bench_providers -- \
     --ignored --nocapture --test-threads=1 2>&1 |
-    grep -E '^(bash loop|read loop|session)'
+    grep -oE '(bash loop|read loop|session, 500|  VmRSS samples).*'

@@ -19,6 +19,7 @@ use common::run::{events, fixture, of_type, s, text, World};
 use serde_json::json;
 
 fn vm_rss_kib(pid: u32) -> Option<u64> {
+    // VmRSS: resident now (VmHWM, the peak, comes from run_measured_pid).
     let st = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     st.lines()
         .find(|l| l.starts_with("VmRSS:"))?
@@ -35,6 +36,8 @@ fn percentile(v: &[f64], p: f64) -> f64 {
 }
 
 struct Loop {
+    /// The size of the last request (the whole conversation).
+    last_body_kib: f64,
     gaps_ms: Vec<f64>,
     tool_ms: Vec<f64>,
     peak_rss_kib: u64,
@@ -68,7 +71,11 @@ fn tool_loop(
             done.clone()
         }
     });
-    let mut c = w.cmd(&["run", s(agent), "-y", "--json", "--model", "gpt-5", "go"]);
+    let mut args = vec!["run", s(agent), "-y", "--json", "--model", "gpt-5", "go"];
+    if std::env::var_os("BENCH_NO_SESSION").is_some() {
+        args.push("--no-session");
+    }
+    let mut c = w.cmd(&args);
     c.env("OPENAI_API_KEY", "sk-bench-0000000000000000")
         .env("OPENAI_BASE_URL", srv.v1());
     let (out, peak) = run_measured_pid(c, |p| pid.store(p, Ordering::SeqCst));
@@ -87,7 +94,9 @@ fn tool_loop(
         })
         .collect();
     let rss = rss.lock().unwrap().clone();
+    let last_body_kib = reqs.last().map_or(0, |r| r.body.len()) as f64 / 1024.0;
     Loop {
+        last_body_kib,
         gaps_ms,
         tool_ms,
         peak_rss_kib: peak,
@@ -151,15 +160,17 @@ fn bench_session_500_steps_memory() {
     let early: Vec<f64> = l.gaps_ms[..50].to_vec();
     let late: Vec<f64> = l.gaps_ms[l.gaps_ms.len() - 50..].to_vec();
     println!(
-        "session, 500 steps: VmRSS {:.1} MiB at step {} -> {:.1} MiB at step {} ({:+.1} MiB); peak RSS {:.1} MiB; step time p50 {:.2} ms (steps 1-50) -> {:.2} ms (last 50)",
+        "session, 500 steps: VmRSS {:.1} MiB at step {} -> {:.1} MiB at step {} ({:+.1} MiB; the last request, the whole conversation, is {:.0} KiB); peak RSS {:.1} MiB; step time p50 {:.2} ms (steps 1-50) -> {:.2} ms (last 50)",
         first.1 as f64 / 1024.0,
         first.0,
         last.1 as f64 / 1024.0,
         last.0,
         (last.1 as f64 - first.1 as f64) / 1024.0,
+        l.last_body_kib,
         l.peak_rss_kib as f64 / 1024.0,
         percentile(&early, 0.5),
         percentile(&late, 0.5),
     );
+    println!("  VmRSS samples (step, KiB): {:?}", l.rss);
     assert!(l.rss.len() >= 9, "rss samples: {:?}", l.rss);
 }

@@ -666,6 +666,9 @@ impl Runtime<'_> {
             self.record_usage(turn, t.usage)?;
             turn_usage += t.usage;
             if t.tool_calls.is_empty() {
+                if let Some(s) = &mut self.session {
+                    s.sync()?;
+                }
                 self.out.emit(&Event::TurnEnd {
                     turn,
                     text: t.text,

@@ -2,9 +2,13 @@
 //!
 //! One JSON record a line: a `header` first, then `message` records and,
 //! after each model response, a `usage` record (tokens, model). Each
-//! record is appended and flushed on its own, so a crash loses at most the
-//! record being written; a torn last line is skipped on load with a warning
-//! (and cut off before appending), never fatal.
+//! record is written on its own, so a crash of zot loses at most the record
+//! being written; a torn last line is skipped on load with a warning (and
+//! cut off before appending), never fatal. Records reach the disk
+//! (`fdatasync`) on a background thread, off the model loop's critical
+//! path, and [`Session::sync`] waits for them (at the end of every turn
+//! and when the session is closed): a power loss can cost at most the
+//! records of the turn in progress.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -63,6 +67,56 @@ pub struct Session {
     pub id: String,
     pub path: PathBuf,
     file: File,
+    syncer: Syncer,
+}
+
+/// Syncs the session file to disk in the background after appends.
+struct Syncer {
+    tx: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Syncer {
+    fn new(file: &File) -> Syncer {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let thread = file.try_clone().ok().and_then(|f| {
+            std::thread::Builder::new()
+                .name("zot-session-sync".into())
+                .spawn(move || {
+                    while rx.recv().is_ok() {
+                        // Coalesce the appends made meanwhile into one sync.
+                        while rx.try_recv().is_ok() {}
+                        // A failure here is seen by the next Session::sync.
+                        let _ = f.sync_data();
+                    }
+                })
+                .ok()
+        });
+        Syncer {
+            tx: thread.as_ref().map(|_| tx),
+            thread,
+        }
+    }
+
+    /// Ask for a background sync; false when there is no syncer thread.
+    fn poke(&self) -> bool {
+        self.tx.as_ref().is_some_and(|tx| tx.send(()).is_ok())
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.file.sync_data();
+    }
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        self.tx.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// What loading a session produced.
@@ -195,6 +249,7 @@ pub fn open(
     let mut s = Session {
         id: id.clone(),
         path,
+        syncer: Syncer::new(&file),
         file,
     };
     s.append(&Record::Header {
@@ -310,6 +365,7 @@ fn load_existing(path: &Path) -> Result<Existing, RunError> {
         Session {
             id,
             path: path.to_path_buf(),
+            syncer: Syncer::new(&file),
             file,
         },
         history,
@@ -327,14 +383,25 @@ fn push(rec: Record, history: &mut Vec<Message>, usage: &mut Usage, id: &mut Str
 }
 
 impl Session {
-    /// Append one record and flush it to the file.
+    /// Append one record (written to the file at once; synced to disk in
+    /// the background).
     pub fn append(&mut self, rec: &Record) -> Result<(), RunError> {
         let mut line = serde_json::to_vec(rec).expect("record serializes");
         line.push(b'\n');
         self.file
             .write_all(&line)
             .and_then(|_| self.file.flush())
-            .and_then(|_| self.file.sync_data())
+            .map_err(|e| RunError::io(format!("session {}", self.path.display()), e))?;
+        if !self.syncer.poke() {
+            return self.sync();
+        }
+        Ok(())
+    }
+
+    /// Wait until every record appended so far is on disk.
+    pub fn sync(&mut self) -> Result<(), RunError> {
+        self.file
+            .sync_data()
             .map_err(|e| RunError::io(format!("session {}", self.path.display()), e))
     }
 

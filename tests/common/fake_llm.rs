@@ -305,18 +305,33 @@ fn serve_conn(
     }
 }
 
+/// The peak resident set (`VmHWM`, KiB) of a running process. Exact for
+/// the program it runs: exec starts a new address space, whose high-water
+/// mark is its own (unlike `ru_maxrss`, which carries the parent's RSS
+/// into a child spawned with vfork).
+pub fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    let st = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    st.lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
 /// Run `cmd` to completion; its output and its peak resident set (KiB,
-/// from the kernel's accounting of that one child).
+/// [`vm_hwm_kib`] sampled every 2 ms until it exits).
 pub fn run_measured(cmd: Command) -> (Output, u64) {
     run_measured_pid(cmd, |_| {})
 }
 
 /// [`run_measured`], telling `spawned` the child's pid first.
 pub fn run_measured_pid(mut cmd: Command, spawned: impl FnOnce(u32)) -> (Output, u64) {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
-    spawned(child.id());
-    let pid = child.id() as libc::pid_t;
+    let pid = child.id();
+    spawned(pid);
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
     let o = std::thread::spawn(move || {
@@ -329,20 +344,28 @@ pub fn run_measured_pid(mut cmd: Command, spawned: impl FnOnce(u32)) -> (Output,
         let _ = err.read_to_end(&mut v);
         v
     });
-    let mut status = 0;
-    // SAFETY: a zeroed rusage filled by wait4 for our own child.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waiting for the child we spawned; it is not waited elsewhere.
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    assert_eq!(r, pid, "wait4");
-    use std::os::unix::process::ExitStatusExt;
+    let done = Arc::new(AtomicBool::new(false));
+    let peak = Arc::new(AtomicU64::new(0));
+    let sampler = {
+        let (done, peak) = (done.clone(), peak.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                if let Some(k) = vm_hwm_kib(pid) {
+                    peak.fetch_max(k, Ordering::SeqCst);
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        })
+    };
+    let status = child.wait().unwrap();
+    done.store(true, Ordering::SeqCst);
+    sampler.join().unwrap();
     let output = Output {
-        status: std::process::ExitStatus::from_raw(status),
+        status,
         stdout: o.join().unwrap(),
         stderr: e.join().unwrap(),
     };
-    std::mem::forget(child);
-    (output, ru.ru_maxrss as u64)
+    (output, peak.load(Ordering::SeqCst))
 }
 
 // ------------------------------------------------------------- OpenAI

@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value};
 use super::stream::{
     decode_arguments, excerpt, str_at, Budget, Delta, Framing, StreamError, StreamParser,
 };
-use super::{repaired, ModelRequest};
+use super::{body_with_messages, repaired, ModelRequest};
 use crate::message::{AssistantTurn, Message, Thinking, ToolCall, Usage};
 
 const FORMAT: &str = "Anthropic messages";
@@ -382,95 +382,102 @@ fn with_cache(mut block: Value) -> Value {
     block
 }
 
-/// The request body. The system prompt and the end of the conversation are
-/// marked for prompt caching (each step of a tool loop resends them).
-pub fn request_body(model: &str, req: &ModelRequest) -> Value {
-    let mut messages: Vec<Value> = Vec::new();
-    let mut results: Vec<Value> = Vec::new();
-    let flush = |results: &mut Vec<Value>, messages: &mut Vec<Value>| {
-        if !results.is_empty() {
-            messages.push(json!({"role": "user", "content": std::mem::take(results)}));
+fn assistant(content: &str, tool_calls: &[ToolCall], thinking: &[Thinking]) -> Option<Value> {
+    let mut blocks = Vec::new();
+    for th in thinking {
+        if let Some(data) = &th.redacted {
+            blocks.push(json!({"type": "redacted_thinking", "data": data}));
+        } else if !th.signature.is_empty() {
+            blocks
+                .push(json!({"type": "thinking", "thinking": th.text, "signature": th.signature}));
         }
-    };
-    for m in repaired(req.messages).iter() {
+    }
+    if !content.trim().is_empty() {
+        blocks.push(json!({"type": "text", "text": content}));
+    }
+    for c in tool_calls {
+        let input = if c.arguments.is_object() {
+            c.arguments.clone()
+        } else {
+            json!({})
+        };
+        blocks.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}));
+    }
+    (!blocks.is_empty()).then(|| json!({"role": "assistant", "content": blocks}))
+}
+
+fn tool_result(tool_call_id: &str, content: &str, is_error: bool) -> Value {
+    let mut r = Map::new();
+    r.insert("type".into(), json!("tool_result"));
+    r.insert("tool_use_id".into(), json!(tool_call_id));
+    if !content.is_empty() {
+        r.insert("content".into(), json!(content));
+    }
+    if is_error {
+        r.insert("is_error".into(), json!(true));
+    }
+    Value::Object(r)
+}
+
+/// The Messages API messages, one at a time: runs of tool results become
+/// one user message; empty assistant messages are left out.
+fn messages(conv: &[Message]) -> impl Iterator<Item = Value> + '_ {
+    let mut i = 0;
+    std::iter::from_fn(move || loop {
+        let m = conv.get(i)?;
+        i += 1;
         match m {
-            Message::Tool {
-                tool_call_id,
-                content,
-                is_error,
-                ..
-            } => {
-                let mut r = Map::new();
-                r.insert("type".into(), json!("tool_result"));
-                r.insert("tool_use_id".into(), json!(tool_call_id));
-                if !content.is_empty() {
-                    r.insert("content".into(), json!(content));
-                }
-                if *is_error {
-                    r.insert("is_error".into(), json!(true));
-                }
-                results.push(Value::Object(r));
-            }
             Message::User { content } => {
-                flush(&mut results, &mut messages);
-                messages
-                    .push(json!({"role": "user", "content": [{"type": "text", "text": content}]}));
+                return Some(
+                    json!({"role": "user", "content": [{"type": "text", "text": content}]}),
+                )
             }
             Message::Assistant {
                 content,
                 tool_calls,
                 thinking,
             } => {
-                flush(&mut results, &mut messages);
-                let mut blocks = Vec::new();
-                for th in thinking {
-                    if let Some(data) = &th.redacted {
-                        blocks.push(json!({"type": "redacted_thinking", "data": data}));
-                    } else if !th.signature.is_empty() {
-                        blocks.push(json!({"type": "thinking", "thinking": th.text, "signature": th.signature}));
-                    }
-                }
-                if !content.trim().is_empty() {
-                    blocks.push(json!({"type": "text", "text": content}));
-                }
-                for c in tool_calls {
-                    let input = if c.arguments.is_object() {
-                        c.arguments.clone()
-                    } else {
-                        json!({})
-                    };
-                    blocks.push(
-                        json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
-                    );
-                }
-                if !blocks.is_empty() {
-                    messages.push(json!({"role": "assistant", "content": blocks}));
+                if let Some(v) = assistant(content, tool_calls, thinking) {
+                    return Some(v);
                 }
             }
+            Message::Tool { .. } => {
+                let mut results = Vec::new();
+                let mut at = i - 1;
+                while let Some(Message::Tool {
+                    tool_call_id,
+                    content,
+                    is_error,
+                    ..
+                }) = conv.get(at)
+                {
+                    results.push(tool_result(tool_call_id, content, *is_error));
+                    at += 1;
+                }
+                i = at;
+                return Some(json!({"role": "user", "content": results}));
+            }
         }
-    }
-    flush(&mut results, &mut messages);
-    if let Some(last) = messages
-        .last_mut()
-        .and_then(|m| m["content"].as_array_mut())
-        .and_then(|c| c.last_mut())
-    {
-        *last = with_cache(last.take());
-    }
+    })
+}
+
+/// The request body (JSON bytes). The system prompt and the end of the
+/// conversation are marked for prompt caching (each step of a tool loop
+/// resends them).
+pub fn request_body(model: &str, req: &ModelRequest) -> Vec<u8> {
     let budget = req.reasoning.map(thinking_budget);
     let mut max_tokens = DEFAULT_MAX_TOKENS + budget.unwrap_or(0);
     if let Some(cap) = req.max_output_tokens {
         max_tokens = max_tokens.min(cap);
     }
-    let mut body = json!({
+    let mut head = json!({
         "model": model,
         "max_tokens": max_tokens,
         "system": [with_cache(json!({"type": "text", "text": req.system}))],
-        "messages": messages,
         "stream": true,
     });
     if !req.tools.is_empty() {
-        body["tools"] = req
+        head["tools"] = req
             .tools
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
@@ -479,9 +486,20 @@ pub fn request_body(model: &str, req: &ModelRequest) -> Value {
     if let Some(b) = budget {
         // The budget must stay below max_tokens.
         let b = b.min(max_tokens.saturating_sub(1024)).max(1024);
-        body["thinking"] = json!({"type": "enabled", "budget_tokens": b});
+        head["thinking"] = json!({"type": "enabled", "budget_tokens": b});
     }
-    body
+    let conversation = repaired(req.messages);
+    let mut it = messages(&conversation).peekable();
+    let marked = std::iter::from_fn(move || {
+        let mut m = it.next()?;
+        if it.peek().is_none() {
+            if let Some(last) = m["content"].as_array_mut().and_then(|c| c.last_mut()) {
+                *last = with_cache(last.take());
+            }
+        }
+        Some(m)
+    });
+    body_with_messages(&head, marked)
 }
 
 /// The `(type, message)` of an error response body
@@ -634,7 +652,7 @@ mod tests {
             reasoning: Some(zot_policy::config::ReasoningEffort::Medium),
             max_output_tokens: Some(64000),
         };
-        let b = request_body("claude-sonnet-4-5", &req);
+        let b: Value = serde_json::from_slice(&request_body("claude-sonnet-4-5", &req)).unwrap();
         assert_eq!(b["max_tokens"], 16384 + 8192);
         assert_eq!(
             b["thinking"],

@@ -66,7 +66,7 @@ const ERROR_BODY_CAP: usize = 64 << 10;
 pub struct Call<'a> {
     pub url: &'a str,
     pub headers: &'a HeaderMap,
-    pub body: Vec<u8>,
+    pub body: bytes::Bytes,
     pub parser: &'a dyn Fn() -> Box<dyn StreamParser>,
     /// Turns a non-2xx status and its body into an error.
     pub classify: &'a dyn Fn(u16, &[u8]) -> ProviderError,
@@ -206,7 +206,7 @@ impl Http {
     async fn attempt(
         &self,
         call: &Call<'_>,
-        body: Vec<u8>,
+        body: bytes::Bytes,
         shown: &mut bool,
         sink: &mut dyn FnMut(ModelEvent),
     ) -> Result<AssistantTurn, ProviderError> {

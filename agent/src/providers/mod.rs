@@ -112,6 +112,30 @@ pub fn repaired(messages: &[Message]) -> Cow<'_, [Message]> {
     Cow::Owned(out)
 }
 
+/// `head` (a JSON object) with `"messages": [...]` added, each message
+/// serialized as it is produced: the conversation is never held twice in
+/// memory (a long session's request stays one buffer of its own size).
+pub(crate) fn body_with_messages(
+    head: &serde_json::Value,
+    messages: impl Iterator<Item = serde_json::Value>,
+) -> Vec<u8> {
+    let mut out = serde_json::to_vec(head).expect("request head serializes");
+    debug_assert_eq!(out.last(), Some(&b'}'));
+    out.pop();
+    if out.len() > 1 {
+        out.push(b',');
+    }
+    out.extend_from_slice(b"\"messages\":[");
+    for (i, m) in messages.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, &m).expect("message serializes");
+    }
+    out.extend_from_slice(b"]}");
+    out
+}
+
 /// An API key. Its `Debug` prints nothing of it.
 pub struct Secret(String);
 
@@ -284,10 +308,7 @@ impl Model for NetworkModel {
         cancel: &Cancel,
         sink: &mut dyn FnMut(ModelEvent),
     ) -> Result<AssistantTurn, ProviderError> {
-        let (body, parser): (
-            serde_json::Value,
-            &dyn Fn() -> Box<dyn stream::StreamParser>,
-        ) = match self.api {
+        let (body, parser): (Vec<u8>, &dyn Fn() -> Box<dyn stream::StreamParser>) = match self.api {
             Api::OpenAi => (openai::request_body(&self.model, req), &|| {
                 Box::new(openai::OpenAiStream::new())
             }),
@@ -295,12 +316,11 @@ impl Model for NetworkModel {
                 Box::new(anthropic::AnthropicStream::new())
             }),
         };
-        let body = serde_json::to_vec(&body).expect("request body serializes");
         let classify = |status: u16, body: &[u8]| self.classify(status, body);
         let call = http::Call {
             url: &self.url,
             headers: &self.headers,
-            body,
+            body: body.into(),
             parser,
             classify: &classify,
         };

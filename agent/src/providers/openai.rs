@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 use super::stream::{
     decode_arguments, excerpt, str_at, u64_at, Budget, Delta, Framing, StreamError, StreamParser,
 };
-use super::{repaired, ModelRequest};
+use super::{body_with_messages, repaired, ModelRequest};
 use crate::message::{AssistantTurn, Message, ToolCall, Usage};
 
 const FORMAT: &str = "OpenAI chat completions";
@@ -309,61 +309,61 @@ fn server_error(e: &Value) -> StreamError {
     }
 }
 
-/// The request body. Tool definitions become `function` tools; the
-/// conversation becomes `system`, `user`, `assistant` (with `tool_calls`,
-/// arguments as the JSON string the model wrote) and `tool` messages.
-pub fn request_body(model: &str, req: &ModelRequest) -> Value {
-    let mut messages = vec![json!({"role": "system", "content": req.system})];
-    for m in repaired(req.messages).iter() {
-        messages.push(match m {
-            Message::User { content } => json!({"role": "user", "content": content}),
-            Message::Assistant {
-                content,
-                tool_calls,
-                ..
-            } => {
-                let mut o = Map::new();
-                o.insert("role".into(), json!("assistant"));
-                o.insert(
-                    "content".into(),
-                    if content.is_empty() && !tool_calls.is_empty() {
-                        Value::Null
-                    } else {
-                        json!(content)
-                    },
-                );
-                if !tool_calls.is_empty() {
-                    let calls: Vec<Value> = tool_calls
-                        .iter()
-                        .map(|c| {
-                            let args = match &c.arguments {
-                                Value::String(raw) => raw.clone(),
-                                Value::Null => "{}".into(),
-                                v => v.to_string(),
-                            };
-                            json!({"id": c.id, "type": "function",
-                                   "function": {"name": c.name, "arguments": args}})
-                        })
-                        .collect();
-                    o.insert("tool_calls".into(), Value::Array(calls));
-                }
-                Value::Object(o)
+fn message(m: &Message) -> Value {
+    match m {
+        Message::User { content } => json!({"role": "user", "content": content}),
+        Message::Assistant {
+            content,
+            tool_calls,
+            ..
+        } => {
+            let mut o = Map::new();
+            o.insert("role".into(), json!("assistant"));
+            o.insert(
+                "content".into(),
+                if content.is_empty() && !tool_calls.is_empty() {
+                    Value::Null
+                } else {
+                    json!(content)
+                },
+            );
+            if !tool_calls.is_empty() {
+                let calls: Vec<Value> = tool_calls
+                    .iter()
+                    .map(|c| {
+                        let args = match &c.arguments {
+                            Value::String(raw) => raw.clone(),
+                            Value::Null => "{}".into(),
+                            v => v.to_string(),
+                        };
+                        json!({"id": c.id, "type": "function",
+                               "function": {"name": c.name, "arguments": args}})
+                    })
+                    .collect();
+                o.insert("tool_calls".into(), Value::Array(calls));
             }
-            Message::Tool {
-                tool_call_id,
-                content,
-                ..
-            } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
-        });
+            Value::Object(o)
+        }
+        Message::Tool {
+            tool_call_id,
+            content,
+            ..
+        } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
     }
-    let mut body = json!({
+}
+
+/// The request body (JSON bytes). Tool definitions become `function`
+/// tools; the conversation becomes `system`, `user`, `assistant` (with
+/// `tool_calls`, arguments as the JSON text the model wrote) and `tool`
+/// messages.
+pub fn request_body(model: &str, req: &ModelRequest) -> Vec<u8> {
+    let mut head = json!({
         "model": model,
-        "messages": messages,
         "stream": true,
         "stream_options": {"include_usage": true},
     });
     if !req.tools.is_empty() {
-        body["tools"] = req
+        head["tools"] = req
             .tools
             .iter()
             .map(|t| {
@@ -373,9 +373,11 @@ pub fn request_body(model: &str, req: &ModelRequest) -> Value {
             .collect();
     }
     if let Some(r) = req.reasoning {
-        body["reasoning_effort"] = json!(r.as_str());
+        head["reasoning_effort"] = json!(r.as_str());
     }
-    body
+    let conversation = repaired(req.messages);
+    let system = std::iter::once(json!({"role": "system", "content": req.system}));
+    body_with_messages(&head, system.chain(conversation.iter().map(message)))
 }
 
 /// The `(kind, message)` of an error response body (`{"error": {...}}`),
@@ -557,7 +559,7 @@ mod tests {
             reasoning: Some(policy_reasoning()),
             max_output_tokens: None,
         };
-        let b = request_body("gpt-5", &req);
+        let b: Value = serde_json::from_slice(&request_body("gpt-5", &req)).unwrap();
         assert_eq!(b["stream_options"]["include_usage"], true);
         assert_eq!(b["reasoning_effort"], "high");
         assert_eq!(
