@@ -515,7 +515,7 @@ pub fn error_body(body: &[u8]) -> Option<(String, String)> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::stream::testing::assert_split_invariant;
+    use super::super::stream::testing::{assert_split_invariant, same_when_cut};
     use super::*;
 
     fn sse(events: &[Value]) -> Vec<u8> {
@@ -539,9 +539,8 @@ mod tests {
             "usage": {"input_tokens": 20, "cache_creation_input_tokens": 5, "cache_read_input_tokens": 100, "output_tokens": 1}}})
     }
 
-    #[test]
-    fn thinking_text_and_tools_split_anywhere() {
-        let body = sse(&[
+    fn full_body() -> Vec<u8> {
+        sse(&[
             start(),
             json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
             json!({"type": "ping"}),
@@ -562,7 +561,22 @@ mod tests {
             json!({"type": "content_block_stop", "index": 4}),
             json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 42}}),
             json!({"type": "message_stop"}),
-        ]);
+        ])
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_cuts_give_the_same_turn(cuts in proptest::collection::vec(0usize..8192, 0..24)) {
+            let body = full_body();
+            same_when_cut(&make, &body, &cuts);
+            let cr = String::from_utf8(body).unwrap().replace('\n', "\r");
+            same_when_cut(&make, cr.as_bytes(), &cuts);
+        }
+    }
+
+    #[test]
+    fn thinking_text_and_tools_split_anywhere() {
+        let body = full_body();
         let t = assert_split_invariant(&make, &body).unwrap();
         assert_eq!(t.text, "I'll check \u{1f4c1}");
         assert_eq!(t.thinking.len(), 2);

@@ -156,6 +156,7 @@ impl Http {
                 Ok(turn) => return Ok(turn),
                 Err(e) => e,
             };
+            self.settle();
             if matches!(
                 err,
                 ProviderError::Cancelled | ProviderError::Interrupted(_)
@@ -198,9 +199,21 @@ impl Http {
                 }
             });
             if !slept {
+                self.settle();
                 return Err(interrupted());
             }
         }
+    }
+
+    /// Let the connection tasks run after a request was dropped (cancelled,
+    /// timed out, failed), so they close its connection now (the provider
+    /// then stops generating) rather than at the next request.
+    fn settle(&self) {
+        self.rt.block_on(async {
+            for _ in 0..8 {
+                tokio::task::yield_now().await;
+            }
+        });
     }
 
     async fn attempt(

@@ -338,6 +338,60 @@ mod tests {
     use crate::message::ToolCall;
 
     #[test]
+    fn cancel_aborts_a_request_in_flight_and_closes_its_connection() {
+        use std::io::Read;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}/v1", l.local_addr().unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            // Read the request, never answer, report when the client hangs up.
+            while matches!(c.read(&mut buf), Ok(n) if n > 0) {}
+            let _ = tx.send(std::time::Instant::now());
+        });
+        let ep = Endpoint {
+            api: Api::OpenAi,
+            base_url: base,
+            model: "m".into(),
+            key: None,
+            key_env: None,
+            headers: vec![],
+            timeouts: Timeouts::DEFAULT,
+            max_output_tokens: None,
+        };
+        let mut m = NetworkModel::new(ep, false).unwrap();
+        let cancel = Cancel::new().unwrap();
+        let c2 = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            c2.cancel();
+        });
+        let req = ModelRequest {
+            system: "s",
+            messages: &[Message::User {
+                content: "hi".into(),
+            }],
+            tools: &[],
+            reasoning: None,
+            max_output_tokens: None,
+        };
+        let t0 = std::time::Instant::now();
+        let r = m.respond(&req, &cancel, &mut |_| {});
+        assert!(matches!(r, Err(ProviderError::Cancelled)), "{r:?}");
+        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+        let closed = rx
+            .recv_timeout(Duration::from_secs(2))
+            .expect("connection closed");
+        assert!(closed.duration_since(t0) < Duration::from_secs(2));
+        // A cancelled handle refuses the next request until reset.
+        assert!(matches!(
+            m.respond(&req, &cancel, &mut |_| {}),
+            Err(ProviderError::Cancelled)
+        ));
+    }
+
+    #[test]
     fn unanswered_tool_calls_get_error_results() {
         let call = |id: &str| ToolCall {
             id: id.into(),

@@ -397,7 +397,7 @@ pub fn error_body(body: &[u8]) -> Option<(String, String)> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::stream::testing::assert_split_invariant;
+    use super::super::stream::testing::{assert_split_invariant, same_when_cut};
     use super::*;
 
     fn sse(chunks: &[Value]) -> Vec<u8> {
@@ -418,9 +418,8 @@ mod tests {
         Box::new(OpenAiStream::new())
     }
 
-    #[test]
-    fn text_and_parallel_tool_calls_split_anywhere() {
-        let body = sse(&[
+    fn parallel_calls_body() -> Vec<u8> {
+        sse(&[
             chunk(json!({"role": "assistant", "content": ""}), None),
             chunk(json!({"content": "Looking h\u{e9}re \u{1f50d}"}), None),
             chunk(
@@ -450,7 +449,22 @@ mod tests {
                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15,
                              "prompt_tokens_details": {"cached_tokens": 4},
                              "completion_tokens_details": {"reasoning_tokens": 2}}}),
-        ]);
+        ])
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_cuts_give_the_same_turn(cuts in proptest::collection::vec(0usize..4096, 0..24)) {
+            let body = parallel_calls_body();
+            same_when_cut(&make, &body, &cuts);
+            let crlf = String::from_utf8(body).unwrap().replace('\n', "\r\n");
+            same_when_cut(&make, crlf.as_bytes(), &cuts);
+        }
+    }
+
+    #[test]
+    fn text_and_parallel_tool_calls_split_anywhere() {
+        let body = parallel_calls_body();
         let t = assert_split_invariant(&make, &body).unwrap();
         assert_eq!(t.text, "Looking h\u{e9}re \u{1f50d}");
         assert_eq!(t.tool_calls.len(), 2);

@@ -252,4 +252,29 @@ pub(crate) mod testing {
         assert_eq!(run(make().as_mut(), &ones), whole, "byte by byte");
         whole.2
     }
+
+    /// `bytes` cut at the (sorted, deduplicated) positions `cuts`.
+    pub fn cut<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+        let mut at: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+        at.sort_unstable();
+        at.dedup();
+        let mut out = Vec::new();
+        let mut prev = 0;
+        for c in at.into_iter().chain(std::iter::once(bytes.len())) {
+            out.push(&bytes[prev..c]);
+            prev = c;
+        }
+        out
+    }
+
+    /// Whole and cut at `cuts`: the same, complete turn.
+    pub fn same_when_cut(make: &dyn Fn() -> Box<dyn StreamParser>, bytes: &[u8], cuts: &[usize]) {
+        let whole = run(make().as_mut(), &[bytes]);
+        assert!(whole.2.is_ok(), "{:?}", whole.2);
+        assert_eq!(
+            run(make().as_mut(), &cut(bytes, cuts)),
+            whole,
+            "cut at {cuts:?}"
+        );
+    }
 }
