@@ -3,173 +3,14 @@
 //! served by a local HTTP server, sessions and the JSON event stream.
 mod common;
 
+use common::run::{events, fixture, of_type, s, sandbox_works, text, World};
+
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/run")
-        .join(name)
-}
-
-/// A private world for one test: ZOT_HOME, a fake HOME with an SSH key, a
-/// workspace.
-struct World {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    home: PathBuf,
-    zot_home: PathBuf,
-    ws: PathBuf,
-    /// Run zot as uid/gid 65534 (setpriv) instead of the test's user.
-    nobody: bool,
-}
-
-impl World {
-    fn new() -> World {
-        // Not under /tmp: the sandbox gives commands a private /tmp.
-        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let home = root.join("home");
-        std::fs::create_dir_all(home.join(".ssh")).unwrap();
-        std::fs::write(home.join(".ssh/id_rsa"), "FAKE-PRIVATE-KEY-0123").unwrap();
-        let zot_home = root.join("zot-home");
-        let ws = root.join("ws");
-        std::fs::create_dir_all(&ws).unwrap();
-        std::fs::write(ws.join("README.md"), "hello from the workspace\n").unwrap();
-        World {
-            _dir: dir,
-            root,
-            home,
-            zot_home,
-            ws,
-            nobody: false,
-        }
-    }
-
-    /// The same world, owned by and run as uid/gid 65534.
-    fn unprivileged() -> World {
-        let mut w = World::new();
-        fn chown_all(p: &Path) {
-            std::os::unix::fs::lchown(p, Some(65534), Some(65534)).unwrap();
-            if p.is_dir() && !p.is_symlink() {
-                for e in std::fs::read_dir(p).unwrap().flatten() {
-                    chown_all(&e.path());
-                }
-            }
-        }
-        chown_all(&w.root);
-        w.nobody = true;
-        w
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = if self.nobody {
-            let mut c = Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-                .arg(common::zot_bin());
-            c
-        } else {
-            Command::new(common::zot_bin())
-        };
-        c.args(args)
-            .current_dir(&self.ws)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.home)
-            .env("ZOT_HOME", &self.zot_home)
-            .stdin(Stdio::null());
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().unwrap()
-    }
-
-    /// `zot run AGENT -y --json --sim-script SCRIPT PROMPT`: must succeed;
-    /// returns the NDJSON events.
-    fn run_script(&self, agent: &Path, script: &Path, prompt: &str) -> Vec<Value> {
-        let out = self.run(&[
-            "run",
-            s(agent),
-            "-y",
-            "--json",
-            "--sim-script",
-            s(script),
-            prompt,
-        ]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        events(&out)
-    }
-
-    /// Write an agent directory with this manifest (name and zotfile added).
-    fn agent(&self, name: &str, mut manifest: Value) -> PathBuf {
-        let dir = self.root.join("agents").join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        manifest["zotfile"] = json!(1);
-        manifest["name"] = json!(name);
-        std::fs::write(
-            dir.join("manifest.json"),
-            serde_json::to_vec_pretty(&manifest).unwrap(),
-        )
-        .unwrap();
-        dir
-    }
-
-    fn script(&self, name: &str, turns: Value) -> PathBuf {
-        let p = self.root.join(name);
-        std::fs::write(&p, turns.to_string()).unwrap();
-        p
-    }
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Parse NDJSON stdout; every line must be a JSON object with a `type`.
-fn events(out: &Output) -> Vec<Value> {
-    text(&out.stdout)
-        .lines()
-        .map(|l| {
-            let v: Value =
-                serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}"));
-            assert!(v["type"].is_string(), "{l}");
-            v
-        })
-        .collect()
-}
-
-fn of_type<'a>(ev: &'a [Value], t: &str) -> Vec<&'a Value> {
-    ev.iter().filter(|e| e["type"] == t).collect()
-}
-
-/// Whether bash tool calls can run in the sandbox here (runs `true`).
-fn sandbox_works(w: &World) -> bool {
-    let out = w.run(&[
-        "run",
-        s(&fixture("true-runner")),
-        "-y",
-        "--no-session",
-        "--json",
-        "run: true",
-    ]);
-    let ev = events(&out);
-    let r = of_type(&ev, "tool_result");
-    let ok = r.len() == 1 && r[0]["is_error"] == false && r[0]["exit_code"] == 0;
-    common::require(
-        "agent bash sandbox",
-        ok,
-        &format!("`run: true` did not succeed: {ev:?} {}", text(&out.stderr)),
-    )
-}
 
 // ------------------------------------------------------------ basics
 
@@ -268,7 +109,7 @@ fn json_event_stream() {
     let ev = events(&out);
     assert_eq!(ev.len(), 1);
     assert!(
-        ev[0]["type"] == "error" && ev[0]["message"].as_str().unwrap().contains("provider"),
+        ev[0]["type"] == "error" && ev[0]["message"].as_str().unwrap().contains("OPENAI_API_KEY is not set"),
         "{ev:?}"
     );
 }
@@ -774,21 +615,21 @@ fn requirement_failures_come_before_consent() {
         );
         assert!(!w.zot_home.join("agents").join(name).exists());
     }
-    // Model requirements are checked after consent.
+    // Model compatibility too: no consent is asked for an agent no
+    // available model can run, and nothing is created.
     let agent = w.agent("thinker", json!({"model": {"requires": ["reasoning"]}}));
     let out = w.run(&["run", s(&agent), "--print", "hi"]);
-    assert!(
-        text(&out.stderr).contains("consent"),
-        "{}",
-        text(&out.stderr)
-    );
-    let out = w.run(&["run", s(&agent), "-y", "--print", "hi"]);
     assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
     assert!(
-        text(&out.stderr).contains("reasoning"),
-        "{}",
-        text(&out.stderr)
+        err.contains("reasoning") && err.contains("ANTHROPIC_API_KEY is not set") && !err.contains("consent"),
+        "{err}"
     );
+    assert!(!w.zot_home.join("agents/thinker").exists());
+    let out = w.run(&["run", s(&agent), "--print", "--model", "sim", "hi"]);
+    let err = text(&out.stderr);
+    assert!(err.contains("sim (sim) does not satisfy") && !err.contains("consent"), "{err}");
+    assert!(!w.zot_home.join("agents/thinker").exists());
 }
 
 // ------------------------------------------------------------ references
@@ -1036,10 +877,10 @@ fn entry_pre_and_default_prompt() {
         text(&out.stderr)
     );
     assert!(out.stdout.is_empty());
-    // No prompt and no default_prompt: a clear error.
+    // No prompt and no default_prompt: a clear usage error.
     let agent = w.agent("noprompt", json!({}));
     let out = w.run(&["run", s(&agent), "-y", "--print"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("no prompt"));
 }
 

@@ -21,6 +21,8 @@ pub struct AgentSpec {
     pub model_requires: Vec<String>,
     pub min_context: Option<u64>,
     pub preferred: Vec<String>,
+    /// An agent.toml `[model]` pin: `(provider, model)`.
+    pub model_pin: Option<(String, String)>,
     pub fs_read: Vec<String>,
     pub fs_write: Vec<String>,
     pub bash_mode: BashMode,
@@ -113,10 +115,7 @@ pub fn open_agent_toml(path: &Path) -> Result<LoadedAgent, RunError> {
     let spec = AgentSpec {
         name: pkg.name.clone(),
         description: pkg.manifest.description.clone(),
-        preferred: pkg
-            .model()
-            .map(|m| vec![m.model.clone()])
-            .unwrap_or_default(),
+        model_pin: pkg.model().map(|m| (m.provider.clone(), m.model.clone())),
         fs_read: vec!["${workspace}".into()],
         fs_write: vec!["${workspace}".into()],
         instructions: Some(pkg.instructions.clone()),
@@ -148,6 +147,7 @@ fn spec_of(m: &zot_policy::zotfile::Manifest) -> AgentSpec {
             .collect(),
         min_context: m.model.min_context,
         preferred: m.model.preferred.clone(),
+        model_pin: None,
         fs_read: m.permissions.fs.read.clone(),
         fs_write: m.permissions.fs.write.clone(),
         bash_mode: m.permissions.bash.mode,

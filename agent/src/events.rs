@@ -18,6 +18,20 @@ pub enum Event {
         turn: u32,
         delta: String,
     },
+    /// Reasoning text as the model streams it (`--json` only).
+    ThinkingDelta {
+        turn: u32,
+        delta: String,
+    },
+    /// A model request failed in a way another attempt may fix; zot waits
+    /// `delay_ms`, then sends it again (nothing of it was shown yet).
+    Retry {
+        turn: u32,
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+        reason: String,
+    },
     AssistantMessage {
         turn: u32,
         text: String,
@@ -50,13 +64,19 @@ pub enum Event {
     TurnEnd {
         turn: u32,
         text: String,
+        /// Tokens of the whole turn.
+        usage: Usage,
     },
     Done {
         agent: String,
         model: String,
+        provider: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         session: Option<String>,
         exit_code: u8,
+        /// Tokens of the whole session (earlier runs of a resumed one
+        /// included).
+        usage: Usage,
     },
     Error {
         message: String,
@@ -93,6 +113,19 @@ impl Renderer {
 
     /// Render one event.
     pub fn emit(&mut self, ev: &Event) {
+        if let Event::Retry {
+            attempt,
+            max_attempts,
+            delay_ms,
+            reason,
+            ..
+        } = ev
+        {
+            eprintln!(
+                "zot: retrying in {} ({reason}; attempt {attempt} of {max_attempts})",
+                crate::providers::secs(std::time::Duration::from_millis(*delay_ms))
+            );
+        }
         match self.mode {
             OutputMode::Json => {
                 let mut out = std::io::stdout().lock();

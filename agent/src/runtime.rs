@@ -8,14 +8,18 @@ use crate::deps::{self, AgentPolicyInput, AgentSpec, LoadedAgent, SandboxPolicy}
 pub use crate::events::OutputMode;
 use crate::events::{Event, Renderer};
 use crate::home::{self, AgentHome};
-use crate::message::{Message, ToolCall};
-use crate::models;
+use crate::message::{Message, ToolCall, Usage};
+use crate::models::{self, ProviderKind, Registry, Selection};
 use crate::perms::{self, Permissions};
+use crate::providers::sim::Simulator;
+use crate::providers::{
+    Cancel, Endpoint, Model, ModelEvent, ModelRequest, NetworkModel, ProviderError,
+    ReasoningEffort, Secret, Timeouts,
+};
 pub use crate::session::SessionChoice;
 use crate::session::{self, Record, Session};
-use crate::sim::{Model, Simulator};
 use crate::tools::{self, ToolEnv};
-use crate::{prompt, reference, requirements, term, RunError, ZOT_VERSION};
+use crate::{config, prompt, reference, requirements, term, RunError, ZOT_VERSION};
 
 /// Model steps (responses) allowed in one turn before it is cut off.
 pub const MAX_STEPS: usize = 50;
@@ -26,7 +30,14 @@ pub struct RunOptions {
     pub reference: String,
     pub prompt: Option<String>,
     pub yes: bool,
+    /// `--model`.
     pub model: Option<String>,
+    /// `--provider`.
+    pub provider: Option<String>,
+    /// `--reasoning`.
+    pub reasoning: Option<ReasoningEffort>,
+    /// `--tools`: narrows the tools the manifest allows.
+    pub tools: Option<Vec<String>>,
     pub sim_script: Option<PathBuf>,
     pub output: OutputMode,
     /// The workspace (default: the current directory).
@@ -34,6 +45,11 @@ pub struct RunOptions {
     pub session: SessionChoice,
     /// Pin a sandbox backend for bash (`auto` when `None`).
     pub backend: Option<String>,
+    /// A handle to cancel the running turn (an interactive front end
+    /// triggers it on Ctrl-C). Without one, zot itself turns SIGINT,
+    /// SIGTERM and SIGHUP during a model request into
+    /// [`RunError::Interrupted`] (exit 128+N), after cleaning up.
+    pub cancel: Option<Cancel>,
 }
 
 /// Refuse permissions the runtime cannot enforce yet.
@@ -122,6 +138,128 @@ pub fn run(opts: RunOptions) -> Result<u8, RunError> {
     r
 }
 
+/// The model of a run, checked against the agent (before consent).
+fn choose_model(opts: &RunOptions, spec: &AgentSpec) -> Result<Selection, RunError> {
+    if opts.sim_script.is_some()
+        && (opts.model.as_deref().is_some_and(|m| m != models::SIM)
+            || opts.provider.as_deref().is_some_and(|p| p != models::SIM))
+    {
+        return Err(RunError::Usage("--sim-script needs the sim model".into()));
+    }
+    let cfg = config::load()?;
+    let reg = Registry::from_env(&cfg.config);
+    let choice = models::Choice {
+        model: opts
+            .model
+            .clone()
+            .or_else(|| opts.sim_script.as_ref().map(|_| models::SIM.to_string())),
+        provider: opts.provider.clone(),
+        reasoning: opts.reasoning,
+        env_model: std::env::var("ZOT_MODEL").ok(),
+    };
+    models::select(&reg, &choice, spec)
+}
+
+/// Connect the selected model. Reads the key from its variable; the key
+/// stays in this process (never in the sandbox, sessions or output).
+fn open_model(
+    sel: &Selection,
+    sim_script: Option<&Path>,
+    signals: bool,
+) -> Result<Box<dyn Model>, RunError> {
+    let api = match sel.provider.kind {
+        ProviderKind::Sim => {
+            return Ok(match sim_script {
+                Some(p) => Box::new(Simulator::from_script(p)?),
+                None => Box::new(Simulator::rules()),
+            })
+        }
+        ProviderKind::Net(api) => api,
+    };
+    let p = &sel.provider;
+    let key = match &p.key_env {
+        Some(var) => {
+            let v = std::env::var(var).unwrap_or_default();
+            let v = v.trim();
+            if v.is_empty() {
+                return Err(RunError::Model(format!(
+                    "{} ({}) is not available: {var} is not set",
+                    sel.model.id, p.name
+                )));
+            }
+            Some(Secret::new(v.to_string()))
+        }
+        None => None,
+    };
+    let mut headers = Vec::new();
+    if p.name == "openai" {
+        for (var, header) in [
+            ("OPENAI_ORG_ID", "OpenAI-Organization"),
+            ("OPENAI_PROJECT_ID", "OpenAI-Project"),
+        ] {
+            if let Some(v) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) {
+                headers.push((header.to_string(), v.trim().to_string()));
+            }
+        }
+    }
+    if key.is_some() {
+        harden_process();
+    }
+    let ep = Endpoint {
+        api,
+        base_url: p.base_url.clone().unwrap_or_default(),
+        model: sel.model.id.clone(),
+        key,
+        key_env: p.key_env.clone(),
+        headers,
+        timeouts: Timeouts::from_settings(p.http),
+        max_output_tokens: sel.model.max_output_tokens,
+    };
+    let m = NetworkModel::new(ep, signals).map_err(|e| provider_error(&p.name, e))?;
+    Ok(Box::new(m))
+}
+
+/// This process holds an API key: make it non-dumpable, so no process of
+/// the same user (a sandboxed command on a backend without a PID
+/// namespace included) can ptrace it or read its memory or environment
+/// through /proc. Children get the flag back when they exec.
+fn harden_process() {
+    // SAFETY: prctl with integer arguments only changes this process's flag.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
+}
+
+fn provider_error(provider: &str, e: ProviderError) -> RunError {
+    match e {
+        ProviderError::Cancelled => RunError::Cancelled,
+        ProviderError::Interrupted(sig) => RunError::Interrupted(sig),
+        source => RunError::Provider {
+            provider: provider.to_string(),
+            source,
+        },
+    }
+}
+
+/// `zot models`: the registry of this environment and config, and the
+/// model an agent without requirements would get.
+pub fn models_report() -> Result<models::Report, RunError> {
+    let cfg = config::load()?;
+    let reg = Registry::from_env(&cfg.config);
+    let choice = models::Choice {
+        env_model: std::env::var("ZOT_MODEL").ok(),
+        ..Default::default()
+    };
+    let default = models::select(&reg, &choice, &AgentSpec::default()).ok();
+    let (providers, models) = reg.report(default.as_ref());
+    Ok(models::Report {
+        config: cfg.path,
+        config_exists: cfg.exists,
+        providers,
+        models,
+    })
+}
+
 fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
     let here = std::env::current_dir().map_err(|e| RunError::io("current directory", e))?;
     let workspace = workspace_of(opts.cwd.as_deref())?;
@@ -132,6 +270,21 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
     }
     check_unenforced(&spec)?;
     requirements::check(&spec, ZOT_VERSION)?;
+    // The model and the tools are settled before consent is asked and
+    // before anything is created on disk.
+    let selection = choose_model(&opts, &spec)?;
+    for n in &selection.notes {
+        warn(n);
+    }
+    let enabled = tools::enabled(&spec, opts.tools.as_deref()).map_err(RunError::Usage)?;
+    let (cancel, signals) = match &opts.cancel {
+        Some(c) => (c.clone(), false),
+        None => (
+            Cancel::new().map_err(|e| RunError::io("cancellation pipe", e))?,
+            true,
+        ),
+    };
+    let mut model = open_model(&selection, opts.sim_script.as_deref(), signals)?;
     let zot_home = home::zot_home()?;
     let ah = AgentHome::new(zot_home.clone(), &spec.name);
     let data = ah.data_dir();
@@ -159,21 +312,7 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
         Vec::new()
     };
 
-    if opts.sim_script.is_some() && opts.model.as_deref().is_some_and(|m| m != models::SIM) {
-        return Err(RunError::Usage("--sim-script needs the sim model".into()));
-    }
-    let configured = std::env::var("ZOT_MODEL").ok().filter(|m| !m.is_empty());
-    let explicit = opts
-        .model
-        .clone()
-        .or_else(|| opts.sim_script.as_ref().map(|_| models::SIM.to_string()));
-    let model_info = models::select(explicit.as_deref(), configured.as_deref(), &spec)?;
-    let mut model: Box<dyn Model> = match &opts.sim_script {
-        Some(p) => Box::new(Simulator::from_script(p)?),
-        None => Box::new(Simulator::rules()),
-    };
-
-    let (system, skills, skill_warnings) = build_prompt(&agent, &workspace, &zot_home)?;
+    let (system, skills, skill_warnings) = build_prompt(&agent, &workspace, &zot_home, &enabled)?;
     for w in &skill_warnings {
         warn(w);
     }
@@ -200,6 +339,12 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
         zot_home: crate::perms::canonical_prefix(&ah.home),
         agent_data: crate::perms::canonical_prefix(&data),
         read_only,
+        refusals: tools::NAMES
+            .iter()
+            .filter_map(|n| tools::manifest_refusal(&spec, n).map(|why| (*n, why)))
+            .collect(),
+        tool_specs: enabled.iter().filter_map(|n| tools::spec(n)).collect(),
+        enabled,
     };
     let mut rt = Runtime {
         agent,
@@ -211,8 +356,10 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
         env,
         out: Renderer::new(opts.output),
         turn: 0,
-        model_id: model_info.id,
+        selection,
         bypass,
+        cancel,
+        session_usage: loaded.usage,
     };
     rt.main(&opts)
 }
@@ -224,6 +371,7 @@ fn build_prompt(
     agent: &LoadedAgent,
     workspace: &Path,
     zot_home: &Path,
+    tools: &[&str],
 ) -> Result<(String, Vec<prompt::Skill>, Vec<String>), RunError> {
     let spec = &agent.spec;
     if let Some(instructions) = &spec.instructions {
@@ -232,7 +380,7 @@ fn build_prompt(
             (zot_home.join("skills"), "user"),
         ]);
         let md = Some(instructions.clone()).filter(|s| !s.trim().is_empty());
-        let system = prompt::compose(md, false, workspace, tools::NAMES, &skills);
+        let system = prompt::compose(md, false, workspace, tools, &skills);
         return Ok((system, skills, warnings));
     }
     let (skills, warnings) = prompt::discover(&agent.root, zot_home);
@@ -240,7 +388,7 @@ fn build_prompt(
         &agent.root,
         spec.replace_system_prompt,
         workspace,
-        tools::NAMES,
+        tools,
         &skills,
     )?;
     Ok((system, skills, warnings))
@@ -276,8 +424,10 @@ struct Runtime<'m> {
     env: ToolEnv,
     out: Renderer,
     turn: u32,
-    model_id: &'static str,
+    selection: Selection,
     bypass: Bypass,
+    cancel: Cancel,
+    session_usage: Usage,
 }
 
 impl Runtime<'_> {
@@ -321,9 +471,11 @@ impl Runtime<'_> {
         let session = self.session.as_ref().map(|s| s.id.clone());
         self.out.emit(&Event::Done {
             agent: self.agent.spec.name.clone(),
-            model: self.model_id.into(),
+            model: self.selection.model.id.clone(),
+            provider: self.selection.provider.name.clone(),
             session,
             exit_code: 0,
+            usage: self.session_usage,
         });
         Ok(0)
     }
@@ -335,8 +487,8 @@ impl Runtime<'_> {
             None
         };
         eprintln!(
-            "zot: agent {} (model {}); /cd DIR changes the workspace, /exit quits",
-            self.agent.spec.name, self.model_id
+            "zot: agent {} (model {} from {}); /cd DIR changes the workspace, /exit quits",
+            self.agent.spec.name, self.selection.model.id, self.selection.provider.name
         );
         loop {
             let prompt = match &default {
@@ -402,7 +554,12 @@ impl Runtime<'_> {
 
     /// Rediscover skills and rebuild the system prompt.
     fn refresh_prompt(&mut self) -> Result<(), RunError> {
-        let (system, skills, _) = build_prompt(&self.agent, &self.env.workspace, &self.ah.home)?;
+        let (system, skills, _) = build_prompt(
+            &self.agent,
+            &self.env.workspace,
+            &self.ah.home,
+            &self.env.enabled,
+        )?;
         self.system = system;
         self.env.skills = skills;
         Ok(())
@@ -416,7 +573,35 @@ impl Runtime<'_> {
         Ok(())
     }
 
+    fn record_usage(&mut self, turn: u32, usage: Usage) -> Result<(), RunError> {
+        self.session_usage += usage;
+        if let Some(s) = &mut self.session {
+            s.append(&Record::Usage {
+                turn,
+                provider: self.selection.provider.name.clone(),
+                model: self.selection.model.id.clone(),
+                usage,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Record an error result for each call of `calls` (the turn stopped
+    /// before they ran), so the conversation stays consistent.
+    fn abandon(&mut self, calls: &[ToolCall], why: &str) -> Result<(), RunError> {
+        for c in calls {
+            self.record(Message::Tool {
+                tool_call_id: c.id.clone(),
+                name: c.name.clone(),
+                content: format!("not run: {why}"),
+                is_error: true,
+            })?;
+        }
+        Ok(())
+    }
+
     fn run_turn(&mut self, user: &str) -> Result<(), RunError> {
+        self.cancel.reset();
         self.turn += 1;
         let turn = self.turn;
         self.out.emit(&Event::TurnStart { turn });
@@ -429,14 +614,41 @@ impl Runtime<'_> {
             .max_steps
             .map(|n| n as usize)
             .unwrap_or(MAX_STEPS);
+        let mut turn_usage = Usage::default();
+        let json = self.out.mode() == OutputMode::Json;
         for _ in 0..max_steps {
-            let t = self.model.respond(&self.system, &self.history)?;
-            if !t.text.is_empty() {
-                self.out.emit(&Event::TextDelta {
-                    turn,
-                    delta: t.text.clone(),
-                });
+            if self.cancel.is_cancelled() {
+                return Err(RunError::Cancelled);
             }
+            let req = ModelRequest {
+                system: &self.system,
+                messages: &self.history,
+                tools: &self.env.tool_specs,
+                reasoning: self.selection.reasoning,
+                max_output_tokens: self.selection.model.max_output_tokens,
+            };
+            let out = &mut self.out;
+            let t = self
+                .model
+                .respond(&req, &self.cancel, &mut |ev| match ev {
+                    ModelEvent::Text(d) => out.emit(&Event::TextDelta {
+                        turn,
+                        delta: d.to_string(),
+                    }),
+                    ModelEvent::Thinking(d) if json => out.emit(&Event::ThinkingDelta {
+                        turn,
+                        delta: d.to_string(),
+                    }),
+                    ModelEvent::Thinking(_) => {}
+                    ModelEvent::Retry(n) => out.emit(&Event::Retry {
+                        turn,
+                        attempt: n.attempt,
+                        max_attempts: n.max_attempts,
+                        delay_ms: n.delay.as_millis() as u64,
+                        reason: n.reason.clone(),
+                    }),
+                })
+                .map_err(|e| provider_error(&self.selection.provider.name, e))?;
             self.out.emit(&Event::AssistantMessage {
                 turn,
                 text: t.text.clone(),
@@ -449,12 +661,27 @@ impl Runtime<'_> {
             self.record(Message::Assistant {
                 content: t.text.clone(),
                 tool_calls: t.tool_calls.clone(),
+                thinking: t.thinking.clone(),
             })?;
+            self.record_usage(turn, t.usage)?;
+            turn_usage += t.usage;
             if t.tool_calls.is_empty() {
-                self.out.emit(&Event::TurnEnd { turn, text: t.text });
+                if let Some(s) = &mut self.session {
+                    s.sync()?;
+                }
+                self.out.emit(&Event::TurnEnd {
+                    turn,
+                    text: t.text,
+                    usage: turn_usage,
+                });
                 return Ok(());
             }
-            for call in t.tool_calls {
+            for (i, call) in t.tool_calls.iter().enumerate() {
+                if self.cancel.is_cancelled() {
+                    self.abandon(&t.tool_calls[i..], "the turn was cancelled")?;
+                    return Err(RunError::Cancelled);
+                }
+                let call = call.clone();
                 self.out.emit(&Event::ToolCall {
                     turn,
                     id: call.id.clone(),

@@ -1,9 +1,14 @@
 //! Agent-scoped JSONL sessions under `$ZOT_HOME/sessions/agents/<name>/`.
 //!
-//! One JSON record a line: a `header` first, then `message` records. Each
-//! record is appended and flushed on its own, so a crash loses at most the
-//! record being written; a torn last line is skipped on load with a warning
-//! (and cut off before appending), never fatal.
+//! One JSON record a line: a `header` first, then `message` records and,
+//! after each model response, a `usage` record (tokens, model). Each
+//! record is written on its own, so a crash of zot loses at most the record
+//! being written; a torn last line is skipped on load with a warning (and
+//! cut off before appending), never fatal. Records reach the disk
+//! (`fdatasync`) on a background thread, off the model loop's critical
+//! path, and [`Session::sync`] waits for them (at the end of every turn
+//! and when the session is closed): a power loss can cost at most the
+//! records of the turn in progress.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -13,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::home::private_dir;
-use crate::message::Message;
+use crate::message::{Message, Usage};
 use crate::RunError;
 
 /// Which session to use.
@@ -47,6 +52,14 @@ pub enum Record {
     Message {
         message: Message,
     },
+    /// Tokens of one model response.
+    Usage {
+        turn: u32,
+        provider: String,
+        model: String,
+        #[serde(flatten)]
+        usage: Usage,
+    },
 }
 
 /// An open session file.
@@ -54,12 +67,64 @@ pub struct Session {
     pub id: String,
     pub path: PathBuf,
     file: File,
+    syncer: Syncer,
+}
+
+/// Syncs the session file to disk in the background after appends.
+struct Syncer {
+    tx: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Syncer {
+    fn new(file: &File) -> Syncer {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let thread = file.try_clone().ok().and_then(|f| {
+            std::thread::Builder::new()
+                .name("zot-session-sync".into())
+                .spawn(move || {
+                    while rx.recv().is_ok() {
+                        // Coalesce the appends made meanwhile into one sync.
+                        while rx.try_recv().is_ok() {}
+                        // A failure here is seen by the next Session::sync.
+                        let _ = f.sync_data();
+                    }
+                })
+                .ok()
+        });
+        Syncer {
+            tx: thread.as_ref().map(|_| tx),
+            thread,
+        }
+    }
+
+    /// Ask for a background sync; false when there is no syncer thread.
+    fn poke(&self) -> bool {
+        self.tx.as_ref().is_some_and(|tx| tx.send(()).is_ok())
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.file.sync_data();
+    }
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        self.tx.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// What loading a session produced.
 pub struct Loaded {
     pub session: Option<Session>,
     pub history: Vec<Message>,
+    /// Tokens used by the session so far.
+    pub usage: Usage,
     pub warnings: Vec<String>,
 }
 
@@ -97,6 +162,7 @@ pub fn open(
             return Ok(Loaded {
                 session: None,
                 history: Vec::new(),
+                usage: Usage::default(),
                 warnings,
             })
         }
@@ -152,11 +218,12 @@ pub fn open(
         }
     };
     if path.exists() {
-        let (session, history, w) = load_existing(&path, agent)?;
+        let (session, history, usage, w) = load_existing(&path, agent)?;
         warnings.extend(w);
         return Ok(Loaded {
             session: Some(session),
             history,
+            usage,
             warnings,
         });
     }
@@ -182,6 +249,7 @@ pub fn open(
     let mut s = Session {
         id: id.clone(),
         path,
+        syncer: Syncer::new(&file),
         file,
     };
     s.append(&Record::Header {
@@ -195,6 +263,7 @@ pub fn open(
     Ok(Loaded {
         session: Some(s),
         history: Vec::new(),
+        usage: Usage::default(),
         warnings,
     })
 }
@@ -221,12 +290,11 @@ pub fn list(dir: &Path) -> Vec<PathBuf> {
     v.into_iter().map(|x| x.1).collect()
 }
 
+type Existing = (Session, Vec<Message>, Usage, Vec<String>);
+
 /// Load a session file of `agent`: its first record must be a header
 /// naming that agent, or the file is refused (never appended to).
-fn load_existing(
-    path: &Path,
-    agent: &str,
-) -> Result<(Session, Vec<Message>, Vec<String>), RunError> {
+fn load_existing(path: &Path, agent: &str) -> Result<Existing, RunError> {
     let ioe = |e| RunError::io(format!("session {}", path.display()), e);
     let mut file = OpenOptions::new()
         .read(true)
@@ -236,6 +304,7 @@ fn load_existing(
     let mut data = Vec::new();
     file.read_to_end(&mut data).map_err(ioe)?;
     let mut history = Vec::new();
+    let mut usage = Usage::default();
     let mut warnings = Vec::new();
     let mut id = path
         .file_stem()
@@ -284,13 +353,13 @@ fn load_existing(
             Ok(_) if end.is_none() => {
                 // Complete JSON without its newline: keep it, add the newline.
                 let rec: Record = serde_json::from_slice(line).expect("parsed above");
-                push(rec, &mut history, &mut id);
+                push(rec, &mut history, &mut usage, &mut id);
                 file.seek(SeekFrom::End(0)).map_err(ioe)?;
                 file.write_all(b"\n").map_err(ioe)?;
                 good_end = data.len() + 1;
             }
             Ok(rec) => {
-                push(rec, &mut history, &mut id);
+                push(rec, &mut history, &mut usage, &mut id);
                 good_end = next;
             }
             Err(e) if is_last => {
@@ -323,29 +392,43 @@ fn load_existing(
         Session {
             id,
             path: path.to_path_buf(),
+            syncer: Syncer::new(&file),
             file,
         },
         history,
+        usage,
         warnings,
     ))
 }
 
-fn push(rec: Record, history: &mut Vec<Message>, id: &mut String) {
+fn push(rec: Record, history: &mut Vec<Message>, usage: &mut Usage, id: &mut String) {
     match rec {
         Record::Header { id: i, .. } => *id = i,
         Record::Message { message } => history.push(message),
+        Record::Usage { usage: u, .. } => *usage += u,
     }
 }
 
 impl Session {
-    /// Append one record and flush it to the file.
+    /// Append one record (written to the file at once; synced to disk in
+    /// the background).
     pub fn append(&mut self, rec: &Record) -> Result<(), RunError> {
         let mut line = serde_json::to_vec(rec).expect("record serializes");
         line.push(b'\n');
         self.file
             .write_all(&line)
             .and_then(|_| self.file.flush())
-            .and_then(|_| self.file.sync_data())
+            .map_err(|e| RunError::io(format!("session {}", self.path.display()), e))?;
+        if !self.syncer.poke() {
+            return self.sync();
+        }
+        Ok(())
+    }
+
+    /// Wait until every record appended so far is on disk.
+    pub fn sync(&mut self) -> Result<(), RunError> {
+        self.file
+            .sync_data()
             .map_err(|e| RunError::io(format!("session {}", self.path.display()), e))
     }
 

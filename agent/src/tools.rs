@@ -18,6 +18,141 @@ use crate::prompt::Skill;
 /// Tool names, in the order shown to the model.
 pub const NAMES: &[&str] = &["read", "write", "edit", "glob", "grep", "bash", "skill"];
 
+/// A tool as offered to the model: its name, what it does, and the JSON
+/// Schema of its arguments (what [`execute`] reads).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub parameters: Value,
+}
+
+fn schema(props: Value, required: &[&str]) -> Value {
+    serde_json::json!({"type": "object", "properties": props, "required": required})
+}
+
+/// The definition of tool `name`.
+pub fn spec(name: &str) -> Option<ToolSpec> {
+    use serde_json::json;
+    let (name, description, parameters) = match name {
+        "read" => (
+            "read",
+            "Read a text file. Returns its lines; `offset` (1-based line) and `limit` select a range.",
+            schema(
+                json!({"path": {"type": "string", "description": "File path, absolute or relative to the workspace"},
+                       "offset": {"type": "integer", "minimum": 1},
+                       "limit": {"type": "integer", "minimum": 1}}),
+                &["path"],
+            ),
+        ),
+        "write" => (
+            "write",
+            "Create or overwrite a file with the given content.",
+            schema(
+                json!({"path": {"type": "string"}, "content": {"type": "string"}}),
+                &["path", "content"],
+            ),
+        ),
+        "edit" => (
+            "edit",
+            "Replace `old_string` with `new_string` in a file. `old_string` must occur exactly once unless `replace_all` is true.",
+            schema(
+                json!({"path": {"type": "string"}, "old_string": {"type": "string"},
+                       "new_string": {"type": "string"}, "replace_all": {"type": "boolean"}}),
+                &["path", "old_string", "new_string"],
+            ),
+        ),
+        "glob" => (
+            "glob",
+            "List files matching a glob pattern (e.g. `src/**/*.rs`) under `path` (default: the workspace).",
+            schema(
+                json!({"pattern": {"type": "string"}, "path": {"type": "string"}}),
+                &["pattern"],
+            ),
+        ),
+        "grep" => (
+            "grep",
+            "Search file contents for a regular expression under `path` (default: the workspace); `glob` filters file names. Returns file:line:text matches.",
+            schema(
+                json!({"pattern": {"type": "string"}, "path": {"type": "string"}, "glob": {"type": "string"}}),
+                &["pattern"],
+            ),
+        ),
+        "bash" => (
+            "bash",
+            "Run a shell command in the workspace, inside the sandbox the user granted. Returns the exit code and output. `timeout` is in seconds (default 120, at most 600).",
+            schema(
+                json!({"command": {"type": "string"}, "timeout": {"type": "number", "exclusiveMinimum": 0}}),
+                &["command"],
+            ),
+        ),
+        "skill" => (
+            "skill",
+            "Load the full instructions of a skill listed in the system prompt.",
+            schema(json!({"name": {"type": "string"}}), &["name"]),
+        ),
+        _ => return None,
+    };
+    Some(ToolSpec {
+        name,
+        description,
+        parameters,
+    })
+}
+
+/// Why the agent's manifest does not allow tool `name`, or `None` when it
+/// does: bash needs a bash mode other than `none`; the reading tools need
+/// `fs.read` scopes, the writing tools `fs.write` scopes.
+pub fn manifest_refusal(spec: &deps::AgentSpec, name: &str) -> Option<String> {
+    match name {
+        "bash" if spec.bash_mode == BashMode::None => {
+            Some("bash is not permitted for this agent (permissions.bash.mode: none)".into())
+        }
+        "read" | "glob" | "grep" if spec.fs_read.is_empty() => Some(format!(
+            "{name} is not permitted for this agent (permissions.fs.read is empty)"
+        )),
+        "write" | "edit" if spec.fs_write.is_empty() => Some(format!(
+            "{name} is not permitted for this agent (permissions.fs.write is empty)"
+        )),
+        _ => None,
+    }
+}
+
+/// The tools of one run: those the manifest allows, narrowed by
+/// `requested` (`--tools`), which may not add any. Errors name the tool.
+pub fn enabled(
+    spec: &deps::AgentSpec,
+    requested: Option<&[String]>,
+) -> Result<Vec<&'static str>, String> {
+    let allowed: Vec<&'static str> = NAMES
+        .iter()
+        .copied()
+        .filter(|n| manifest_refusal(spec, n).is_none())
+        .collect();
+    let Some(req) = requested else {
+        return Ok(allowed);
+    };
+    let mut out = Vec::new();
+    for r in req {
+        let Some(name) = NAMES.iter().copied().find(|n| n == r) else {
+            let hint = zot_policy::suggest(r, NAMES)
+                .map(|n| format!("; did you mean `{n}`?"))
+                .unwrap_or_else(|| format!("; tools: {}", NAMES.join(", ")));
+            return Err(format!("--tools: unknown tool `{r}`{hint}"));
+        };
+        if let Some(why) = manifest_refusal(spec, name) {
+            return Err(format!(
+                "--tools can only narrow what the agent allows: {why}"
+            ));
+        }
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out.sort_by_key(|n| NAMES.iter().position(|m| m == n));
+    Ok(out)
+}
+
 /// Default bash timeout.
 pub const BASH_TIMEOUT: Duration = Duration::from_secs(120);
 /// Largest bash timeout a tool call may ask for.
@@ -46,6 +181,12 @@ pub struct ToolEnv {
     pub agent_data: PathBuf,
     /// Files inside write scopes that stay read-only (agent.toml seeds).
     pub read_only: Vec<PathBuf>,
+    /// The tools this run offers (see [`enabled`]); others are refused.
+    pub enabled: Vec<&'static str>,
+    /// Their definitions, as sent to the model.
+    pub tool_specs: Vec<ToolSpec>,
+    /// Why each tool the manifest forbids is forbidden.
+    pub refusals: Vec<(&'static str, String)>,
 }
 
 impl ToolEnv {
@@ -122,9 +263,39 @@ fn arg_str<'a>(a: &'a Value, k: &str) -> Result<&'a str, ToolOutput> {
         .ok_or_else(|| fail(format!("missing string argument {k:?}")))
 }
 
-/// Run one tool call.
+/// Run one tool call. A tool this run does not offer, or arguments that
+/// are not a JSON object (e.g. cut or malformed by the model), are refused
+/// without running anything.
 pub fn execute(env: &ToolEnv, call: &ToolCall) -> ToolOutput {
-    let a = &call.arguments;
+    if NAMES.contains(&call.name.as_str()) && !env.enabled.contains(&call.name.as_str()) {
+        return fail(
+            env.refusals
+                .iter()
+                .find(|(n, _)| *n == call.name)
+                .map(|(_, why)| why.clone())
+                .unwrap_or_else(|| {
+                    format!("tool `{}` is not enabled for this run (--tools)", call.name)
+                }),
+        );
+    }
+    let empty = Value::Object(Default::default());
+    let a = match &call.arguments {
+        Value::Object(_) => &call.arguments,
+        Value::Null => &empty,
+        Value::String(raw) => {
+            return fail(format!(
+                "the arguments of this `{}` call are not valid JSON, so it was not run: {}",
+                call.name,
+                crate::providers::stream::excerpt(raw)
+            ))
+        }
+        other => {
+            return fail(format!(
+                "the arguments of this `{}` call must be a JSON object, got {other}",
+                call.name
+            ))
+        }
+    };
     let r = match call.name.as_str() {
         "read" => read(env, a),
         "write" => write(env, a),
@@ -504,6 +675,12 @@ mod tests {
             zot_home: ws.join("zot-home"),
             agent_data: ws.join("zot-home/agents/a/data"),
             read_only: vec![],
+            enabled: NAMES.to_vec(),
+            tool_specs: vec![],
+            refusals: vec![(
+                "bash",
+                "bash is not permitted for this agent (permissions.bash.mode: none)".into(),
+            )],
         }
     }
 

@@ -39,6 +39,8 @@ enum Command {
     Sandbox(cmd::sandbox::Args),
     /// Run an agent
     Run(cmd::run::Args),
+    /// List providers and models, and which are available (keys set)
+    Models(cmd::models::Args),
     /// Operator tools: sandbox checks and explanations, risk-gate verdicts
     Debug(cmd::debug::Args),
 }
@@ -59,6 +61,7 @@ fn main() -> ExitCode {
         Command::Convert(a) => cmd::convert::run(a),
         Command::Sandbox(a) => cmd::sandbox::run(a),
         Command::Run(a) => cmd::run::run(a),
+        Command::Models(a) => cmd::models::run(a),
         Command::Debug(a) => cmd::debug::run(a),
     };
     match result {

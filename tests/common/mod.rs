@@ -26,3 +26,6 @@ pub fn require(feature: &str, available: bool, reason: &str) -> bool {
     eprintln!("SKIP: {feature} unavailable: {reason}");
     false
 }
+
+pub mod fake_llm;
+pub mod run;

@@ -6,6 +6,7 @@ pub mod debug;
 pub mod debug_command;
 pub mod debug_sandbox;
 pub mod inspect;
+pub mod models;
 pub mod pack;
 pub mod run;
 pub mod sandbox;

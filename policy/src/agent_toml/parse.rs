@@ -8,6 +8,7 @@ use base64::Engine as _;
 use serde_json::{Map, Value};
 
 use super::model::*;
+use crate::diagnostic::suggest;
 use super::paths::{check_agent_name, check_relative, is_credential_path, is_glob, normalize_dest};
 use super::secrets::{
     check_public_url, is_credential_key, is_env_binding, is_id_key, looks_like_resource_id,
@@ -1338,16 +1339,3 @@ impl P {
     }
 }
 
-fn suggest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
-    known
-        .iter()
-        .map(|k| {
-            (
-                k,
-                strsim::jaro_winkler(&key.to_ascii_lowercase(), &k.to_ascii_lowercase()),
-            )
-        })
-        .filter(|(_, s)| *s > 0.85)
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(k, _)| *k)
-}

@@ -19,14 +19,9 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::{Cancel, Model, ModelEvent, ModelRequest, ProviderError};
 use crate::message::{estimate_tokens, AssistantTurn, Message, ToolCall, Usage};
 use crate::RunError;
-
-/// A chat model: given the system prompt and the conversation, the next
-/// assistant turn.
-pub trait Model {
-    fn respond(&mut self, system: &str, messages: &[Message]) -> Result<AssistantTurn, RunError>;
-}
 
 #[derive(Deserialize)]
 #[serde(untagged)]
@@ -90,8 +85,14 @@ impl Simulator {
 }
 
 impl Model for Simulator {
-    fn respond(&mut self, system: &str, messages: &[Message]) -> Result<AssistantTurn, RunError> {
-        let input: u64 = estimate_tokens(system)
+    fn respond(
+        &mut self,
+        req: &ModelRequest,
+        _cancel: &Cancel,
+        sink: &mut dyn FnMut(ModelEvent),
+    ) -> Result<AssistantTurn, ProviderError> {
+        let messages = req.messages;
+        let input: u64 = estimate_tokens(req.system)
             + messages
                 .iter()
                 .map(|m| match m {
@@ -117,7 +118,7 @@ impl Model for Simulator {
                     AssistantTurn {
                         text: t.text,
                         tool_calls: calls,
-                        usage: Usage::default(),
+                        ..Default::default()
                     }
                 }
             }
@@ -132,7 +133,11 @@ impl Model for Simulator {
                     .iter()
                     .map(|c| estimate_tokens(&c.arguments.to_string()))
                     .sum::<u64>(),
+            ..Default::default()
         };
+        if !turn.text.is_empty() {
+            sink(ModelEvent::Text(&turn.text));
+        }
         Ok(turn)
     }
 }
@@ -210,7 +215,7 @@ impl Simulator {
                         name,
                         arguments,
                     }],
-                    usage: Usage::default(),
+                    ..Default::default()
                 }
             }
             None => AssistantTurn {
@@ -225,6 +230,19 @@ impl Simulator {
 mod tests {
     use super::*;
 
+    /// One response to `messages`, no tools.
+    fn reply(s: &mut Simulator, messages: &[Message]) -> AssistantTurn {
+        let req = ModelRequest {
+            system: "",
+            messages,
+            tools: &[],
+            reasoning: None,
+            max_output_tokens: None,
+        };
+        s.respond(&req, &Cancel::new().unwrap(), &mut |_| {})
+            .unwrap()
+    }
+
     fn user(s: &str) -> Message {
         Message::User { content: s.into() }
     }
@@ -232,20 +250,19 @@ mod tests {
     #[test]
     fn rules() {
         let mut s = Simulator::rules();
-        let t = s.respond("", &[user("hello")]).unwrap();
+        let t = reply(&mut s, &[user("hello")]);
         assert_eq!(t.text, "echo: hello");
-        let t = s.respond("", &[user("run: ls -l")]).unwrap();
+        let t = reply(&mut s, &[user("run: ls -l")]);
         assert_eq!(t.tool_calls[0].name, "bash");
         assert_eq!(t.tool_calls[0].arguments["command"], "ls -l");
-        let t = s
-            .respond("", &[user("write: a.txt\nline1\nline2")])
-            .unwrap();
+        let t = reply(&mut s, &[user("write: a.txt\nline1\nline2")]);
         assert_eq!(t.tool_calls[0].arguments["content"], "line1\nline2");
         let msgs = vec![
             user("read: x"),
             Message::Assistant {
                 content: String::new(),
                 tool_calls: t.tool_calls.clone(),
+                thinking: vec![],
             },
             Message::Tool {
                 tool_call_id: "call_1".into(),
@@ -254,7 +271,7 @@ mod tests {
                 is_error: true,
             },
         ];
-        let t = s.respond("", &msgs).unwrap();
+        let t = reply(&mut s, &msgs);
         assert_eq!(t.text, "read error: denied");
         assert!(t.tool_calls.is_empty());
     }
@@ -265,13 +282,13 @@ mod tests {
         let p = d.path().join("s.json");
         std::fs::write(&p, r#"[{"text":"a","tool_calls":[{"name":"bash","arguments":{"command":"true"}}]},{"text":"b"}]"#).unwrap();
         let mut s = Simulator::from_script(&p).unwrap();
-        let t = s.respond("", &[]).unwrap();
+        let t = reply(&mut s, &[]);
         assert_eq!(
             (t.text.as_str(), t.tool_calls[0].id.as_str()),
             ("a", "call_1")
         );
-        assert_eq!(s.respond("", &[]).unwrap().text, "b");
-        assert_eq!(s.respond("", &[]).unwrap().text, "");
+        assert_eq!(reply(&mut s, &[]).text, "b");
+        assert_eq!(reply(&mut s, &[]).text, "");
         std::fs::write(&p, r#"{"turns":[{"txt":"a"}]}"#).unwrap();
         assert!(Simulator::from_script(&p).is_err());
     }
