@@ -23,6 +23,7 @@ pub mod session;
 pub mod sim;
 pub mod term;
 pub mod tools;
+pub mod trust;
 
 pub use runtime::{compile_policy, run, OutputMode, RunOptions, SessionChoice};
 
@@ -53,6 +54,8 @@ pub enum RunError {
     Pre(String),
     #[error("{0}")]
     Usage(String),
+    #[error("signature: {0}")]
+    Signature(String),
     #[error("{what}")]
     Io {
         what: String,

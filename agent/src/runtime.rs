@@ -15,6 +15,7 @@ pub use crate::session::SessionChoice;
 use crate::session::{self, Record, Session};
 use crate::sim::{Model, Simulator};
 use crate::tools::{self, ToolEnv};
+use crate::trust;
 use crate::{prompt, reference, requirements, term, RunError, ZOT_VERSION};
 
 /// Model steps (responses) allowed in one turn before it is cut off.
@@ -34,6 +35,10 @@ pub struct RunOptions {
     pub session: SessionChoice,
     /// Pin a sandbox backend for bash (`auto` when `None`).
     pub backend: Option<String>,
+    /// Refuse an agent without a valid signature by a trusted key
+    /// (`--require-signature`; the `require_signature` setting also turns
+    /// this on).
+    pub require_signature: bool,
 }
 
 /// Refuse permissions the runtime cannot enforce yet.
@@ -125,14 +130,28 @@ pub fn run(opts: RunOptions) -> Result<u8, RunError> {
 fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
     let here = std::env::current_dir().map_err(|e| RunError::io("current directory", e))?;
     let workspace = workspace_of(opts.cwd.as_deref())?;
-    let agent = reference::resolve(&opts.reference, &here)?;
+    let zot_home = home::zot_home()?;
+    let required = opts.require_signature || trust::require_signature_setting(&zot_home)?;
+    let keys = trust::trusted_keys(&zot_home)?;
+    let mut sig_warnings = Vec::new();
+    let agent = reference::resolve_checked(
+        &opts.reference,
+        &here,
+        &reference::Signatures {
+            keys: &keys,
+            required,
+        },
+        &mut sig_warnings,
+    )?;
     let spec = agent.spec.clone();
-    for w in &agent.warnings {
+    for w in sig_warnings.iter().chain(&agent.warnings) {
         warn(w);
+    }
+    if let Some(v) = &agent.signature {
+        eprintln!("zot: signature verified: {}", trust::signer_line(v));
     }
     check_unenforced(&spec)?;
     requirements::check(&spec, ZOT_VERSION)?;
-    let zot_home = home::zot_home()?;
     let ah = AgentHome::new(zot_home.clone(), &spec.name);
     let data = ah.data_dir();
     home::private_dir(&data)
@@ -253,10 +272,12 @@ fn get_consent(
     bypass: Bypass,
     interactive: bool,
 ) -> Result<(), RunError> {
+    let signer = agent.signature.as_ref().map(trust::signer_line);
     let req = consent::Request {
         name: &agent.spec.name,
         version: agent.spec.version.as_deref(),
         digest: &agent.digest,
+        signer: signer.as_deref(),
         perms,
     };
     consent::obtain(ah, &req, bypass, interactive, &mut |text| {

@@ -27,8 +27,13 @@ enum Command {
     Pack(cmd::pack::Args),
     /// Show an agent's identity, permissions and files without running it
     Inspect(cmd::inspect::Args),
-    /// Check that an archive loads safely and its manifest is valid
+    /// Check that an archive loads safely, its manifest is valid and (with
+    /// keys) its signature verifies
     Verify(cmd::verify::Args),
+    /// Generate a minisign key pair for signing archives
+    Keygen(cmd::keygen::Args),
+    /// Sign a .zot archive (writes ARCHIVE.minisig)
+    Sign(cmd::sign::Args),
     /// Safely extract a .zot archive into an empty directory
     Unpack(cmd::unpack::Args),
     /// Validate an agent package (zotfile or agent.toml) and list diagnostics
@@ -45,7 +50,8 @@ enum Command {
 
 fn main() -> ExitCode {
     // The launcher must run before anything else (no threads, no runtime).
-    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(zot_launcher::LAUNCH_ARG)) {
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(zot_launcher::LAUNCH_ARG))
+    {
         zot_launcher::main_from_args();
     }
     let cli = Cli::parse();
@@ -53,6 +59,8 @@ fn main() -> ExitCode {
         Command::Pack(a) => cmd::pack::run(a),
         Command::Inspect(a) => cmd::inspect::run(a),
         Command::Verify(a) => cmd::verify::run(a),
+        Command::Keygen(a) => cmd::keygen::run(a),
+        Command::Sign(a) => cmd::sign::run(a),
         Command::Unpack(a) => cmd::unpack::run(a),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Convert(a) => cmd::convert::run(a),

@@ -51,6 +51,11 @@ pub struct Args {
     /// Sandbox backend for bash: auto, bwrap, native, landlock
     #[arg(long, value_name = "B", value_parser = parse_backend)]
     pub backend: Option<String>,
+    /// Refuse the agent unless it is a .zot archive with a valid signature
+    /// (ARCHIVE.minisig) by a key in $ZOT_HOME/trusted-keys/ (also
+    /// `require_signature = true` in $ZOT_HOME/config.toml)
+    #[arg(long)]
+    pub require_signature: bool,
 }
 
 fn parse_backend(s: &str) -> Result<String, String> {
@@ -93,6 +98,7 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         cwd: a.cwd,
         session,
         backend: a.backend,
+        require_signature: a.require_signature,
     };
     Ok(zot_agent::run(opts)?)
 }
