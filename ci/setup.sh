@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh Debian/Ubuntu machine:
 # bubblewrap (the first sandbox backend), util-linux (setpriv, unshare), zstd
-# (benchmark comparison), python3 (local HTTP server in tests).
+# (benchmark comparison), python3 (local HTTP server in tests), minisign
+# (signature interop tests), bsdutils (`script`: a terminal for password prompts).
 # Idempotent; uses sudo when not root.
 set -euo pipefail
 need=()
@@ -9,6 +10,8 @@ command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v zstd >/dev/null 2>&1 || need+=(zstd)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v minisign >/dev/null 2>&1 || need+=(minisign)
+command -v script >/dev/null 2>&1 || need+=(bsdutils)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

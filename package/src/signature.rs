@@ -949,6 +949,16 @@ impl SecretKeyFile {
         &self.path
     }
 
+    /// The decoded key bytes (checked by [`parse`](Self::parse)).
+    fn raw(&self) -> Vec<u8> {
+        let ls = lines(&self.text);
+        decode("secret key", ls[1], SECRET_KEY_LEN).expect("checked when parsed")
+    }
+
+    fn zero_checksum(&self) -> bool {
+        self.raw()[SECRET_KEY_LEN - 32..].iter().all(|b| *b == 0)
+    }
+
     /// Decrypt (when encrypted) into a key that can sign.
     pub fn unlock(self, password: Option<String>) -> Result<SecretKey, SignatureError> {
         let boxed = minisign::SecretKeyBox::from_string(&self.text).map_err(|e| {
@@ -976,13 +986,28 @@ impl SecretKeyFile {
                 }
             }
         } else {
-            boxed
-                .into_unencrypted_secret_key()
-                .map_err(|e| SignatureError::Crypto {
-                    path: self.path.clone(),
-                    action: "read the secret key",
-                    message: e.to_string(),
-                })?
+            match boxed.into_unencrypted_secret_key() {
+                Ok(sk) => sk,
+                // `minisign -G -W` leaves the checksum of an unencrypted
+                // key zeroed (the crate insists on it): the key itself is
+                // read as is. A nonzero checksum that does not match is a
+                // corrupted key.
+                Err(_) if self.zero_checksum() => {
+                    let raw = self.raw();
+                    minisign::SecretKey::from_bytes(&raw).map_err(|e| SignatureError::Crypto {
+                        path: self.path.clone(),
+                        action: "read the secret key",
+                        message: e.to_string(),
+                    })?
+                }
+                Err(e) => {
+                    return Err(SignatureError::Crypto {
+                        path: self.path.clone(),
+                        action: "read the secret key",
+                        message: e.to_string(),
+                    })
+                }
+            }
         };
         let pk = minisign::PublicKey::from_secret_key(&sk).map_err(|e| SignatureError::Crypto {
             path: self.path.clone(),

@@ -541,3 +541,29 @@ fn trusted_key_directory() {
     let e = KeySet::read_dir(&dir).unwrap_err();
     assert!(e.to_string().contains("c.pub"), "{e}");
 }
+
+#[test]
+fn unencrypted_keys_with_minisigns_zero_checksum() {
+    // `minisign -G -W` writes unencrypted keys with a zeroed checksum; a
+    // nonzero checksum that does not match is a corrupted key.
+    let d = tempfile::tempdir().unwrap();
+    let k = new_keys(d.path(), "k");
+    let text = fs::read_to_string(&k.secret).unwrap();
+    let ls: Vec<&str> = text.lines().collect();
+    let raw = unb64(ls[1]);
+    let n = raw.len();
+    let a = archive(d.path(), "reviewer", "1.0.0");
+    let mut zeroed = raw.clone();
+    zeroed[n - 32..].fill(0);
+    let p = d.path().join("zeroed");
+    fs::write(&p, format!("{}\n{}\n", ls[0], b64(&zeroed))).unwrap();
+    let sk = SecretKeyFile::read(&p).unwrap().unlock(None).unwrap();
+    let out = d.path().join("z.minisig");
+    zot_package::sign(&a, &out, &sk).unwrap();
+    zot_package::inspect_signed(&a, &out, &keyset(&k)).unwrap();
+    let mut bad = raw.clone();
+    bad[n - 1] ^= 1;
+    fs::write(&p, format!("{}\n{}\n", ls[0], b64(&bad))).unwrap();
+    let e = SecretKeyFile::read(&p).unwrap().unlock(None).unwrap_err();
+    assert!(e.to_string().contains("cannot read the secret key"), "{e}");
+}
