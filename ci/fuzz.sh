@@ -16,7 +16,8 @@
 # stable one with RUSTC_BOOTSTRAP=1 (ZOT_FUZZ_TOOLCHAIN=stable|nightly picks).
 # cargo-fuzz is installed from crates.io when missing.
 # New inputs go to a scratch corpus (ZOT_FUZZ_WORK, default a temp dir), so
-# the committed seeds only change when fuzz/seeds.py is rerun.
+# the committed seeds only change when fuzz/seeds.py is rerun. Builds go to
+# ZOT_FUZZ_TARGET_DIR (default fuzz/target).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,8 +56,9 @@ else
 fi
 [ ${#targets[@]} -gt 0 ] || { echo "fuzz: no targets" >&2; exit 1; }
 
+target_dir="${ZOT_FUZZ_TARGET_DIR:-fuzz/target}"
 start=$(date +%s)
-"${fuzz[@]}" build >&2
+"${fuzz[@]}" build --target-dir "$target_dir" >&2
 echo "fuzz: built ${#targets[@]} targets in $(( $(date +%s) - start )) s" >&2
 
 work="${ZOT_FUZZ_WORK:-}"
@@ -64,11 +66,15 @@ if [ -z "$work" ]; then
   work="$(mktemp -d "${TMPDIR:-/tmp}/zot-fuzz.XXXXXX")"
   trap 'rm -rf "$work"' EXIT
 fi
-bin_dir="fuzz/target/$(rustc -vV | sed -n 's/^host: //p')/release"
+bin_dir="$target_dir/$(rustc -vV | sed -n 's/^host: //p')/release"
 
 failed=0
+n_ok=0
+n_failed=0
 for t in "${targets[@]}"; do
-  mkdir -p "$work/corpus/$t" "fuzz/artifacts/$t" "fuzz/corpus/$t"
+  mkdir -p "$work/corpus/$t" "fuzz/artifacts/$t"
+  seeds=()
+  [ -d "fuzz/corpus/$t" ] && seeds=("fuzz/corpus/$t")
   args=(
     "-max_total_time=$secs"
     "-timeout=${ZOT_FUZZ_TIMEOUT:-10}"
@@ -79,7 +85,7 @@ for t in "${targets[@]}"; do
   [ -f "fuzz/dict/$t.dict" ] && args+=("-dict=fuzz/dict/$t.dict")
   log="$work/$t.log"
   rc=0
-  "$bin_dir/$t" "${args[@]}" "$work/corpus/$t" "fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
+  "$bin_dir/$t" "${args[@]}" "$work/corpus/$t" ${seeds[@]+"${seeds[@]}"} >"$log" 2>&1 || rc=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
   cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$last")
@@ -88,8 +94,10 @@ for t in "${targets[@]}"; do
   peak=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -1)
   if [ "$rc" -eq 0 ]; then
     status=ok
+    n_ok=$((n_ok + 1))
   else
     failed=1
+    n_failed=$((n_failed + 1))
     status="FAILED (exit $rc)"
     if grep -q 'ERROR: libFuzzer: timeout' "$log"; then status="FAILED: timeout";
     elif grep -q 'out-of-memory' "$log"; then status="FAILED: out of memory";
@@ -104,4 +112,5 @@ for t in "${targets[@]}"; do
     ls -1 "fuzz/artifacts/$t/" >&2 || true
   fi
 done
+echo "fuzz: $n_ok passed, $n_failed failed"
 exit "$failed"
