@@ -216,6 +216,13 @@ fn minisign_signatures_and_keys_verify_with_zot() {
     std::fs::copy(w.root.join("m.pub"), trusted.join("publisher.pub")).unwrap();
     let out = w.ok(&["verify", s(&a)]);
     assert!(out.contains("publisher.pub"), "{out}");
+    // A directory has no signature: validated, and zot says why nothing
+    // was checked (with an explicit --key it is an error, below).
+    let out = w.ok(&["verify", s(&w.root.join("src-reviewer-2.0.0"))]);
+    assert!(
+        out.contains("only local .zot archives carry signatures"),
+        "{out}"
+    );
     let unsigned = w.archive("reviewer", "2.0.1");
     refused(
         &w,

@@ -14,6 +14,16 @@ use super::inspect::{emit, load, Loaded};
 pub const NO_SIGNATURE: &str =
     "no signature was checked (no --key given and no trusted keys in $ZOT_HOME/trusted-keys/); the digest identifies the content, not its author";
 
+/// Said when trusted keys exist but the reference is not a local archive.
+pub const NOT_SIGNABLE: &str =
+    "no signature was checked: only local .zot archives carry signatures (directories and agent.toml packages have no signed artifact; for GitHub references use `zot run --require-signature`)";
+
+/// A local file that is not a ZIP: what `zot sign` signs.
+fn is_local_archive(reference: &str) -> bool {
+    let p = Path::new(reference);
+    p.is_file() && !zot_package::agent_toml::is_zip_file(p)
+}
+
 #[derive(clap::Args)]
 #[command(
     after_help = "With --key (or when $ZOT_HOME/trusted-keys/ holds *.pub keys) the archive must carry a valid minisign signature, ARCHIVE.minisig, by one of those keys: a missing, malformed or untrusted signature, or an archive that does not match it, is an error naming the file. Without keys no signature is checked, and zot says so."
@@ -50,7 +60,12 @@ fn keys(args: &Args) -> anyhow::Result<KeySet> {
     }
 }
 
-fn fail_json(reference: &str, err: &anyhow::Error, checked: bool) -> anyhow::Result<u8> {
+fn fail_json(
+    reference: &str,
+    err: &anyhow::Error,
+    checked: bool,
+    note: &str,
+) -> anyhow::Result<u8> {
     let out = json!({
         "ok": false,
         "source": reference,
@@ -58,7 +73,7 @@ fn fail_json(reference: &str, err: &anyhow::Error, checked: bool) -> anyhow::Res
         "signature": if checked {
             json!({ "checked": true, "valid": false })
         } else {
-            json!({ "checked": false, "note": NO_SIGNATURE })
+            json!({ "checked": false, "note": note })
         },
     });
     emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
@@ -89,7 +104,7 @@ fn verify_signed(args: &Args, keys: &KeySet) -> anyhow::Result<u8> {
     })();
     let (s, v) = match r {
         Ok(x) => x,
-        Err(e) if args.json => return fail_json(&args.reference, &e, true),
+        Err(e) if args.json => return fail_json(&args.reference, &e, true, ""),
         Err(e) => return Err(e.context(format!("verifying {}", args.reference))),
     };
     if args.json {
@@ -140,12 +155,19 @@ fn verify_signed(args: &Args, keys: &KeySet) -> anyhow::Result<u8> {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let keys = match keys(&args) {
         Ok(k) => k,
-        Err(e) if args.json => return fail_json(&args.reference, &e, true),
+        Err(e) if args.json => return fail_json(&args.reference, &e, true, ""),
         Err(e) => return Err(e),
     };
-    if !keys.is_empty() {
+    // Explicit keys always mean "check the signature"; trusted keys do for
+    // local archives (a directory is still validated, and says why no
+    // signature was checked).
+    let note = if keys.is_empty() {
+        NO_SIGNATURE
+    } else if !args.key.is_empty() || is_local_archive(&args.reference) {
         return verify_signed(&args, &keys);
-    }
+    } else {
+        NOT_SIGNABLE
+    };
     if args.signature.is_some() {
         eprintln!(
             "zot: --signature needs a key: give --key PUB or trust keys in $ZOT_HOME/trusted-keys/"
@@ -154,7 +176,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     let loaded = match load(&args.reference) {
         Ok(l) => l,
-        Err(err) if args.json => return fail_json(&args.reference, &err, false),
+        Err(err) if args.json => return fail_json(&args.reference, &err, false, note),
         Err(e) => return Err(e.context(format!("verifying {}", args.reference))),
     };
     match loaded {
@@ -173,7 +195,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     "compressed_size": s.compressed_size,
                     "compression": s.compression,
                     "warnings": s.warnings,
-                    "signature": { "checked": false, "note": NO_SIGNATURE },
+                    "signature": { "checked": false, "note": note },
                 });
                 emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
             } else {
@@ -185,7 +207,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     zot_package::SourceKind::Directory => "directory is a valid agent",
                 };
                 emit(&format!(
-                    "ok: {} {what}; manifest and layout are valid ({} files)\ndigest {}\nnote: {NO_SIGNATURE}\n",
+                    "ok: {} {what}; manifest and layout are valid ({} files)\ndigest {}\nnote: {note}\n",
                     s.manifest.display_id(),
                     s.files.len(),
                     s.digest
@@ -203,12 +225,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     "digest": s.digest,
                     "files": s.files.len(),
                     "unsupported": s.unsupported,
-                    "signature": { "checked": false, "note": NO_SIGNATURE },
+                    "signature": { "checked": false, "note": note },
                 });
                 emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
             } else {
                 emit(&format!(
-                    "verified agent.toml package {}\ndigest {}\nnote: {NO_SIGNATURE}\n",
+                    "verified agent.toml package {}\ndigest {}\nnote: {note}\n",
                     s.name, s.digest
                 ))?;
             }
