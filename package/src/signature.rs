@@ -91,6 +91,8 @@ pub enum FormatError {
     TrustedCommentBlanks,
     #[error("unexpected text after the {0} line")]
     TrailingText(&'static str),
+    #[error("refused by the minisign parser: {0}")]
+    Rejected(String),
 }
 
 /// Everything that can go wrong with keys and signatures. Paths name the
@@ -308,11 +310,8 @@ impl PublicKey {
             });
         }
         let b64 = b64.trim().to_string();
-        let key = minisign::PublicKey::from_base64(&b64).map_err(|_| FormatError::Length {
-            field: "public key",
-            expected: PUBLIC_KEY_LEN,
-            found: bytes.len(),
-        })?;
+        let key = minisign::PublicKey::from_base64(&b64)
+            .map_err(|e| FormatError::Rejected(e.to_string()))?;
         Ok(PublicKey {
             id: key_id(&bytes[2..10]),
             key,
@@ -429,12 +428,8 @@ impl Signature {
             sig_b64.trim(),
             global_b64.trim()
         );
-        let boxed =
-            minisign::SignatureBox::from_string(&canonical).map_err(|_| FormatError::Length {
-                field: "signature",
-                expected: SIGNATURE_LEN,
-                found: sig.len(),
-            })?;
+        let boxed = minisign::SignatureBox::from_string(&canonical)
+            .map_err(|e| FormatError::Rejected(e.to_string()))?;
         Ok(Signature {
             key_id: key_id(&sig[2..10]),
             trusted_comment: trusted.to_string(),
