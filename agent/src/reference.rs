@@ -232,8 +232,8 @@ fn http_agent() -> ureq::Agent {
         .new_agent()
 }
 
-/// GET `url` (at most [`MAX_DOWNLOAD`] bytes); `Ok(None)` on 404.
-fn download(agent: &ureq::Agent, url: &str) -> Result<Option<Vec<u8>>, String> {
+/// GET `url` (at most `limit` bytes); `Ok(None)` on 404.
+fn download(agent: &ureq::Agent, url: &str, limit: u64) -> Result<Option<Vec<u8>>, String> {
     let mut resp = match agent.get(url).call() {
         Ok(r) => r,
         Err(ureq::Error::StatusCode(404)) => return Ok(None),
@@ -241,7 +241,7 @@ fn download(agent: &ureq::Agent, url: &str) -> Result<Option<Vec<u8>>, String> {
     };
     resp.body_mut()
         .with_config()
-        .limit(MAX_DOWNLOAD)
+        .limit(limit)
         .read_to_vec()
         .map(Some)
         .map_err(|e| format!("download {url}: {e}"))
@@ -271,11 +271,11 @@ fn fetch_release(
     );
     let err = |m: String| RunError::Reference(format!("github release {owner}/{repo} {tag}: {m}"));
     let http = http_agent();
-    let bytes = download(&http, &url)
+    let bytes = download(&http, &url, MAX_DOWNLOAD)
         .map_err(err)?
         .ok_or_else(|| err(format!("download {url}: 404 Not Found")))?;
     let sig_url = format!("{url}{}", zot_package::signature::SIGNATURE_SUFFIX);
-    let sig = download(&http, &sig_url).map_err(err)?;
+    let sig = download(&http, &sig_url, zot_package::signature::MAX_SIGNATURE_FILE).map_err(err)?;
     let tmp = tempfile::Builder::new()
         .prefix("zot-github-")
         .tempdir()
@@ -321,7 +321,7 @@ fn fetch_github(
         if path.is_empty() { "" } else { "/" }
     );
     let err = |m: String| RunError::Reference(format!("github {what}: {m}"));
-    let bytes = download(&http_agent(), &url)
+    let bytes = download(&http_agent(), &url, MAX_DOWNLOAD)
         .map_err(err)?
         .ok_or_else(|| err(format!("download {url}: 404 Not Found")))?;
     let tmp = tempfile::Builder::new()
@@ -417,5 +417,26 @@ mod tests {
         assert!(parse("https://example.com/a/b", cwd).is_err());
         assert!(parse("https://github.com/a/b?x=1", cwd).is_err());
         assert!(parse("https://github.com/a/b%2F..", cwd).is_err());
+        assert_eq!(
+            parse(
+                "https://github.com/acme/agents/releases/download/v1.2/rev.zot",
+                cwd
+            )
+            .unwrap(),
+            Reference::GitHubRelease {
+                owner: "acme".into(),
+                repo: "agents".into(),
+                tag: "v1.2".into(),
+                file: "rev.zot".into(),
+            }
+        );
+        for bad in [
+            "https://github.com/acme/agents/releases",
+            "https://github.com/acme/agents/releases/download/v1/rev.tar.gz",
+            "https://github.com/acme/agents/releases/download/v1/a/rev.zot",
+            "https://github.com/acme/agents/releases/tag/v1",
+        ] {
+            assert!(parse(bad, cwd).is_err(), "{bad}");
+        }
     }
 }
