@@ -70,18 +70,27 @@ for d in agent_dirs():
 
 # -- agent_zip: each agent.toml package zipped ------------------------------
 reset("agent_zip")
+
+
+def zinfo(name):
+    # Fixed timestamps: the same fixtures give the same bytes.
+    i = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    i.compress_type = zipfile.ZIP_DEFLATED
+    return i
+
+
 for d in agent_dirs():
     if not any((d / n).is_file() for n in ("agent.toml", "agent.yaml", "agent.json", "agent.md")):
         continue
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for p in files_of(d):
-            z.write(p, p.relative_to(d).as_posix())
+            z.writestr(zinfo(p.relative_to(d).as_posix()), p.read_bytes())
     out("agent_zip", d.name + ".zip", buf.getvalue())
 buf = io.BytesIO()
 with zipfile.ZipFile(buf, "w") as z:
-    z.writestr("agent.toml", 'name = "x"\n')
-    z.writestr("../escape.md", "x")
+    z.writestr(zinfo("agent.toml"), 'name = "x"\n')
+    z.writestr(zinfo("../escape.md"), "x")
 out("agent_zip", "escape.zip", buf.getvalue())
 
 # -- archive: zotfile agents as zstd and gzip tars, and hostile tars --------
@@ -111,9 +120,6 @@ def zstd(data):
 
 
 def gzip_(data):
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=io.BytesIO(), mode="w"):
-        pass
     import gzip
     return gzip.compress(data, mtime=0)
 
