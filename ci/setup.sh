@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh Debian/Ubuntu machine:
 # bubblewrap (the first sandbox backend), util-linux (setpriv, unshare), zstd
-# (benchmark comparison), python3 (local HTTP server in tests), and the real
-# programs the risk gate's attack tests run (gawk, ripgrep, zip, sqlite3, vim, ed).
+# (benchmark comparison), python3 (local HTTP server in tests), the real
+# programs the risk gate's attack tests run (gawk, ripgrep, zip, sqlite3, vim,
+# ed), minisign (signature interop tests), bsdutils (`script`: a terminal for
+# password prompts).
 # Idempotent; uses sudo when not root.
 set -euo pipefail
 need=()
@@ -18,6 +20,8 @@ command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 command -v vim >/dev/null 2>&1 || need+=(vim-nox)
 command -v ed >/dev/null 2>&1 || need+=(ed)
 command -v flock >/dev/null 2>&1 || need+=(util-linux)
+command -v minisign >/dev/null 2>&1 || need+=(minisign)
+command -v script >/dev/null 2>&1 || need+=(bsdutils)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -1077,3 +1077,272 @@ fn packed_archive_and_stream_mode() {
         Some(1)
     );
 }
+
+// ------------------------------------------------------------ signatures
+
+/// `zot keygen` (unencrypted) in the world's root; returns (secret, public).
+fn signing_key(w: &World, name: &str) -> (PathBuf, PathBuf) {
+    let secret = w.root.join(name);
+    let out = w.run(&["keygen", s(&secret), "--unencrypted"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let public = PathBuf::from(format!("{}.pub", s(&secret)));
+    (secret, public)
+}
+
+fn trust(w: &World, public: &Path) {
+    let dir = w.zot_home.join("trusted-keys");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(public, dir.join(public.file_name().unwrap())).unwrap();
+}
+
+fn key_id(public: &Path) -> String {
+    let t = std::fs::read_to_string(public).unwrap();
+    t.lines()
+        .next()
+        .unwrap()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn require_signature_end_to_end() {
+    let w = World::new();
+    let zot = w.root.join("reviewer.zot");
+    assert!(w
+        .run(&["pack", s(&fixture("readonly-bash")), s(&zot)])
+        .status
+        .success());
+    let sig = PathBuf::from(format!("{}.minisig", s(&zot)));
+    let (secret, public) = signing_key(&w, "publisher.key");
+    let (other_secret, _) = signing_key(&w, "other.key");
+    let run_req = |extra: &[&str]| {
+        let mut a = vec!["run", s(&zot), "-y", "--stream"];
+        a.extend_from_slice(extra);
+        a.push("read: README.md");
+        w.run(&a)
+    };
+
+    // Unsigned: refused, naming the signature file it looked for.
+    assert!(w
+        .run(&["sign", s(&zot), "--key", s(&secret)])
+        .status
+        .success());
+    std::fs::rename(&sig, w.root.join("saved.minisig")).unwrap();
+    trust(&w, &public);
+    let out = run_req(&["--require-signature"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(s(&sig)), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).is_empty());
+
+    // Signed by the trusted key: runs, and says by whom.
+    std::fs::rename(w.root.join("saved.minisig"), &sig).unwrap();
+    let out = run_req(&["--require-signature"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "read: hello from the workspace\n");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!("signature verified: key {}", key_id(&public))),
+        "{err}"
+    );
+    assert!(err.contains("agent:readonly-bash"), "{err}");
+
+    // Consent shows the signer.
+    let (code, term, _) = run_pty(w.cmd(&["run", s(&zot), "--print", "x"]), b"y\n");
+    assert_eq!(code, Some(0), "{term}");
+    assert!(
+        term.contains(&format!("signed by: key {}", key_id(&public))),
+        "{term}"
+    );
+
+    // Signed by a key that is not trusted: refused under the flag, runs
+    // unsigned (with a warning) without it.
+    assert!(w
+        .run(&["sign", s(&zot), "--key", s(&other_secret)])
+        .status
+        .success());
+    let out = run_req(&["--require-signature"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("not a trusted key") && err.contains(s(&sig)),
+        "{err}"
+    );
+    let out = run_req(&[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("running unsigned"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // The config setting requires it too; a bad value is an error.
+    let config = w.zot_home.join("config.toml");
+    std::fs::write(&config, "[trust]\nrequire_signature = true\n").unwrap();
+    let out = run_req(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("not a trusted key"));
+    std::fs::write(&config, "[trust]\nrequire_signature = \"yes\"\n").unwrap();
+    let out = run_req(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("require_signature"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::remove_file(&config).unwrap();
+
+    // Tampered after signing by a trusted key: refused even without the flag.
+    assert!(w
+        .run(&["sign", s(&zot), "--key", s(&secret)])
+        .status
+        .success());
+    let mut bytes = std::fs::read(&zot).unwrap();
+    bytes.push(0);
+    std::fs::write(&zot, bytes).unwrap();
+    let out = run_req(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("does not match"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A directory has no signed artifact.
+    let out = w.run(&[
+        "run",
+        s(&fixture("readonly-bash")),
+        "-y",
+        "--require-signature",
+        "--print",
+        "x",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("no signed artifact"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // No trusted key at all: refused with a hint.
+    std::fs::remove_dir_all(w.zot_home.join("trusted-keys")).unwrap();
+    let out = run_req(&["--require-signature"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("trusted-keys"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn signed_archives_from_github_releases_and_repositories() {
+    let w = World::new();
+    let zot = w.root.join("reviewer.zot");
+    assert!(w
+        .run(&["pack", s(&fixture("readonly-bash")), s(&zot)])
+        .status
+        .success());
+    let (secret, public) = signing_key(&w, "publisher.key");
+    assert!(w
+        .run(&["sign", s(&zot), "--key", s(&secret)])
+        .status
+        .success());
+    trust(&w, &public);
+    let archive = std::fs::read(&zot).unwrap();
+    let sig = std::fs::read(format!("{}.minisig", s(&zot))).unwrap();
+    // A repository holding the signed archive and an agent directory.
+    let repo = w.root.join("src/agents-0123abc");
+    std::fs::create_dir_all(repo.join("dist")).unwrap();
+    std::fs::create_dir_all(repo.join("dir-agent")).unwrap();
+    std::fs::write(repo.join("dist/reviewer.zot"), &archive).unwrap();
+    std::fs::write(repo.join("dist/reviewer.zot.minisig"), &sig).unwrap();
+    std::fs::write(repo.join("dist/unsigned.zot"), &archive).unwrap();
+    std::fs::write(
+        repo.join("dir-agent/manifest.json"),
+        r#"{"zotfile":1,"name":"dir-agent","permissions":{"fs":{"read":["${workspace}"]}}}"#,
+    )
+    .unwrap();
+    let tgz = w.root.join("a.tar.gz");
+    assert!(Command::new("tar")
+        .arg("-czf")
+        .arg(&tgz)
+        .arg("-C")
+        .arg(w.root.join("src"))
+        .arg("agents-0123abc")
+        .status()
+        .unwrap()
+        .success());
+    let (base, _) = serve(vec![
+        (
+            "/acme/agents/archive/HEAD.tar.gz".into(),
+            std::fs::read(&tgz).unwrap(),
+        ),
+        (
+            "/acme/agents/releases/download/v1/reviewer.zot".into(),
+            archive.clone(),
+        ),
+        (
+            "/acme/agents/releases/download/v1/reviewer.zot.minisig".into(),
+            sig,
+        ),
+        ("/acme/agents/releases/download/v1/bare.zot".into(), archive),
+    ]);
+    let run = |reference: &str| {
+        w.cmd(&[
+            "run",
+            reference,
+            "-y",
+            "--require-signature",
+            "--stream",
+            "read: README.md",
+        ])
+        .env("ZOT_GITHUB_BASE", &base)
+        .output()
+        .unwrap()
+    };
+    for ok in [
+        "https://github.com/acme/agents/releases/download/v1/reviewer.zot",
+        // A name ending in .zot is a local path: a repository's archive
+        // is named by URL.
+        "https://github.com/acme/agents/tree/HEAD/dist/reviewer.zot",
+    ] {
+        let out = run(ok);
+        assert!(out.status.success(), "{ok}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "read: hello from the workspace\n");
+        assert!(text(&out.stderr).contains("signature verified"), "{ok}");
+    }
+    for (bad, why) in [
+        (
+            "https://github.com/acme/agents/releases/download/v1/bare.zot",
+            "bare.zot.minisig",
+        ),
+        (
+            "https://github.com/acme/agents/dist/unsigned.zot",
+            "unsigned.zot.minisig",
+        ),
+        ("acme/agents/dir-agent", "no signed artifact"),
+    ] {
+        let out = run(bad);
+        assert_eq!(out.status.code(), Some(1), "{bad}");
+        assert!(
+            text(&out.stderr).contains(why),
+            "{bad}: {}",
+            text(&out.stderr)
+        );
+    }
+    // Without the flag the unsigned release runs.
+    let out = w
+        .cmd(&[
+            "run",
+            "https://github.com/acme/agents/releases/download/v1/bare.zot",
+            "-y",
+            "--print",
+            "read: README.md",
+        ])
+        .env("ZOT_GITHUB_BASE", &base)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}

@@ -56,6 +56,9 @@ pub struct LoadedAgent {
     /// An agent.toml package: its session files are seeded into the
     /// workspace.
     pub toml: Option<zot_package::agent_toml::AgentPackage>,
+    /// The publisher signature that verified, when the archive had one by
+    /// a trusted key (see `trust`).
+    pub signature: Option<zot_package::signature::Verified>,
 }
 
 impl LoadedAgent {
@@ -130,6 +133,7 @@ pub fn open_agent_toml(path: &Path) -> Result<LoadedAgent, RunError> {
         _package: None,
         _guard: None,
         toml: Some(pkg),
+        signature: None,
     })
 }
 
@@ -179,6 +183,7 @@ pub fn open_agent(path: &Path) -> Result<LoadedAgent, RunError> {
         _package: Some(pkg),
         _guard: None,
         toml: None,
+        signature: None,
     })
 }
 

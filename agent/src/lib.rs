@@ -26,6 +26,7 @@ pub mod runtime;
 pub mod session;
 pub mod term;
 pub mod tools;
+pub mod trust;
 
 pub use providers::Cancel;
 pub use runtime::{compile_policy, models_report, run, OutputMode, RunOptions, SessionChoice};
@@ -75,6 +76,8 @@ pub enum RunError {
     Pre(String),
     #[error("{0}")]
     Usage(String),
+    #[error("signature: {0}")]
+    Signature(String),
     #[error("{what}")]
     Io {
         what: String,

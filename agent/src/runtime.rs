@@ -19,6 +19,7 @@ use crate::providers::{
 pub use crate::session::SessionChoice;
 use crate::session::{self, Record, Session};
 use crate::tools::{self, ToolEnv};
+use crate::trust;
 use crate::{config, prompt, reference, requirements, term, RunError, ZOT_VERSION};
 
 /// Model steps (responses) allowed in one turn before it is cut off.
@@ -50,6 +51,10 @@ pub struct RunOptions {
     /// SIGTERM and SIGHUP during a model request into
     /// [`RunError::Interrupted`] (exit 128+N), after cleaning up.
     pub cancel: Option<Cancel>,
+    /// Refuse an agent without a valid signature by a trusted key
+    /// (`--require-signature`; the `require_signature` setting also turns
+    /// this on).
+    pub require_signature: bool,
 }
 
 /// Refuse permissions the runtime cannot enforce yet.
@@ -139,14 +144,17 @@ pub fn run(opts: RunOptions) -> Result<u8, RunError> {
 }
 
 /// The model of a run, checked against the agent (before consent).
-fn choose_model(opts: &RunOptions, spec: &AgentSpec) -> Result<Selection, RunError> {
+fn choose_model(
+    opts: &RunOptions,
+    spec: &AgentSpec,
+    cfg: &config::Loaded,
+) -> Result<Selection, RunError> {
     if opts.sim_script.is_some()
         && (opts.model.as_deref().is_some_and(|m| m != models::SIM)
             || opts.provider.as_deref().is_some_and(|p| p != models::SIM))
     {
         return Err(RunError::Usage("--sim-script needs the sim model".into()));
     }
-    let cfg = config::load()?;
     let reg = Registry::from_env(&cfg.config);
     let choice = models::Choice {
         model: opts
@@ -263,16 +271,32 @@ pub fn models_report() -> Result<models::Report, RunError> {
 fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
     let here = std::env::current_dir().map_err(|e| RunError::io("current directory", e))?;
     let workspace = workspace_of(opts.cwd.as_deref())?;
-    let agent = reference::resolve(&opts.reference, &here)?;
+    let zot_home = home::zot_home()?;
+    let cfg = config::load()?;
+    let required = opts.require_signature || cfg.config.trust.require_signature;
+    let keys = trust::trusted_keys(&zot_home)?;
+    let mut sig_warnings = Vec::new();
+    let agent = reference::resolve_checked(
+        &opts.reference,
+        &here,
+        &reference::Signatures {
+            keys: &keys,
+            required,
+        },
+        &mut sig_warnings,
+    )?;
     let spec = agent.spec.clone();
-    for w in &agent.warnings {
+    for w in sig_warnings.iter().chain(&agent.warnings) {
         warn(w);
+    }
+    if let Some(v) = &agent.signature {
+        eprintln!("zot: signature verified: {}", trust::signer_line(v));
     }
     check_unenforced(&spec)?;
     requirements::check(&spec, ZOT_VERSION)?;
     // The model and the tools are settled before consent is asked and
     // before anything is created on disk.
-    let selection = choose_model(&opts, &spec)?;
+    let selection = choose_model(&opts, &spec, &cfg)?;
     for n in &selection.notes {
         warn(n);
     }
@@ -285,7 +309,6 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
         ),
     };
     let mut model = open_model(&selection, opts.sim_script.as_deref(), signals)?;
-    let zot_home = home::zot_home()?;
     let ah = AgentHome::new(zot_home.clone(), &spec.name);
     let data = ah.data_dir();
     home::private_dir(&data)
@@ -401,10 +424,12 @@ fn get_consent(
     bypass: Bypass,
     interactive: bool,
 ) -> Result<(), RunError> {
+    let signer = agent.signature.as_ref().map(trust::signer_line);
     let req = consent::Request {
         name: &agent.spec.name,
         version: agent.spec.version.as_deref(),
         digest: &agent.digest,
+        signer: signer.as_deref(),
         perms,
     };
     consent::obtain(ah, &req, bypass, interactive, &mut |text| {

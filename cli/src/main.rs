@@ -27,8 +27,13 @@ enum Command {
     Pack(cmd::pack::Args),
     /// Show an agent's identity, permissions and files without running it
     Inspect(cmd::inspect::Args),
-    /// Check that an archive loads safely and its manifest is valid
+    /// Check that an archive loads safely, its manifest is valid and (with
+    /// keys) its signature verifies
     Verify(cmd::verify::Args),
+    /// Generate a minisign key pair for signing archives
+    Keygen(cmd::keygen::Args),
+    /// Sign a .zot archive (writes ARCHIVE.minisig)
+    Sign(cmd::sign::Args),
     /// Safely extract a .zot archive into an empty directory
     Unpack(cmd::unpack::Args),
     /// Validate an agent package (zotfile or agent.toml) and list diagnostics
@@ -56,6 +61,8 @@ fn main() -> ExitCode {
         Command::Pack(a) => cmd::pack::run(a),
         Command::Inspect(a) => cmd::inspect::run(a),
         Command::Verify(a) => cmd::verify::run(a),
+        Command::Keygen(a) => cmd::keygen::run(a),
+        Command::Sign(a) => cmd::sign::run(a),
         Command::Unpack(a) => cmd::unpack::run(a),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Convert(a) => cmd::convert::run(a),

@@ -107,6 +107,10 @@ pub enum PackageError {
     Secrets { path: PathBuf, files: Vec<String> },
     #[error("{}: destination is not an empty directory", path.display())]
     DestinationNotEmpty { path: PathBuf },
+    #[error("signature check failed")]
+    Signature(#[from] crate::signature::SignatureError),
+    #[error("{}: a directory has no artifact to sign: pack it into a .zot archive and sign that", path.display())]
+    UnsignableDirectory { path: PathBuf },
 }
 
 impl PackageError {

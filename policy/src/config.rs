@@ -26,7 +26,7 @@ use crate::diagnostic::{suggest, Diagnostic};
 pub const FILE_NAME: &str = "config.toml";
 
 /// Top-level tables of the file.
-pub const SECTIONS: &[&str] = &["defaults", "http", "providers", "models"];
+pub const SECTIONS: &[&str] = &["defaults", "http", "providers", "models", "trust"];
 
 /// The wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -104,6 +104,16 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderConfig>,
     /// `[[models]]`: models the catalog does not know (or corrections).
     pub models: Vec<ModelEntry>,
+    /// `[trust]`: what `zot run` requires of an agent's publisher.
+    pub trust: Trust,
+}
+
+/// `[trust]`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trust {
+    /// Refuse agents without a valid signature by a trusted key, as
+    /// `zot run --require-signature` does.
+    pub require_signature: bool,
 }
 
 /// `[defaults]`.
@@ -205,6 +215,7 @@ pub fn parse(text: &str) -> Result<Config, Vec<Diagnostic>> {
             }
             "providers" => cfg.providers = section_providers(&mut w, v),
             "models" => cfg.models = section_models(&mut w, v),
+            "trust" => cfg.trust = section_trust(&mut w, v),
             _ => w.unknown("", k, SECTIONS),
         }
     }
@@ -258,6 +269,22 @@ const MODEL_KEYS: &[&str] = &[
 const MAX_TIMEOUT_SECS: f64 = 3600.0;
 /// Most attempts per request accepted.
 pub const MAX_ATTEMPTS_LIMIT: u32 = 10;
+
+fn section_trust(w: &mut Walker, v: &Value) -> Trust {
+    let mut t = Trust::default();
+    let Some(table) = w.table(v, "trust") else {
+        return t;
+    };
+    for (k, v) in table {
+        match k.as_str() {
+            "require_signature" => {
+                t.require_signature = w.bool(v, &join("trust", k)).unwrap_or(false)
+            }
+            _ => w.unknown("trust", k, &["require_signature"]),
+        }
+    }
+    t
+}
 
 fn section_defaults(w: &mut Walker, v: &Value) -> Defaults {
     let mut d = Defaults::default();
@@ -837,6 +864,18 @@ reasoning = true
         assert!(e[0].starts_with("invalid TOML"), "{e:?}");
         let e = errors("[providers.openai]\nbase_url = \"https://u:p@h/v1\"\n");
         assert!(e[0].contains("credentials"), "{e:?}");
+    }
+
+    #[test]
+    fn trust_section() {
+        assert!(!parse("").unwrap().trust.require_signature);
+        assert!(parse("[trust]\nrequire_signature = true\n").unwrap().trust.require_signature);
+        let e = errors("[trust]\nrequire_signature = \"yes\"\n");
+        assert!(e.iter().any(|d| d.starts_with("trust.require_signature")), "{e:?}");
+        let e = errors("[trust]\nrequire_signatures = true\n");
+        assert!(e.iter().any(|d| d.contains("did you mean") && d.contains("require_signature")), "{e:?}");
+        let e = errors("require_signature = true\n");
+        assert!(e.iter().any(|d| d.contains("require_signature")), "{e:?}");
     }
 
     #[test]

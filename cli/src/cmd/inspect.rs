@@ -95,9 +95,15 @@ pub fn load(reference: &str) -> anyhow::Result<Loaded> {
     let cwd = std::env::current_dir().context("reading the current directory")?;
     match reference::parse(reference, &cwd)? {
         Reference::Local(p) => load_local(&p),
-        Reference::GitHub { .. } => {
+        Reference::GitHub { .. } | Reference::GitHubRelease { .. } => {
             let loaded = reference::resolve(reference, &cwd)?;
-            Ok(match load_local(&loaded.root)? {
+            // A downloaded archive is described as the archive (its own
+            // digest), a repository directory as the directory.
+            let local = match &loaded._package {
+                Some(p) if p.kind == zot_package::SourceKind::Archive => p.source.clone(),
+                _ => loaded.root.clone(),
+            };
+            Ok(match load_local(&local)? {
                 Loaded::Zotfile(mut s) => {
                     s.source = PathBuf::from(reference);
                     Loaded::Zotfile(s)

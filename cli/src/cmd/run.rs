@@ -64,6 +64,11 @@ pub struct Args {
     /// Sandbox backend for bash: auto, bwrap, native, landlock
     #[arg(long, value_name = "B", value_parser = parse_backend)]
     pub backend: Option<String>,
+    /// Refuse the agent unless it is a .zot archive with a valid signature
+    /// (ARCHIVE.minisig) by a key in $ZOT_HOME/trusted-keys/ (also
+    /// `[trust] require_signature = true` in the config file)
+    #[arg(long)]
+    pub require_signature: bool,
 }
 
 fn parse_backend(s: &str) -> Result<String, String> {
@@ -118,6 +123,7 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         session,
         backend: a.backend,
         cancel: None,
+        require_signature: a.require_signature,
     };
     match zot_agent::run(opts) {
         Ok(code) => Ok(code),
