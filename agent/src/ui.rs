@@ -45,6 +45,14 @@ pub trait Ui {
     /// Output of a command zot runs for the user rather than for the model
     /// (`entry.pre`'s `!CMD`).
     fn command_output(&mut self, text: &str);
+    /// What a slash command answers (`/help`, `/usage`, `/session tree`).
+    fn show(&mut self, text: &str) {
+        self.command_output(text)
+    }
+    /// The agent's `entry.greeting`, when the interactive mode starts.
+    fn greeting(&mut self, text: &str) {
+        self.command_output(text)
+    }
     /// True when a human can answer questions (stdin is a terminal).
     fn can_ask(&self) -> bool;
     /// Show `text` (may be empty), then ask `question` with a yes/no answer.

@@ -1,0 +1,103 @@
+//! Driving the real binary on a pseudo-terminal (rexpect): the child gets
+//! a new session with the pty as its controlling terminal and as
+//! stdin/stdout/stderr, as in a terminal emulator. Every byte it writes is
+//! kept, so tests can look at escape sequences (colours) as well as text.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use rexpect::session::PtySession;
+
+/// How long one expectation waits.
+pub const TIMEOUT: Duration = Duration::from_secs(20);
+
+pub struct Pty {
+    pub session: PtySession,
+    /// Everything read from the terminal so far.
+    pub transcript: String,
+}
+
+/// Control keys.
+pub const CTRL_C: &str = "\x03";
+pub const CTRL_D: &str = "\x04";
+pub const UP: &str = "\x1b[A";
+pub const ALT_ENTER: &str = "\x1b\r";
+
+impl Pty {
+    /// Start `cmd` on a new 120x40 terminal. Its stdio must be inherited
+    /// (the pty); a `Stdio::null()` set by a shared runner is undone here.
+    pub fn spawn(mut cmd: Command) -> Pty {
+        cmd.stdin(Stdio::inherit())
+            .stdout(Stdio::inherit())
+            .stderr(Stdio::inherit());
+        let session = rexpect::session::spawn_command(cmd, Some(TIMEOUT.as_millis() as u64))
+            .expect("spawn on a pty");
+        let f = session.process.get_file_handle().expect("pty master");
+        let ws = libc::winsize {
+            ws_row: 40,
+            ws_col: 120,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCSWINSZ reads one winsize from a valid pointer.
+        unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&f), libc::TIOCSWINSZ, &ws) };
+        Pty {
+            session,
+            transcript: String::new(),
+        }
+    }
+
+    /// Wait for `needle`; returns what came before it (since the last
+    /// expectation). Panics with the transcript when it does not come.
+    pub fn expect(&mut self, needle: &str) -> String {
+        match self.session.exp_string(needle) {
+            Ok(before) => {
+                self.transcript.push_str(&before);
+                self.transcript.push_str(needle);
+                before
+            }
+            Err(e) => panic!(
+                "waiting for {needle:?}: {e}\n--- transcript ---\n{}",
+                self.transcript
+            ),
+        }
+    }
+
+    /// Type `s` (no newline added).
+    pub fn send(&mut self, s: &str) {
+        self.session.send(s).expect("write to the pty");
+        self.session.flush().expect("flush the pty");
+    }
+
+    /// Type `s` and Enter.
+    pub fn line(&mut self, s: &str) {
+        self.send(&format!("{s}\r"));
+    }
+
+    /// Wait for the program to end: everything it still wrote, and its
+    /// exit code (`None`: killed by a signal).
+    pub fn finish(&mut self) -> (String, Option<i32>) {
+        let rest = self.session.exp_eof().unwrap_or_default();
+        self.transcript.push_str(&rest);
+        let status = self.session.process.wait().expect("wait");
+        let code = match status {
+            nix::sys::wait::WaitStatus::Exited(_, c) => Some(c),
+            _ => None,
+        };
+        (rest, code)
+    }
+}
+
+/// True when `s` has an SGR (colour/style) escape sequence.
+pub fn has_sgr(s: &str) -> bool {
+    let b = s.as_bytes();
+    (0..b.len()).any(|i| {
+        b[i] == 0x1b && b.get(i + 1) == Some(&b'[') && {
+            let mut j = i + 2;
+            while j < b.len() && (b[j].is_ascii_digit() || b[j] == b';') {
+                j += 1;
+            }
+            j > i + 2 && b.get(j) == Some(&b'm')
+        }
+    })
+}
