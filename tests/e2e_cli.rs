@@ -127,3 +127,82 @@ fn debug_command_takes_the_command_without_dashes() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--"), "{}", text(&out.stderr));
 }
+
+/// An agent directory with `mib` MiB of incompressible data in assets/.
+fn big_agent(w: &World, mib: usize) -> std::path::PathBuf {
+    let dir = w.agent("bulky", serde_json::json!({}));
+    std::fs::create_dir_all(dir.join("assets")).unwrap();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let data: Vec<u8> = (0..mib << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(dir.join("assets/blob.bin"), data).unwrap();
+    dir
+}
+
+#[test]
+fn packing_a_large_tree_shows_progress_on_a_terminal_only() {
+    use common::pty::Pty;
+    let w = World::new();
+    let dir = big_agent(&w, 24);
+    let out = w.root.join("bulky.zot");
+    let mut c = w.cmd(&["pack", s(&dir), s(&out)]);
+    c.env("TERM", "xterm");
+    let mut p = Pty::spawn(c);
+    p.expect("packing");
+    p.expect("digest sha256:");
+    let (_, code) = p.finish();
+    assert_eq!(code, Some(0), "{}", p.transcript);
+    assert!(p.transcript.contains("MiB"), "{:?}", p.transcript);
+    // Not a terminal: no bar, the same result.
+    std::fs::remove_file(&out).unwrap();
+    let o = w
+        .cmd(&["pack", s(&dir), s(&out)])
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(o.stderr.is_empty(), "{}", text(&o.stderr));
+}
+
+#[test]
+fn github_downloads_show_progress_on_a_terminal() {
+    use common::fake_llm::{FakeServer, Part, Reply};
+    use common::pty::Pty;
+    let w = World::new();
+    // A repository archive: one top directory holding the agent.
+    let repo = w.root.join("repo-main");
+    std::fs::create_dir_all(&repo).unwrap();
+    let agent = w.agent("fetched", serde_json::json!({"description": "from afar"}));
+    std::fs::copy(agent.join("manifest.json"), repo.join("manifest.json")).unwrap();
+    let tgz = w.root.join("main.tar.gz");
+    let st = Command::new("tar")
+        .arg("czf")
+        .arg(&tgz)
+        .arg("-C")
+        .arg(&w.root)
+        .arg("repo-main")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let bytes = std::fs::read(&tgz).unwrap();
+    let srv = FakeServer::start(move |_, _| Reply {
+        status: 200,
+        headers: vec![("content-type".into(), "application/gzip".into())],
+        parts: vec![Part::Bytes(bytes.clone())],
+        silent: false,
+    });
+    let mut c = w.cmd(&["inspect", "acme/repo"]);
+    c.env("ZOT_GITHUB_BASE", &srv.base).env("TERM", "xterm");
+    let mut p = Pty::spawn(c);
+    p.expect("downloading 127.0.0.1");
+    p.expect("from afar");
+    let (_, code) = p.finish();
+    assert_eq!(code, Some(0), "{}", p.transcript);
+    assert_eq!(srv.requests()[0].path, "/acme/repo/archive/HEAD.tar.gz");
+}

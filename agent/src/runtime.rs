@@ -280,6 +280,7 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
             required,
         },
         &mut sig_warnings,
+        &mut |p| ui.progress(p),
     )?;
     let spec = agent.spec.clone();
     for w in sig_warnings.iter().chain(&agent.warnings) {

@@ -24,23 +24,30 @@ pub const UP: &str = "\x1b[A";
 pub const ALT_ENTER: &str = "\x1b\r";
 
 impl Pty {
-    /// Start `cmd` on a new 120x40 terminal. Its stdio must be inherited
-    /// (the pty); a `Stdio::null()` set by a shared runner is undone here.
-    pub fn spawn(mut cmd: Command) -> Pty {
-        cmd.stdin(Stdio::inherit())
+    /// Start `cmd` on a new 120x40 terminal. `cmd` is run with exactly the
+    /// environment it sets (as [`World::cmd`](super::run::World::cmd)'s
+    /// commands do, from a cleared one), through `sh`, which sets the
+    /// terminal's size first.
+    pub fn spawn(cmd: Command) -> Pty {
+        let mut sh = Command::new("/bin/sh");
+        sh.arg("-c")
+            .arg("stty rows 40 cols 120 && exec \"$0\" \"$@\"")
+            .arg(cmd.get_program())
+            .args(cmd.get_args())
+            .env_clear()
+            .stdin(Stdio::inherit())
             .stdout(Stdio::inherit())
             .stderr(Stdio::inherit());
-        let session = rexpect::session::spawn_command(cmd, Some(TIMEOUT.as_millis() as u64))
+        for (k, v) in cmd.get_envs() {
+            if let Some(v) = v {
+                sh.env(k, v);
+            }
+        }
+        if let Some(d) = cmd.get_current_dir() {
+            sh.current_dir(d);
+        }
+        let session = rexpect::session::spawn_command(sh, Some(TIMEOUT.as_millis() as u64))
             .expect("spawn on a pty");
-        let f = session.process.get_file_handle().expect("pty master");
-        let ws = libc::winsize {
-            ws_row: 40,
-            ws_col: 120,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        // SAFETY: TIOCSWINSZ reads one winsize from a valid pointer.
-        unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&f), libc::TIOCSWINSZ, &ws) };
         Pty {
             session,
             transcript: String::new(),

@@ -8,6 +8,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 
 use zot_agent::events::{Event, OutputMode};
+use zot_agent::ui::Progress;
 use zot_agent::{Cancel, Line, LineRequest, Ui};
 
 pub mod editor;
@@ -25,6 +26,8 @@ pub struct TermUi {
     /// The interactive mode's cancel handle (Ctrl-C during a turn).
     cancel: Option<Cancel>,
     editor: Option<editor::LineEditor>,
+    /// The bar of the download in progress.
+    bar: Option<progress::Bytes>,
 }
 
 impl TermUi {
@@ -35,6 +38,7 @@ impl TermUi {
             stdin_tty: std::io::stdin().is_terminal(),
             cancel: None,
             editor: None,
+            bar: None,
         }
     }
 
@@ -130,6 +134,11 @@ impl Ui for TermUi {
     fn command_output(&mut self, text: &str) {
         self.settle();
         eprintln!("{text}");
+    }
+
+    fn progress(&mut self, p: &Progress<'_>) {
+        self.render.quiet();
+        progress::Bytes::follow(&mut self.bar, p);
     }
 
     fn greeting(&mut self, text: &str) {

@@ -62,6 +62,17 @@ impl Bytes {
         Bytes(pb)
     }
 
+    /// Draw `p` on the bar in `slot` (started at the first report,
+    /// removed at the last).
+    pub fn follow(slot: &mut Option<Bytes>, p: &zot_agent::ui::Progress<'_>) {
+        if p.finished {
+            *slot = None;
+        } else {
+            slot.get_or_insert_with(|| Bytes::start(p.what, p.total))
+                .set(p.done, p.total);
+        }
+    }
+
     pub fn set(&self, done: u64, total: Option<u64>) {
         if let Some(t) = total {
             self.0.set_length(t);
