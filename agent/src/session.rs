@@ -645,6 +645,50 @@ mod tests {
     }
 
     #[test]
+    fn fork_copies_the_records_and_names_its_parent() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("s");
+        let mut l = open(&SessionChoice::New, &dir, "a", "sha256:x", Path::new("/w")).unwrap();
+        let s = l.session.as_mut().unwrap();
+        for rec in [
+            Record::Message {
+                message: Message::User {
+                    content: "first  prompt\nwith lines".into(),
+                },
+            },
+            Record::Usage {
+                turn: 1,
+                provider: "sim".into(),
+                model: "sim".into(),
+                usage: Usage {
+                    input_tokens: 7,
+                    output_tokens: 3,
+                    ..Default::default()
+                },
+            },
+            Record::Cancelled { turn: 1 },
+        ] {
+            s.append(&rec).unwrap();
+        }
+        let parent = s.id.clone();
+        let f = s.fork(&dir, "a", "sha256:x", Path::new("/w")).unwrap();
+        let fork = f.session.as_ref().unwrap();
+        assert_ne!(fork.id, parent);
+        assert_eq!(f.history.len(), 1);
+        assert_eq!(f.usage.input_tokens, 7);
+        drop(f);
+        drop(l);
+        let all = summaries(&dir, "a");
+        assert_eq!(all.len(), 2);
+        let child = all.iter().find(|x| x.parent.is_some()).unwrap();
+        assert_eq!(child.parent.as_deref(), Some(parent.as_str()));
+        assert_eq!(child.prompts, 1);
+        assert_eq!(child.title, "first prompt with lines");
+        // Another agent's sessions are not listed.
+        assert!(summaries(&dir, "b").is_empty());
+    }
+
+    #[test]
     fn a_session_must_start_with_the_agents_header() {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("s");
