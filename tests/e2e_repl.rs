@@ -100,7 +100,7 @@ fn typing_history_multiline_and_ctrl_d() {
     p.line("clean");
     p.expect("echo: clean");
     // Ctrl-D at an empty prompt ends the run with 0.
-    p.send(CTRL_D);
+    p.at_prompt("typist> ", CTRL_D);
     let (_, code) = p.finish();
     assert_eq!(code, Some(0), "{}", p.transcript);
     assert!(!p.transcript.contains("echo: garbage"), "{}", p.transcript);
@@ -196,7 +196,7 @@ fn sessions_pick_fork_tree_and_clear() {
     p.expect("resumed session ");
     p.line("back in the first");
     p.expect("echo: back in the first");
-    p.send(CTRL_D);
+    p.at_prompt("sessioner> ", CTRL_D);
     let (_, code) = p.finish();
     assert_eq!(code, Some(0), "{}", p.transcript);
 
@@ -259,7 +259,7 @@ fn ctrl_c_cancels_a_model_request_and_the_prompt_comes_back() {
     p.expect("waiter> ");
     p.line("again");
     p.expect("after cancel");
-    p.send(CTRL_D);
+    p.at_prompt("waiter> ", CTRL_D);
     let (_, code) = p.finish();
     assert_eq!(code, Some(0), "{}", p.transcript);
     // The session says where the turn stopped, and goes on consistently.
@@ -287,14 +287,14 @@ fn colour_follows_no_color_and_the_terminal() {
     let mut p = repl(&w, &agent, &[], &[]);
     p.line("/frob");
     p.expect("unknown command");
-    p.send(CTRL_D);
+    p.at_prompt("painter> ", CTRL_D);
     p.finish();
     assert!(has_sgr(&p.transcript), "{:?}", p.transcript);
     // NO_COLOR: none at all, on the same terminal.
     let mut p = repl(&w, &agent, &[], &[("NO_COLOR", "1")]);
     p.line("/frob");
     p.expect("unknown command");
-    p.send(CTRL_D);
+    p.at_prompt("painter> ", CTRL_D);
     p.finish();
     assert!(!has_sgr(&p.transcript), "{:?}", p.transcript);
     // Not a terminal: no colour; CLICOLOR_FORCE=1 forces it; NO_COLOR wins
@@ -343,7 +343,7 @@ fn model_text_cannot_send_escape_sequences_to_the_terminal() {
     );
     p.line("go");
     p.expect("done");
-    p.send(CTRL_D);
+    p.at_prompt("escaper> ", CTRL_D);
     p.finish();
     assert!(
         p.transcript.contains("title^[]0;pwned^Gclip"),

@@ -81,10 +81,30 @@ impl Pty {
         self.send(&format!("{s}\r"));
     }
 
+    /// Wait for `prompt` (the line editor is reading: control keys now
+    /// reach it rather than the terminal's cooked mode), then send `key`.
+    pub fn at_prompt(&mut self, prompt: &str, key: &str) {
+        self.expect(prompt);
+        self.send(key);
+    }
+
     /// Wait for the program to end: everything it still wrote, and its
-    /// exit code (`None`: killed by a signal).
+    /// exit code (`None`: killed by a signal). A program that does not end
+    /// within [`TIMEOUT`] is killed and the test fails.
     pub fn finish(&mut self) -> (String, Option<i32>) {
-        let rest = self.session.exp_eof().unwrap_or_default();
+        let rest = match self.session.exp_eof() {
+            Ok(rest) => rest,
+            Err(e) => {
+                let _ = self
+                    .session
+                    .process
+                    .signal(nix::sys::signal::Signal::SIGKILL);
+                panic!(
+                    "the program did not end: {e}\n--- transcript ---\n{}",
+                    self.transcript
+                );
+            }
+        };
         self.transcript.push_str(&rest);
         let status = self.session.process.wait().expect("wait");
         let code = match status {
