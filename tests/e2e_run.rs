@@ -109,7 +109,11 @@ fn json_event_stream() {
     let ev = events(&out);
     assert_eq!(ev.len(), 1);
     assert!(
-        ev[0]["type"] == "error" && ev[0]["message"].as_str().unwrap().contains("OPENAI_API_KEY is not set"),
+        ev[0]["type"] == "error"
+            && ev[0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("OPENAI_API_KEY is not set"),
         "{ev:?}"
     );
 }
@@ -622,13 +626,18 @@ fn requirement_failures_come_before_consent() {
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(
-        err.contains("reasoning") && err.contains("ANTHROPIC_API_KEY is not set") && !err.contains("consent"),
+        err.contains("reasoning")
+            && err.contains("ANTHROPIC_API_KEY is not set")
+            && !err.contains("consent"),
         "{err}"
     );
     assert!(!w.zot_home.join("agents/thinker").exists());
     let out = w.run(&["run", s(&agent), "--print", "--model", "sim", "hi"]);
     let err = text(&out.stderr);
-    assert!(err.contains("sim (sim) does not satisfy") && !err.contains("consent"), "{err}");
+    assert!(
+        err.contains("sim (sim) does not satisfy") && !err.contains("consent"),
+        "{err}"
+    );
     assert!(!w.zot_home.join("agents/thinker").exists());
 }
 
@@ -1345,4 +1354,117 @@ fn signed_archives_from_github_releases_and_repositories() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// Entries of `dir` whose names start with `prefix`.
+fn named(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(prefix))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_killed_runs_temp_dirs_are_removed_by_the_next_invocation() {
+    let w = World::new();
+    if !sandbox_works(&w) {
+        return;
+    }
+    let src = w.agent(
+        "sleeper",
+        json!({"permissions": {"fs": {"read": ["${workspace}"]}, "bash": {"mode": "allowlist", "allow": ["sleep"]}}}),
+    );
+    let archive = w.root.join("sleeper.zot");
+    let out = w.run(&["pack", s(&src), s(&archive)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The same agent as a GitHub repository (archive served locally).
+    let repo = w.root.join("src/sleeper-0123");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::copy(src.join("manifest.json"), repo.join("manifest.json")).unwrap();
+    let tgz = w.root.join("r.tar.gz");
+    assert!(Command::new("tar")
+        .arg("-czf")
+        .arg(&tgz)
+        .arg("-C")
+        .arg(w.root.join("src"))
+        .arg("sleeper-0123")
+        .status()
+        .unwrap()
+        .success());
+    let (base, _hits) = serve(vec![(
+        "/acme/sleeper/archive/HEAD.tar.gz".into(),
+        std::fs::read(&tgz).unwrap(),
+    )]);
+    let script = w.script(
+        "s.json",
+        json!([{"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]}, {"text": "done"}]),
+    );
+    let tmp = w.root.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    for (reference, prefix) in [(s(&archive), "zot-agent-"), ("acme/sleeper", "zot-github-")] {
+        let mut child = w
+            .cmd(&[
+                "run",
+                reference,
+                "-y",
+                "--json",
+                "--sim-script",
+                s(&script),
+                "go",
+            ])
+            .env("ZOT_GITHUB_BASE", &base)
+            .env("TMPDIR", &tmp)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until the bash tool call is under way.
+        let mut lines =
+            std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+        let started = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .any(|l| l.contains("\"tool_call\""));
+        assert!(started, "{reference}: no tool call");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let left = named(&tmp, prefix);
+        assert_eq!(left.len(), 1, "{reference}: {left:?}");
+        child.kill().unwrap(); // SIGKILL: no clean-up code runs
+        child.wait().unwrap();
+        assert!(left[0].exists(), "only the next invocation cleans up");
+        // Any zot command sweeps what the dead run journaled.
+        let out = w.cmd(&["models"]).env("TMPDIR", &tmp).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(
+            named(&tmp, prefix).is_empty(),
+            "{reference}: {:?}",
+            named(&tmp, prefix)
+        );
+        let journals: Vec<PathBuf> = named(&w.zot_home.join("journal"), "")
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        assert!(journals.is_empty(), "{journals:?}");
+    }
+    // A run that ends normally leaves no journal and no temp dir.
+    let out = w
+        .cmd(&["run", s(&archive), "-y", "--print", "hi"])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(named(&tmp, "zot-").is_empty());
+    assert!(named(&w.zot_home.join("journal"), "")
+        .iter()
+        .all(|p| p.extension().is_none_or(|x| x != "jsonl")));
 }

@@ -276,10 +276,7 @@ fn fetch_release(
         .ok_or_else(|| err(format!("download {url}: 404 Not Found")))?;
     let sig_url = format!("{url}{}", zot_package::signature::SIGNATURE_SUFFIX);
     let sig = download(&http, &sig_url, zot_package::signature::MAX_SIGNATURE_FILE).map_err(err)?;
-    let tmp = tempfile::Builder::new()
-        .prefix("zot-github-")
-        .tempdir()
-        .map_err(|e| RunError::io("temp dir", e))?;
+    let tmp = deps::scratch_dir("zot-github-")?;
     let local = tmp.path().join(file);
     std::fs::write(&local, &bytes).map_err(|e| RunError::io(local.display().to_string(), e))?;
     let local_sig = zot_package::signature::signature_path(&local);
@@ -297,7 +294,7 @@ fn fetch_release(
                 )),
                 e => e,
             })?;
-    agent._guard = Some(tmp);
+    agent._scratch.push(tmp);
     Ok(agent)
 }
 
@@ -324,10 +321,7 @@ fn fetch_github(
     let bytes = download(&http_agent(), &url, MAX_DOWNLOAD)
         .map_err(err)?
         .ok_or_else(|| err(format!("download {url}: 404 Not Found")))?;
-    let tmp = tempfile::Builder::new()
-        .prefix("zot-github-")
-        .tempdir()
-        .map_err(|e| RunError::io("temp dir", e))?;
+    let tmp = deps::scratch_dir("zot-github-")?;
     let top = deps::extract_github_archive(&bytes, tmp.path())?;
     let dir = if path.is_empty() { top } else { top.join(path) };
     // A `.zot` committed to the repository, signed by the `.minisig` next
@@ -335,7 +329,7 @@ fn fetch_github(
     if path.ends_with(".zot") && dir.is_file() {
         let sig = zot_package::signature::signature_path(&dir);
         let mut agent = crate::trust::open_archive(&dir, &sig, sigs.keys, sigs.required, warnings)?;
-        agent._guard = Some(tmp);
+        agent._scratch.push(tmp);
         return Ok(agent);
     }
     if sigs.required {
@@ -355,7 +349,7 @@ fn fetch_github(
         )));
     }
     let mut agent = deps::open_agent(&dir)?;
-    agent._guard = Some(tmp);
+    agent._scratch.push(tmp);
     Ok(agent)
 }
 
