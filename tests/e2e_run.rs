@@ -1017,7 +1017,18 @@ fn agent_toml_package_runs_in_its_seeded_files() {
             {"name": "read", "arguments": {"path": s(&w.ws.join("README.md"))}}
         ]}, {"text": "noted"}]),
     );
-    let ev = w.run_script(&agent, &script, "go");
+    let out = w.run(&[
+        "run",
+        s(&agent),
+        "-y",
+        "--json",
+        "--sim-script",
+        s(&script),
+        "go",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let first = session_id(&out);
+    let ev = events(&out);
     let r = of_type(&ev, "tool_result");
     let errs: Vec<bool> = r.iter().map(|r| r["is_error"] == true).collect();
     assert_eq!(errs, [false, true, false, false, true, true], "{r:?}");
@@ -1027,7 +1038,9 @@ fn agent_toml_package_runs_in_its_seeded_files() {
         .unwrap()
         .contains("read-only file of the agent package"));
     assert!(r[3]["content"].as_str().unwrap().contains("three bullets"));
-    let files = w.zot_home.join("agents/toml-notes/data/files");
+    // The files live in the session's own tree.
+    let sessions = w.zot_home.join("sessions/agents/toml-notes");
+    let files = sessions.join(format!("{first}.d/files"));
     assert_eq!(
         std::fs::read_to_string(files.join("notes.md")).unwrap(),
         "seeded notes, read-only\n"
@@ -1036,9 +1049,83 @@ fn agent_toml_package_runs_in_its_seeded_files() {
         std::fs::read_to_string(files.join("drafts/today.md")).unwrap(),
         "final\n"
     );
-    // Seeded once: the edit survives the next run.
+    assert!(!w.zot_home.join("agents/toml-notes/data/files").exists());
+    // A new session gets a fresh snapshot; --resume gets its own tree back.
     let out = w.run(&["run", s(&agent), "-y", "--print", "read: drafts/today.md"]);
-    assert_eq!(text(&out.stdout), "read: final\n");
+    assert_eq!(text(&out.stdout), "read: draft\n", "{}", text(&out.stderr));
+    let out = w.run(&[
+        "run",
+        s(&agent),
+        "-y",
+        "--print",
+        "--resume",
+        &first,
+        "read: drafts/today.md",
+    ]);
+    assert_eq!(text(&out.stdout), "read: final\n", "{}", text(&out.stderr));
+    // --no-session: a fresh tree, gone afterwards.
+    let tmp = w.root.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let out = w
+        .cmd(&[
+            "run",
+            s(&agent),
+            "-y",
+            "--print",
+            "--no-session",
+            "read: drafts/today.md",
+        ])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "read: draft\n", "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    // A new version of the package: new sessions see its files, the old
+    // session keeps the tree it had.
+    let v2 = w.root.join("toml-v2");
+    std::fs::create_dir(&v2).unwrap();
+    std::fs::write(
+        v2.join("agent.toml"),
+        std::fs::read_to_string(agent.join("agent.toml"))
+            .unwrap()
+            .replace("content = \"draft\\n\"", "content = \"draft v2\\n\""),
+    )
+    .unwrap();
+    let out = w.run(&["run", s(&v2), "-y", "--print", "read: drafts/today.md"]);
+    assert_eq!(
+        text(&out.stdout),
+        "read: draft v2\n",
+        "{}",
+        text(&out.stderr)
+    );
+    let out = w.run(&[
+        "run",
+        s(&v2),
+        "-y",
+        "--print",
+        "--resume",
+        &first,
+        "read: drafts/today.md",
+    ]);
+    assert_eq!(text(&out.stdout), "read: final\n", "{}", text(&out.stderr));
+    // A zotfile agent of the same name works in its workspace, not in a
+    // session tree of the agent.toml package.
+    let zf = w.agent(
+        "toml-notes",
+        json!({"permissions": {"fs": {"read": ["${workspace}"]}}}),
+    );
+    let out = w.run(&["run", s(&zf), "-y", "--print", "read: drafts/today.md"]);
+    assert!(
+        text(&out.stdout).contains("No such file"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = w.run(&["run", s(&zf), "-y", "--print", "read: README.md"]);
+    assert!(
+        text(&out.stdout).contains("hello from the workspace"),
+        "{}",
+        text(&out.stdout)
+    );
     // Fields this host cannot honour refuse the run.
     let dir = w.root.join("mcp-agent");
     std::fs::create_dir(&dir).unwrap();

@@ -64,8 +64,9 @@ pub struct LoadedAgent {
 }
 
 impl LoadedAgent {
-    /// Seed an agent.toml package's files and skills into `dir` (once: only
-    /// when `dir` does not exist yet). Returns the read-only seeds.
+    /// Seed an agent.toml package's files and skills into `dir`, a session's
+    /// file tree (only when `dir` does not exist yet: a resumed session
+    /// keeps its tree). Returns the read-only seeds.
     pub fn seed(&self, dir: &Path) -> Result<Vec<PathBuf>, RunError> {
         let Some(pkg) = &self.toml else {
             return Ok(Vec::new());

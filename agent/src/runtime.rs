@@ -276,7 +276,7 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
     let required = opts.require_signature || cfg.config.trust.require_signature;
     let keys = trust::trusted_keys(&zot_home)?;
     let mut sig_warnings = Vec::new();
-    let agent = reference::resolve_checked(
+    let mut agent = reference::resolve_checked(
         &opts.reference,
         &here,
         &reference::Signatures {
@@ -318,21 +318,43 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
         yes: opts.yes,
         env: std::env::var("ZOT_AGENT_CONSENT").is_ok_and(|v| v == "1"),
     };
-    // An agent.toml package works in its own seeded file tree unless
-    // --cwd names a workspace.
-    let workspace = match (&agent.toml, &opts.cwd) {
-        (Some(_), None) => data
-            .canonicalize()
-            .map_err(|e| RunError::io(format!("agent data dir {}", data.display()), e))?
-            .join("files"),
-        _ => workspace,
-    };
-    let perms = perms::expand(&spec, &workspace, &data)?;
-    get_consent(&ah, &agent, &perms, bypass, interactive)?;
-    let read_only = if opts.cwd.is_none() {
-        agent.seed(&workspace)?
+    let (session_path, session_notes) = session::plan(&opts.session, &ah.sessions_dir())?;
+    for n in &session_notes {
+        warn(n);
+    }
+    // An agent.toml package works in the session's own file tree, a fresh
+    // snapshot of its Agent Files (`<session>.d/files`, or a temp dir with
+    // --no-session), unless --cwd names a workspace. Consent is given for
+    // "the session's tree", so it is asked once, not at every session.
+    let seeded = agent.toml.is_some() && opts.cwd.is_none();
+    let perms = if seeded {
+        let label = ah
+            .sessions_dir()
+            .join("<session>.d")
+            .join(session::FILES_DIR);
+        perms::expand(&spec, &label, &data)?
     } else {
-        Vec::new()
+        perms::expand(&spec, &workspace, &data)?
+    };
+    get_consent(&ah, &agent, &perms, bypass, interactive)?;
+    let (workspace, perms, read_only) = if seeded {
+        let tree = match &session_path {
+            Some(p) => session::files_dir(p),
+            None => {
+                let dir = deps::scratch_dir("zot-files-")?;
+                let tree = dir.path().join(session::FILES_DIR);
+                agent._scratch.push(dir);
+                tree
+            }
+        };
+        let read_only = agent.seed(&tree)?;
+        let tree = tree
+            .canonicalize()
+            .map_err(|e| RunError::io(format!("session files {}", tree.display()), e))?;
+        let perms = perms::expand(&spec, &tree, &data)?;
+        (tree, perms, read_only)
+    } else {
+        (workspace, perms, Vec::new())
     };
 
     let (system, skills, skill_warnings) = build_prompt(&agent, &workspace, &zot_home, &enabled)?;
@@ -340,7 +362,7 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
         warn(w);
     }
     let loaded = session::open(
-        &opts.session,
+        session_path.as_deref(),
         &ah.sessions_dir(),
         &spec.name,
         &agent.digest,
@@ -361,6 +383,7 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
         backend: opts.backend.clone(),
         zot_home: crate::perms::canonical_prefix(&ah.home),
         agent_data: crate::perms::canonical_prefix(&data),
+        session_files: seeded.then(|| workspace.clone()),
         read_only,
         refusals: tools::NAMES
             .iter()
