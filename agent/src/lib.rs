@@ -24,11 +24,12 @@ pub mod reference;
 pub mod requirements;
 pub mod runtime;
 pub mod session;
-pub mod term;
 pub mod tools;
 pub mod trust;
+pub mod ui;
 
 pub use providers::Cancel;
+pub use ui::{Line, LineRequest, NullUi, Ui};
 pub use runtime::{compile_policy, models_report, run, OutputMode, RunOptions, SessionChoice};
 
 /// Errors of `zot run`. Messages are lowercase and name what failed.

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use crate::consent::{self, Bypass};
 use crate::deps::{self, AgentPolicyInput, AgentSpec, LoadedAgent, SandboxPolicy};
+use crate::events::Event;
 pub use crate::events::OutputMode;
-use crate::events::{Event, Renderer};
 use crate::home::{self, AgentHome};
 use crate::message::{Message, ToolCall, Usage};
 use crate::models::{self, ProviderKind, Registry, Selection};
@@ -20,7 +20,8 @@ pub use crate::session::SessionChoice;
 use crate::session::{self, Record, Session};
 use crate::tools::{self, ToolEnv};
 use crate::trust;
-use crate::{config, prompt, reference, requirements, term, RunError, ZOT_VERSION};
+use crate::ui::{self, Line, LineRequest, Ui};
+use crate::{config, prompt, reference, requirements, RunError, ZOT_VERSION};
 
 /// Model steps (responses) allowed in one turn before it is cut off.
 pub const MAX_STEPS: usize = 50;
@@ -123,22 +124,15 @@ pub fn compile_policy(reference: &str, workspace: &Path) -> Result<SandboxPolicy
     compile(&perms, &ws, &ah, &[])
 }
 
-fn warn(msg: &str) {
-    eprintln!("zot: warning: {msg}");
-}
-
-/// Run an agent. Returns the exit code.
-pub fn run(opts: RunOptions) -> Result<u8, RunError> {
-    let json = opts.output == OutputMode::Json;
-    let r = run_inner(opts);
-    if let (true, Err(e)) = (json, &r) {
-        let mut chain = e.to_string();
-        let mut src = std::error::Error::source(e);
-        while let Some(s) = src {
-            chain.push_str(&format!(": {s}"));
-            src = s.source();
-        }
-        Renderer::new(OutputMode::Json).emit(&Event::Error { message: chain });
+/// Run an agent, talking to the user through `ui`. Returns the exit code;
+/// a failure is also reported to `ui` as an [`Event::Error`] (with its
+/// causes) before it is returned.
+pub fn run(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
+    let r = run_inner(opts, ui);
+    if let Err(e) = &r {
+        ui.event(&Event::Error {
+            message: ui::error_chain(e),
+        });
     }
     r
 }
@@ -268,7 +262,7 @@ pub fn models_report() -> Result<models::Report, RunError> {
     })
 }
 
-fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
+fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
     let here = std::env::current_dir().map_err(|e| RunError::io("current directory", e))?;
     let workspace = workspace_of(opts.cwd.as_deref())?;
     let zot_home = home::zot_home()?;
@@ -287,10 +281,10 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
     )?;
     let spec = agent.spec.clone();
     for w in sig_warnings.iter().chain(&agent.warnings) {
-        warn(w);
+        ui.warn(w);
     }
     if let Some(v) = &agent.signature {
-        eprintln!("zot: signature verified: {}", trust::signer_line(v));
+        ui.note(&format!("signature verified: {}", trust::signer_line(v)));
     }
     check_unenforced(&spec)?;
     requirements::check(&spec, ZOT_VERSION)?;
@@ -298,7 +292,7 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
     // before anything is created on disk.
     let selection = choose_model(&opts, &spec, &cfg)?;
     for n in &selection.notes {
-        warn(n);
+        ui.warn(n);
     }
     let enabled = tools::enabled(&spec, opts.tools.as_deref()).map_err(RunError::Usage)?;
     let (cancel, signals) = match &opts.cancel {
@@ -313,14 +307,14 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
     let data = ah.data_dir();
     home::private_dir(&data)
         .map_err(|e| RunError::io(format!("agent data dir {}", data.display()), e))?;
-    let interactive = term::stdin_is_tty();
+    let interactive = ui.can_ask();
     let bypass = Bypass {
         yes: opts.yes,
         env: std::env::var("ZOT_AGENT_CONSENT").is_ok_and(|v| v == "1"),
     };
     let (session_path, session_notes) = session::plan(&opts.session, &ah.sessions_dir())?;
     for n in &session_notes {
-        warn(n);
+        ui.warn(n);
     }
     // An agent.toml package works in the session's own file tree, a fresh
     // snapshot of its Agent Files (`<session>.d/files`, or a temp dir with
@@ -336,7 +330,7 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
     } else {
         perms::expand(&spec, &workspace, &data)?
     };
-    get_consent(&ah, &agent, &perms, bypass, interactive)?;
+    get_consent(&ah, &agent, &perms, bypass, ui)?;
     let (workspace, perms, read_only) = if seeded {
         let tree = match &session_path {
             Some(p) => session::files_dir(p),
@@ -359,7 +353,7 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
 
     let (system, skills, skill_warnings) = build_prompt(&agent, &workspace, &zot_home, &enabled)?;
     for w in &skill_warnings {
-        warn(w);
+        ui.warn(w);
     }
     let loaded = session::open(
         session_path.as_deref(),
@@ -369,7 +363,7 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
         &workspace,
     )?;
     for w in &loaded.warnings {
-        warn(w);
+        ui.warn(w);
     }
     let policy = policy_for(&perms, &workspace, &ah, &read_only);
     let side_dir = loaded.session.as_ref().map(Session::side_dir);
@@ -400,7 +394,8 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
         history: loaded.history,
         session: loaded.session,
         env,
-        out: Renderer::new(opts.output),
+        ui,
+        mode: opts.output,
         turn: 0,
         selection,
         bypass,
@@ -445,7 +440,7 @@ fn get_consent(
     agent: &LoadedAgent,
     perms: &Permissions,
     bypass: Bypass,
-    interactive: bool,
+    ui: &mut dyn Ui,
 ) -> Result<(), RunError> {
     let signer = agent.signature.as_ref().map(trust::signer_line);
     let req = consent::Request {
@@ -455,14 +450,14 @@ fn get_consent(
         signer: signer.as_deref(),
         perms,
     };
+    let interactive = ui.can_ask();
     consent::obtain(ah, &req, bypass, interactive, &mut |text| {
-        eprintln!("{text}");
-        term::ask_yes_no("Allow?")
+        ui.confirm(text, "Allow?")
     })
     .map(|_| ())
 }
 
-struct Runtime<'m> {
+struct Runtime<'m, 'u> {
     agent: LoadedAgent,
     ah: AgentHome,
     system: String,
@@ -470,7 +465,8 @@ struct Runtime<'m> {
     history: Vec<Message>,
     session: Option<Session>,
     env: ToolEnv,
-    out: Renderer,
+    ui: &'u mut dyn Ui,
+    mode: OutputMode,
     turn: u32,
     selection: Selection,
     bypass: Bypass,
@@ -478,7 +474,7 @@ struct Runtime<'m> {
     session_usage: Usage,
 }
 
-impl Runtime<'_> {
+impl Runtime<'_, '_> {
     fn main(&mut self, opts: &RunOptions) -> Result<u8, RunError> {
         let non_interactive = opts.output != OutputMode::Interactive;
         if let Some(pre) = self.agent.spec.entry_pre.clone() {
@@ -488,8 +484,8 @@ impl Runtime<'_> {
                     name: "bash".into(),
                     arguments: serde_json::json!({ "command": cmd }),
                 };
-                let r = tools::execute(&self.env, &call);
-                eprintln!("{}", r.content.trim_end());
+                let r = tools::execute(&self.env, &call, &mut *self.ui);
+                self.ui.command_output(r.content.trim_end());
                 if r.is_error {
                     if non_interactive {
                         return Err(RunError::Pre(format!(
@@ -497,7 +493,7 @@ impl Runtime<'_> {
                             r.content.lines().next().unwrap_or("")
                         )));
                     }
-                    warn(&format!("entry.pre `{cmd}` failed"));
+                    self.ui.warn(&format!("entry.pre `{cmd}` failed"));
                 }
             } else {
                 self.run_turn(&pre)?;
@@ -517,7 +513,7 @@ impl Runtime<'_> {
             self.repl(opts.prompt.is_none())?;
         }
         let session = self.session.as_ref().map(|s| s.id.clone());
-        self.out.emit(&Event::Done {
+        self.ui.event(&Event::Done {
             agent: self.agent.spec.name.clone(),
             model: self.selection.model.id.clone(),
             provider: self.selection.provider.name.clone(),
@@ -534,17 +530,22 @@ impl Runtime<'_> {
         } else {
             None
         };
-        eprintln!(
-            "zot: agent {} (model {} from {}); /cd DIR changes the workspace, /exit quits",
+        self.ui.note(&format!(
+            "agent {} (model {} from {}); /cd DIR changes the workspace, /exit quits",
             self.agent.spec.name, self.selection.model.id, self.selection.provider.name
-        );
+        ));
         loop {
             let prompt = match &default {
                 Some(d) => format!("[Enter sends: {d}]\n> "),
                 None => "> ".to_string(),
             };
-            let Some(line) = term::read_line(&prompt) else {
-                break;
+            let line = match self.ui.read_line(&LineRequest {
+                prompt: &prompt,
+                ..Default::default()
+            }) {
+                Line::Text(l) => l,
+                Line::Interrupted => continue,
+                Line::Eof => break,
             };
             let line = match (line.trim().is_empty(), default.take()) {
                 (true, Some(d)) => d,
@@ -557,12 +558,12 @@ impl Runtime<'_> {
             }
             if let Some(dir) = t.strip_prefix("/cd ") {
                 if let Err(e) = self.change_dir(Path::new(dir.trim())) {
-                    eprintln!("zot: {e}");
+                    self.ui.error(&e);
                 }
                 continue;
             }
             if let Err(e) = self.run_turn(&line) {
-                eprintln!("zot: {e}");
+                self.ui.error(&e);
             }
         }
         Ok(())
@@ -583,20 +584,14 @@ impl Runtime<'_> {
         }
         let perms = perms::expand(&self.agent.spec, &ws, &self.ah.data_dir())?;
         if perms != self.env.perms {
-            get_consent(
-                &self.ah,
-                &self.agent,
-                &perms,
-                self.bypass,
-                self.env.interactive,
-            )?;
+            get_consent(&self.ah, &self.agent, &perms, self.bypass, &mut *self.ui)?;
         }
         self.env.policy = policy_for(&perms, &ws, &self.ah, &[]);
         self.env.read_only.clear();
         self.env.perms = perms;
         self.env.workspace = ws.clone();
         self.refresh_prompt()?;
-        eprintln!("zot: workspace is now {}", ws.display());
+        self.ui.note(&format!("workspace is now {}", ws.display()));
         Ok(())
     }
 
@@ -652,7 +647,7 @@ impl Runtime<'_> {
         self.cancel.reset();
         self.turn += 1;
         let turn = self.turn;
-        self.out.emit(&Event::TurnStart { turn });
+        self.ui.event(&Event::TurnStart { turn });
         self.record(Message::User {
             content: user.to_string(),
         })?;
@@ -663,7 +658,7 @@ impl Runtime<'_> {
             .map(|n| n as usize)
             .unwrap_or(MAX_STEPS);
         let mut turn_usage = Usage::default();
-        let json = self.out.mode() == OutputMode::Json;
+        let json = self.mode == OutputMode::Json;
         for _ in 0..max_steps {
             if self.cancel.is_cancelled() {
                 return Err(RunError::Cancelled);
@@ -675,20 +670,20 @@ impl Runtime<'_> {
                 reasoning: self.selection.reasoning,
                 max_output_tokens: self.selection.model.max_output_tokens,
             };
-            let out = &mut self.out;
+            let out = &mut *self.ui;
             let t = self
                 .model
                 .respond(&req, &self.cancel, &mut |ev| match ev {
-                    ModelEvent::Text(d) => out.emit(&Event::TextDelta {
+                    ModelEvent::Text(d) => out.event(&Event::TextDelta {
                         turn,
                         delta: d.to_string(),
                     }),
-                    ModelEvent::Thinking(d) if json => out.emit(&Event::ThinkingDelta {
+                    ModelEvent::Thinking(d) if json => out.event(&Event::ThinkingDelta {
                         turn,
                         delta: d.to_string(),
                     }),
                     ModelEvent::Thinking(_) => {}
-                    ModelEvent::Retry(n) => out.emit(&Event::Retry {
+                    ModelEvent::Retry(n) => out.event(&Event::Retry {
                         turn,
                         attempt: n.attempt,
                         max_attempts: n.max_attempts,
@@ -697,12 +692,12 @@ impl Runtime<'_> {
                     }),
                 })
                 .map_err(|e| provider_error(&self.selection.provider.name, e))?;
-            self.out.emit(&Event::AssistantMessage {
+            self.ui.event(&Event::AssistantMessage {
                 turn,
                 text: t.text.clone(),
                 tool_calls: t.tool_calls.clone(),
             });
-            self.out.emit(&Event::Usage {
+            self.ui.event(&Event::Usage {
                 turn,
                 usage: t.usage,
             });
@@ -717,7 +712,7 @@ impl Runtime<'_> {
                 if let Some(s) = &mut self.session {
                     s.sync()?;
                 }
-                self.out.emit(&Event::TurnEnd {
+                self.ui.event(&Event::TurnEnd {
                     turn,
                     text: t.text,
                     usage: turn_usage,
@@ -730,14 +725,14 @@ impl Runtime<'_> {
                     return Err(RunError::Cancelled);
                 }
                 let call = call.clone();
-                self.out.emit(&Event::ToolCall {
+                self.ui.event(&Event::ToolCall {
                     turn,
                     id: call.id.clone(),
                     name: call.name.clone(),
                     arguments: call.arguments.clone(),
                 });
-                let r = tools::execute(&self.env, &call);
-                self.out.emit(&Event::ToolResult {
+                let r = tools::execute(&self.env, &call, &mut *self.ui);
+                self.ui.event(&Event::ToolResult {
                     turn,
                     id: call.id.clone(),
                     name: call.name.clone(),

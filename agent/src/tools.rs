@@ -14,6 +14,7 @@ use crate::fsscope::{self, Scoped};
 use crate::message::ToolCall;
 use crate::perms::Permissions;
 use crate::prompt::Skill;
+use crate::ui::Ui;
 
 /// Tool names, in the order shown to the model.
 pub const NAMES: &[&str] = &["read", "write", "edit", "glob", "grep", "bash", "skill"];
@@ -272,8 +273,9 @@ fn arg_str<'a>(a: &'a Value, k: &str) -> Result<&'a str, ToolOutput> {
 
 /// Run one tool call. A tool this run does not offer, or arguments that
 /// are not a JSON object (e.g. cut or malformed by the model), are refused
-/// without running anything.
-pub fn execute(env: &ToolEnv, call: &ToolCall) -> ToolOutput {
+/// without running anything. Questions (a risk-gate `ask` verdict) go to
+/// `ui`.
+pub fn execute(env: &ToolEnv, call: &ToolCall, ui: &mut dyn Ui) -> ToolOutput {
     if NAMES.contains(&call.name.as_str()) && !env.enabled.contains(&call.name.as_str()) {
         return fail(
             env.refusals
@@ -309,7 +311,7 @@ pub fn execute(env: &ToolEnv, call: &ToolCall) -> ToolOutput {
         "edit" => edit(env, a),
         "glob" => glob(env, a),
         "grep" => grep(env, a),
-        "bash" => bash(env, a, &call.id),
+        "bash" => bash(env, a, &call.id, ui),
         "skill" => arg_str(a, "name").map(|n| match crate::prompt::load_skill(&env.skills, n) {
             Ok(body) => ok(body),
             Err(e) => fail(e),
@@ -572,7 +574,12 @@ pub fn cap(s: &str, max: usize, full: Option<&Path>) -> (String, bool) {
     )
 }
 
-fn bash(env: &ToolEnv, a: &Value, call_id: &str) -> Result<ToolOutput, ToolOutput> {
+fn bash(
+    env: &ToolEnv,
+    a: &Value,
+    call_id: &str,
+    ui: &mut dyn Ui,
+) -> Result<ToolOutput, ToolOutput> {
     let command = arg_str(a, "command")?;
     let mode = env.perms.bash();
     if mode == BashMode::None {
@@ -591,9 +598,10 @@ fn bash(env: &ToolEnv, a: &Value, call_id: &str) -> Result<ToolOutput, ToolOutpu
                     "the risk gate wants confirmation ({reasons}) and there is no terminal to ask on: refused"
                 )));
             }
-            if !crate::term::ask_yes_no(&format!(
-                "Agent wants to run: {command}\n  risk gate: {reasons}\nAllow?"
-            )) {
+            if !ui.confirm(
+                &format!("Agent wants to run: {command}\n  risk gate: {reasons}"),
+                "Allow?",
+            ) {
                 return Err(fail("the user declined this command"));
             }
         }
@@ -692,6 +700,10 @@ mod tests {
         }
     }
 
+    fn run(e: &ToolEnv, c: &ToolCall) -> ToolOutput {
+        execute(e, c, &mut crate::ui::NullUi)
+    }
+
     fn call(name: &str, arguments: Value) -> ToolCall {
         ToolCall {
             id: "c1".into(),
@@ -710,24 +722,24 @@ mod tests {
         std::fs::write(base.join("secret"), "key").unwrap();
         std::os::unix::fs::symlink(base.join("secret"), ws.join("src/link")).unwrap();
         let e = env(&ws, vec![ws.clone()], vec![ws.join("out")]);
-        let r = execute(&e, &call("read", json!({"path": "src/a.rs"})));
+        let r = run(&e, &call("read", json!({"path": "src/a.rs"})));
         assert!(!r.is_error && r.content.contains("fn main"), "{r:?}");
         for p in ["../secret", "src/link", "/etc/passwd"] {
-            let r = execute(&e, &call("read", json!({"path": p})));
+            let r = run(&e, &call("read", json!({"path": p})));
             assert!(r.is_error, "{p}: {r:?}");
             assert!(!r.content.contains("key"));
         }
-        let r = execute(
+        let r = run(
             &e,
             &call("write", json!({"path": "src/a.rs", "content": "x"})),
         );
         assert!(r.is_error && r.content.contains("fs.write"), "{r:?}");
-        let r = execute(
+        let r = run(
             &e,
             &call("write", json!({"path": "out/r.txt", "content": "a b a"})),
         );
         assert!(!r.is_error, "{r:?}");
-        let r = execute(
+        let r = run(
             &e,
             &call(
                 "edit",
@@ -735,7 +747,7 @@ mod tests {
             ),
         );
         assert!(r.is_error && r.content.contains("2 times"));
-        let r = execute(
+        let r = run(
             &e,
             &call(
                 "edit",
@@ -747,13 +759,13 @@ mod tests {
             std::fs::read_to_string(ws.join("out/r.txt")).unwrap(),
             "c b c"
         );
-        let r = execute(&e, &call("glob", json!({"pattern": "**/*.rs"})));
+        let r = run(&e, &call("glob", json!({"pattern": "**/*.rs"})));
         assert_eq!(r.content, ws.join("src/a.rs").display().to_string());
-        let r = execute(&e, &call("grep", json!({"pattern": "let x"})));
+        let r = run(&e, &call("grep", json!({"pattern": "let x"})));
         assert!(r.content.ends_with("a.rs:2:let x = 1;"), "{r:?}");
-        let r = execute(&e, &call("grep", json!({"pattern": "key", "path": ".."})));
+        let r = run(&e, &call("grep", json!({"pattern": "key", "path": ".."})));
         assert!(r.is_error);
-        let r = execute(&e, &call("bash", json!({"command": "true"})));
+        let r = run(&e, &call("bash", json!({"command": "true"})));
         assert!(r.is_error && r.content.contains("mode: none"));
     }
 
@@ -783,7 +795,7 @@ mod tests {
                 json!({"path": "sneaky/r.json", "old_string": "{", "new_string": "["}),
             ),
         ] {
-            let r = execute(&e, &call(name, args.clone()));
+            let r = run(&e, &call(name, args.clone()));
             assert!(
                 r.is_error && r.content.contains("private state"),
                 "{name} {args}: {r:?}"
@@ -794,9 +806,9 @@ mod tests {
             std::fs::read_to_string(ws.join("zot-home/agents/a/consents/r.json")).unwrap(),
             "{}"
         );
-        let r = execute(&e, &call("grep", json!({"pattern": "\\{"})));
+        let r = run(&e, &call("grep", json!({"pattern": "\\{"})));
         assert_eq!(r.content, "no matches", "{r:?}");
-        let r = execute(
+        let r = run(
             &e,
             &call("read", json!({"path": "zot-home/agents/a/data/mine.txt"})),
         );

@@ -125,7 +125,8 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         cancel: None,
         require_signature: a.require_signature,
     };
-    match zot_agent::run(opts) {
+    let mut ui = crate::ui::TermUi::new(output);
+    match zot_agent::run(opts, &mut ui) {
         Ok(code) => Ok(code),
         Err(e) => {
             let code = e.exit_code();
