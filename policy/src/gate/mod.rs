@@ -12,6 +12,7 @@ mod grammars;
 mod opts;
 mod paths;
 mod rules;
+mod syntax;
 mod walk;
 mod word;
 mod wrappers;
