@@ -197,7 +197,11 @@ fn check_coverage(ctx: &mut Ctx, tree: &syntax::Syntax, src: &str) {
                 if ctx.code_text.is_none() =>
             {
                 let raw = node.text(src);
-                let text = raw.replace('\\', "");
+                let text = if raw.contains('\\') {
+                    std::borrow::Cow::Owned(raw.replace('\\', ""))
+                } else {
+                    std::borrow::Cow::Borrowed(raw)
+                };
                 // A literal `$` can be joined with `(cmd)` at run time
                 // (`a='$'; b="${a}(id)"`) and then evaluated.
                 let quoted_dollar = kind != K::Word && text.contains('$')
@@ -531,7 +535,7 @@ impl Walker<'_, '_, '_, '_> {
     }
 
     fn command(&mut self, node: Node, depth: usize) {
-        let mut words: Vec<Word> = Vec::new();
+        let mut words: Vec<Word> = Vec::with_capacity(node.child_count());
         let mut last_word_end: Option<usize> = None;
         let mut last_end: Option<usize> = None;
         let mut seen_redirect = false;

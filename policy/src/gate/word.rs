@@ -131,6 +131,7 @@ impl Acc {
     }
 
     fn unquoted(&mut self, raw: &str, first: bool) {
+        self.text.reserve(raw.len());
         let mut chars = raw.chars().peekable();
         let mut at_start = first;
         while let Some(c) = chars.next() {
@@ -182,6 +183,7 @@ impl Acc {
                 K::DoubleQuote if !child.is_named() => {}
                 K::StringContent => {
                     let raw = child.text(src);
+                    self.text.reserve(raw.len());
                     let mut chars = raw.chars();
                     while let Some(c) = chars.next() {
                         if c == '\\' {
