@@ -17,7 +17,7 @@ mod walk;
 mod word;
 mod wrappers;
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -139,9 +139,10 @@ pub(crate) enum Kind {
 pub(crate) struct Ctx<'a> {
     pub mode: GateMode,
     pub allow: &'a [String],
-    pub findings: Vec<(Kind, String)>,
-    /// The reasons in `findings`, for de-duplication in constant time.
-    pub seen: HashSet<String>,
+    /// Each distinct reason once, with the order it was first found in: a
+    /// hash map (keyed with std's randomly seeded hasher, so crafted
+    /// reasons cannot collide) de-duplicates in constant time.
+    findings: HashMap<String, (usize, Kind)>,
     pub commands: Vec<ParsedCommand>,
     /// Literal text that holds `$(` or a backtick (first one seen).
     pub code_text: Option<String>,
@@ -159,17 +160,17 @@ pub(crate) struct Ctx<'a> {
 
 impl Ctx<'_> {
     pub fn unknown(&mut self, why: impl Into<String>) {
-        self.add(Kind::Unknown, format!("not understood: {}", why.into()));
+        self.add(Kind::Unknown, "not understood: ", why.into());
     }
 
     pub fn danger(&mut self, why: impl Into<String>) {
-        self.add(Kind::Danger, format!("dangerous: {}", why.into()));
+        self.add(Kind::Danger, "dangerous: ", why.into());
     }
 
     /// Only recorded in allowlist mode.
     pub fn restrict(&mut self, why: impl Into<String>) {
         if self.mode == GateMode::Allowlist {
-            self.add(Kind::Restricted, format!("not allowed: {}", why.into()));
+            self.add(Kind::Restricted, "not allowed: ", why.into());
         }
     }
 
@@ -186,11 +187,22 @@ impl Ctx<'_> {
         self.mode == GateMode::Allowlist
     }
 
-    fn add(&mut self, kind: Kind, reason: String) {
-        if !self.seen.contains(&reason) {
-            self.seen.insert(reason.clone());
-            self.findings.push((kind, reason));
-        }
+    /// Records the reason `prefix` + `why` unless it is already recorded.
+    fn add(&mut self, kind: Kind, prefix: &str, why: String) {
+        let mut reason = why;
+        reason.insert_str(0, prefix);
+        let next = self.findings.len();
+        self.findings.entry(reason).or_insert((next, kind));
+    }
+
+    /// The reasons, in the order they were first found.
+    fn reasons(findings: HashMap<String, (usize, Kind)>) -> Vec<String> {
+        let mut all: Vec<(usize, String)> = findings
+            .into_iter()
+            .map(|(reason, (order, _))| (order, reason))
+            .collect();
+        all.sort_unstable_by_key(|(order, _)| *order);
+        all.into_iter().map(|(_, reason)| reason).collect()
     }
 }
 
@@ -200,8 +212,7 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
     let mut ctx = Ctx {
         mode,
         allow,
-        findings: Vec::new(),
-        seen: HashSet::new(),
+        findings: HashMap::new(),
         functions: Vec::new(),
         commands: Vec::new(),
         code_text: None,
@@ -237,7 +248,7 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
             Decision::Deny
         }
         GateMode::Ask => {
-            reasons.extend(findings.into_iter().map(|(_, r)| r));
+            reasons.extend(Ctx::reasons(findings));
             if reasons.is_empty() {
                 Decision::Allow
             } else {
@@ -248,7 +259,7 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
             if allow.is_empty() {
                 reasons.push("the allowlist is empty".into());
             }
-            reasons.extend(findings.into_iter().map(|(_, r)| r));
+            reasons.extend(Ctx::reasons(findings));
             if commands.is_empty() && reasons.is_empty() {
                 reasons.push("no command to run".into());
             }
