@@ -7,11 +7,14 @@
 //! made de-duplication quadratic) at 126 KB and 1 MiB, and pathological
 //! 1 MiB inputs, against the targets (126 KB under 50 ms, anything under
 //! 1 MiB under 1 s). Large inputs print the median (and fastest) of a few
-//! runs: the machine may be shared.
+//! runs and the median time on a CPU (the machine may be shared: wall time
+//! far above CPU time means other processes had the cores), and next to
+//! them the time tree-sitter-bash alone takes to parse the input and free
+//! the tree, the floor under the gate.
 //!
 //! Arguments select cases by name (`corpus`, `linear`, `distinct`,
-//! `distinct 126kb`, `distinct 1mib allowlist`, `word`, `subst`, `parens`, `quotes`), for profiling one
-//! at a time, e.g. under
+//! `distinct 126kb`, `distinct 1mib allowlist`, `word`, `subst`, `parens`,
+//! `quotes`), for profiling one at a time, e.g. under
 //! `valgrind --tool=callgrind --toggle-collect='*gate*evaluate*'`.
 
 use std::time::{Duration, Instant};
@@ -62,24 +65,77 @@ impl Select {
     }
 }
 
-/// Median and fastest of `runs` timings of `f` (`ZOT_BENCH_RUNS` overrides
-/// `runs`, e.g. 1 under a profiler).
-fn timed<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, Duration, T) {
+/// Time this thread has spent on a CPU (Linux: `/proc/thread-self/schedstat`),
+/// so a run slowed by other processes on a shared machine can be told from
+/// one that did more work.
+fn cpu_time() -> Option<Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
+/// Timings of `runs` runs of one case.
+struct Timing {
+    /// Median wall-clock time.
+    median: Duration,
+    fastest: Duration,
+    /// Median time on a CPU, when the platform tells it.
+    cpu: Option<Duration>,
+}
+
+impl Timing {
+    fn show(&self) -> String {
+        let cpu = match self.cpu {
+            Some(c) => format!(", cpu {:.1} ms", ms(c)),
+            None => String::new(),
+        };
+        format!(
+            "{:.1} ms (fastest {:.1}{cpu})",
+            ms(self.median),
+            ms(self.fastest)
+        )
+    }
+}
+
+/// Runs `f` `runs` times (`ZOT_BENCH_RUNS` overrides `runs`, e.g. 1 under
+/// a profiler); returns the timings and the last result.
+fn timed<T>(runs: usize, mut f: impl FnMut() -> T) -> (Timing, T) {
     let runs = std::env::var("ZOT_BENCH_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())
         .filter(|&n: &usize| n > 0)
         .unwrap_or(runs);
-    let mut times = Vec::with_capacity(runs);
+    let mut wall = Vec::with_capacity(runs);
+    let mut cpu = Vec::with_capacity(runs);
     let mut last = None;
     for _ in 0..runs {
+        let c = cpu_time();
         let t = Instant::now();
         let v = std::hint::black_box(f());
-        times.push(t.elapsed());
+        wall.push(t.elapsed());
+        if let (Some(before), Some(after)) = (c, cpu_time()) {
+            cpu.push(after.saturating_sub(before));
+        }
         last = Some(v);
     }
-    times.sort();
-    (times[times.len() / 2], times[0], last.expect("runs > 0"))
+    wall.sort();
+    cpu.sort();
+    let timing = Timing {
+        median: wall[wall.len() / 2],
+        fastest: wall[0],
+        cpu: (cpu.len() == runs).then(|| cpu[cpu.len() / 2]),
+    };
+    (timing, last.expect("runs > 0"))
+}
+
+/// The floor under the gate: tree-sitter-bash parsing `src` and freeing
+/// the tree, nothing else.
+fn parser_alone(src: &str, runs: usize) -> Timing {
+    let mut parser = tree_sitter::Parser::new();
+    parser
+        .set_language(&tree_sitter_bash::LANGUAGE.into())
+        .expect("load tree-sitter-bash");
+    timed(runs, || drop(parser.parse(src, None))).0
 }
 
 fn main() {
@@ -145,15 +201,17 @@ fn main() {
                 s.push_str(unit);
             }
             let runs = (1024 / kib).clamp(3, 64);
-            let (each, _, _) = timed(runs, || evaluate(&s, GateMode::Allowlist, &allow));
-            let nspb = each.as_nanos() as f64 / s.len() as f64;
+            let (t, _) = timed(runs, || evaluate(&s, GateMode::Allowlist, &allow));
+            let nspb = t.median.as_nanos() as f64 / s.len() as f64;
             per_byte.push(nspb);
-            println!(
-                "{:>5} KiB  {:>9.2} ms  {:>8.1}",
-                kib,
-                each.as_secs_f64() * 1e3,
-                nspb
-            );
+            println!("{:>5} KiB  {:>9.2} ms  {:>8.1}", kib, ms(t.median), nspb);
+            if kib == 1024 {
+                println!(
+                    "1 MiB pipeline: {}; parser alone {}",
+                    t.show(),
+                    parser_alone(&s, 3).show()
+                );
+            }
         }
         let (lo, hi) = per_byte
             .iter()
@@ -186,61 +244,67 @@ fn main() {
         ("126 KB", 126_000usize, Duration::from_millis(50), 5),
         ("1 MiB", (1 << 20) - 16, Duration::from_secs(1), 3),
     ] {
+        let s = distinct(size);
+        let mut floor = None;
         for mode in [GateMode::Ask, GateMode::Allowlist] {
             let name = format!("distinct {} {mode:?}", label.replace(' ', "")).to_lowercase();
             if !select.wants(&name) {
                 continue;
             }
-            let s = distinct(size);
-            let (median, fastest, v) = timed(runs, || evaluate(&s, mode, &allow));
-            worst = worst.max(Some(median));
+            let (t, v) = timed(runs, || evaluate(&s, mode, &allow));
+            worst = worst.max(Some(t.median));
             println!(
-                "distinct items, {label} ({} B, {mode:?}): {:.1} ms (fastest {:.1}), {} reasons, {:.1} MB/s   target < {} ms: {}",
+                "distinct items, {label} ({} B, {mode:?}): {}, {} reasons, {:.1} MB/s   target < {} ms: {}",
                 s.len(),
-                median.as_secs_f64() * 1e3,
-                fastest.as_secs_f64() * 1e3,
+                t.show(),
                 v.reasons.len(),
-                s.len() as f64 / median.as_secs_f64() / 1e6,
+                s.len() as f64 / t.median.as_secs_f64() / 1e6,
                 limit.as_millis(),
-                ok(median < limit)
+                ok(t.median < limit)
             );
+            floor.get_or_insert_with(|| parser_alone(&s, runs));
+        }
+        if let Some(floor) = floor {
+            println!("distinct items, {label}: parser alone {}", floor.show());
         }
     }
 
     // 1 MiB worst cases: one huge word, deep nesting, many short words.
-    for (key, name, make) in [
-        (
-            "word",
-            "1 MiB single word",
-            (|| "a".repeat(1 << 20)) as fn() -> String,
-        ),
+    type Make = fn() -> String;
+    let cases: [(&str, &str, Make); 4] = [
+        ("word", "1 MiB single word", || "a".repeat(1 << 20)),
         ("subst", "1 MiB of `$(`", || "$(".repeat(1 << 19)),
         ("parens", "1 MiB of `(`", || "(".repeat(1 << 20)),
         ("quotes", "1 MiB quotes", || {
             "'a' \"b\" ".repeat((1 << 20) / 8)
         }),
-    ] {
+    ];
+    for (key, name, make) in cases {
         if !select.wants(key) {
             continue;
         }
         let s = make();
-        let (median, fastest, v) = timed(3, || evaluate(&s, GateMode::Ask, &allow));
-        worst = worst.max(Some(median));
+        let (t, v) = timed(3, || evaluate(&s, GateMode::Ask, &allow));
+        worst = worst.max(Some(t.median));
         println!(
-            "{name}: {:.1} ms (fastest {:.1}) -> {}   target < 1000 ms: {}",
-            median.as_secs_f64() * 1e3,
-            fastest.as_secs_f64() * 1e3,
+            "{name}: {} -> {}; parser alone {}   target < 1000 ms: {}",
+            t.show(),
             v.decision.as_str(),
-            ok(median < Duration::from_secs(1))
+            parser_alone(&s, 3).show(),
+            ok(t.median < Duration::from_secs(1))
         );
     }
     if let Some(worst) = worst {
         println!(
             "slowest large input: {:.1} ms   target < 1000 ms: {}",
-            worst.as_secs_f64() * 1e3,
+            ms(worst),
             ok(worst < Duration::from_secs(1))
         );
     }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
 }
 
 fn us(d: Duration) -> f64 {
