@@ -232,23 +232,45 @@ pub(crate) fn parse(src: &str) -> Option<Syntax> {
 
 impl Syntax {
     fn copy(tree: &Tree) -> Syntax {
+        let root = tree.root_node();
+        let copy = Syntax::copy_with(tree, true);
+        // A count that fell short would have left nodes out: the total
+        // tells, and the copy is then made again without counts.
+        if copy.nodes.len() == root.descendant_count() {
+            copy
+        } else {
+            Syntax::copy_with(tree, false)
+        }
+    }
+
+    /// One cursor walk over `tree`. With `counted`, each node's
+    /// `child_count()` spares the cursor the failing step after its last
+    /// child (a failed step costs as much as a real one).
+    fn copy_with(tree: &Tree, counted: bool) -> Syntax {
         let lang = lang();
         let root = tree.root_node();
         let mut nodes: Vec<Raw> = Vec::with_capacity(root.descendant_count());
-        // Open ancestors: (index, index of their last child so far).
-        let mut open: Vec<(u32, u32)> = Vec::new();
+        // Open ancestors: their index, the index of their last child so
+        // far, and how many of their children are still to come.
+        struct Open {
+            index: u32,
+            last: u32,
+            left: usize,
+        }
+        let mut open: Vec<Open> = Vec::new();
         let mut cursor = root.walk();
         loop {
             let node = cursor.node();
             let i = nodes.len() as u32;
             let parent = match open.last_mut() {
-                Some((p, last)) => {
-                    nodes[*p as usize].children += 1;
-                    if *last != NONE {
-                        nodes[*last as usize].next = i;
+                Some(o) => {
+                    nodes[o.index as usize].children += 1;
+                    if o.last != NONE {
+                        nodes[o.last as usize].next = i;
                     }
-                    *last = i;
-                    *p
+                    o.last = i;
+                    o.left = o.left.saturating_sub(1);
+                    o.index
                 }
                 None => NONE,
             };
@@ -279,18 +301,35 @@ impl Syntax {
                 field,
                 flags,
             });
-            if cursor.goto_first_child() {
-                open.push((i, NONE));
+            let count = if counted {
+                node.child_count()
+            } else {
+                usize::MAX
+            };
+            if count > 0 && cursor.goto_first_child() {
+                open.push(Open {
+                    index: i,
+                    last: NONE,
+                    left: count,
+                });
                 continue;
             }
-            while !cursor.goto_next_sibling() {
-                if !cursor.goto_parent() {
-                    return Syntax {
-                        nodes,
-                        has_error: root.has_error(),
-                    };
+            // On to the next node in pre-order: the next sibling of the
+            // nearest open ancestor that has children left.
+            loop {
+                match open.last() {
+                    None => {
+                        return Syntax {
+                            nodes,
+                            has_error: root.has_error(),
+                        }
+                    }
+                    Some(o) if o.left > 0 && cursor.goto_next_sibling() => break,
+                    Some(_) => {
+                        cursor.goto_parent();
+                        open.pop();
+                    }
                 }
-                open.pop();
             }
         }
     }
@@ -437,6 +476,12 @@ mod tests {
         parser.set_language(&language()).unwrap();
         let tree = parser.parse(src, None).unwrap();
         let copy = Syntax::copy(&tree);
+        let counted = Syntax::copy_with(&tree, true);
+        assert_eq!(
+            counted.nodes.len(),
+            tree.root_node().descendant_count(),
+            "{src:?}: the counted copy is complete"
+        );
         assert_eq!(copy.has_error(), tree.root_node().has_error(), "{src:?}");
         let mut cursor = tree.root_node().walk();
         let mut order = copy.preorder();
