@@ -18,6 +18,7 @@ mod word;
 mod wrappers;
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
 
 use serde::{Deserialize, Serialize};
 
@@ -139,10 +140,9 @@ pub(crate) enum Kind {
 pub(crate) struct Ctx<'a> {
     pub mode: GateMode,
     pub allow: &'a [String],
-    /// Each distinct reason once, with the order it was first found in: a
-    /// hash map (keyed with std's randomly seeded hasher, so crafted
-    /// reasons cannot collide) de-duplicates in constant time.
-    findings: HashMap<String, (usize, Kind)>,
+    /// Each distinct reason once, with the order it was first found in,
+    /// de-duplicated in constant time.
+    findings: Findings,
     pub commands: Vec<ParsedCommand>,
     /// Literal text that holds `$(` or a backtick (first one seen).
     pub code_text: Option<String>,
@@ -189,20 +189,83 @@ impl Ctx<'_> {
 
     /// Records the reason `prefix` + `why` unless it is already recorded.
     fn add(&mut self, kind: Kind, prefix: &str, why: String) {
-        let mut reason = why;
-        reason.insert_str(0, prefix);
-        let next = self.findings.len();
-        self.findings.entry(reason).or_insert((next, kind));
+        let mut text = why;
+        text.insert_str(0, prefix);
+        self.findings.add(kind, text);
+    }
+}
+
+/// Distinct reasons with the order each was first found in. A reason is
+/// hashed once, with std's randomly keyed hasher (crafted reasons cannot
+/// be made to collide); the map keeps that hash, so growing it does not
+/// hash every reason again.
+#[derive(Default)]
+struct Findings {
+    keys: RandomState,
+    map: HashMap<Reason, (usize, Kind), BuildHasherDefault<KeptHash>>,
+}
+
+impl Findings {
+    fn add(&mut self, kind: Kind, text: String) {
+        let reason = Reason {
+            hash: self.keys.hash_one(&text),
+            text,
+        };
+        let next = self.map.len();
+        self.map.entry(reason).or_insert((next, kind));
     }
 
     /// The reasons, in the order they were first found.
-    fn reasons(findings: HashMap<String, (usize, Kind)>) -> Vec<String> {
-        let mut all: Vec<(usize, String)> = findings
+    fn into_reasons(self) -> Vec<String> {
+        let mut all: Vec<(usize, String)> = self
+            .map
             .into_iter()
-            .map(|(reason, (order, _))| (order, reason))
+            .map(|(reason, (order, _))| (order, reason.text))
             .collect();
         all.sort_unstable_by_key(|(order, _)| *order);
-        all.into_iter().map(|(_, reason)| reason).collect()
+        all.into_iter().map(|(_, text)| text).collect()
+    }
+}
+
+/// A reason and its hash. Equal reasons have equal hashes; different
+/// ones are told apart by their text.
+struct Reason {
+    hash: u64,
+    text: String,
+}
+
+impl PartialEq for Reason {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.text == other.text
+    }
+}
+
+impl Eq for Reason {}
+
+impl Hash for Reason {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+/// The hasher of [`Findings`]' map: a [`Reason`]'s hash, as it is.
+#[derive(Default)]
+struct KeptHash(u64);
+
+impl Hasher for KeptHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used (by `Reason`); fold anything else in.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
     }
 }
 
@@ -212,7 +275,7 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
     let mut ctx = Ctx {
         mode,
         allow,
-        findings: HashMap::new(),
+        findings: Findings::default(),
         functions: Vec::new(),
         commands: Vec::new(),
         code_text: None,
@@ -248,7 +311,7 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
             Decision::Deny
         }
         GateMode::Ask => {
-            reasons.extend(Ctx::reasons(findings));
+            reasons.extend(findings.into_reasons());
             if reasons.is_empty() {
                 Decision::Allow
             } else {
@@ -259,7 +322,7 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
             if allow.is_empty() {
                 reasons.push("the allowlist is empty".into());
             }
-            reasons.extend(Ctx::reasons(findings));
+            reasons.extend(findings.into_reasons());
             if commands.is_empty() && reasons.is_empty() {
                 reasons.push("no command to run".into());
             }
