@@ -127,6 +127,19 @@ pub(crate) enum Field {
     Other,
 }
 
+/// The kinds whose children's fields the gate reads; other nodes' children
+/// are not asked for theirs (the cursor finds a field by climbing every
+/// hidden node above the child: a long list's children each pay for the
+/// depth of the list).
+const FIELDED: &[K] = &[
+    K::Command,
+    K::FileRedirect,
+    K::FunctionDefinition,
+    K::VariableAssignment,
+    K::Subscript,
+    K::HeredocRedirect,
+];
+
 /// What the gate knows of tree-sitter-bash's symbols and fields, read from
 /// the language once.
 struct Lang {
@@ -275,7 +288,8 @@ impl Syntax {
                 None => NONE,
             };
             let id = node.kind_id();
-            let field = match cursor.field_id() {
+            let fielded = parent != NONE && FIELDED.contains(&nodes[parent as usize].kind);
+            let field = match fielded.then(|| cursor.field_id()).flatten() {
                 Some(f) => lang
                     .fields
                     .get(usize::from(f.get()))
@@ -403,8 +417,14 @@ impl<'t> Node<'t> {
         self.start_byte()..self.end_byte()
     }
 
-    /// The field this node fills in its parent.
+    /// The field this node fills in its parent. Recorded for the children
+    /// of the kinds in [`FIELDED`] only; other nodes answer `Field::None`.
     pub fn field(&self) -> Field {
+        debug_assert!(
+            self.parent().is_none_or(|p| FIELDED.contains(&p.kind())),
+            "field() asked of a child of `{}`, which is not in FIELDED",
+            self.parent().map_or("", |p| p.name())
+        );
         self.raw().field
     }
 
@@ -504,13 +524,24 @@ mod tests {
                 Some("destination") => Field::Destination,
                 Some(_) => Field::Other,
             };
-            assert_eq!(ours.field(), field, "{what}");
+            let fielded = node
+                .parent()
+                .is_some_and(|p| FIELDED.contains(&K::from_name(p.kind())));
+            if fielded {
+                assert_eq!(ours.field(), field, "{what}");
+            } else {
+                assert_eq!(ours.raw().field, Field::None, "{what}");
+            }
             assert_eq!(
                 ours.parent().map(|p| p.byte_range()),
                 node.parent().map(|p| p.byte_range()),
                 "{what}"
             );
-            for f in ["name", "argument", "destination"] {
+            let fields_read = FIELDED.contains(&ours.kind());
+            for f in ["name", "argument", "destination"]
+                .into_iter()
+                .filter(|_| fields_read)
+            {
                 let theirs = node.child_by_field_name(f).map(|c| c.byte_range());
                 let field = match f {
                     "name" => Field::Name,
