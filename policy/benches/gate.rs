@@ -14,7 +14,7 @@
 //!
 //! Arguments select cases by name (`corpus`, `linear`, `distinct`,
 //! `distinct 126kb`, `distinct 1mib allowlist`, `word`, `subst`, `parens`,
-//! `quotes`), for profiling one at a time, e.g. under
+//! `quotes`, `commands`, `stages`), for profiling one at a time, e.g. under
 //! `valgrind --tool=callgrind --toggle-collect='*gate*evaluate*'`.
 
 use std::time::{Duration, Instant};
@@ -270,13 +270,23 @@ fn main() {
     }
 
     // 1 MiB worst cases: one huge word, deep nesting, many short words.
+    // Also inputs on which tree-sitter-bash itself is slow: many short
+    // commands (`a;a;...`: two nodes per byte), and a long pipeline that
+    // ends in a syntax error (its error recovery takes time and memory
+    // that grow with the square of the stages).
     type Make = fn() -> String;
-    let cases: [(&str, &str, Make); 4] = [
+    let cases: [(&str, &str, Make); 6] = [
         ("word", "1 MiB single word", || "a".repeat(1 << 20)),
         ("subst", "1 MiB of `$(`", || "$(".repeat(1 << 19)),
         ("parens", "1 MiB of `(`", || "(".repeat(1 << 20)),
         ("quotes", "1 MiB quotes", || {
             "'a' \"b\" ".repeat((1 << 20) / 8)
+        }),
+        ("commands", "1 MiB of `a;`", || {
+            "a;".repeat((1 << 20) / 2 - 1)
+        }),
+        ("stages", "8,000 stages ending in `|` (16 KB)", || {
+            "a|".repeat(8_000)
         }),
     ];
     for (key, name, make) in cases {
