@@ -684,7 +684,7 @@ impl Walker<'_, '_, '_, '_> {
                 .iter()
                 .map(|c| c.program.clone())
                 .collect();
-            if calls.iter().any(|c| *c == name) {
+            if calls.contains(&name) {
                 self.ctx.danger(format!(
                     "function `{name}` calls itself (fork bomb pattern)"
                 ));
