@@ -139,6 +139,7 @@ pub(crate) fn parse_and_walk(ctx: &mut Ctx, src: &str, via: &[String], reparse: 
         src,
         via,
         reparse,
+        restricted: Vec::new(),
     };
     w.walk(root, 0);
 }
@@ -335,6 +336,9 @@ struct Walker<'c, 'a, 's, 'v> {
     src: &'s str,
     via: &'v [String],
     reparse: usize,
+    /// Kinds already reported as outside allowlist mode's grammar: the
+    /// reason depends on the kind alone, so it is recorded once.
+    restricted: Vec<&'static str>,
 }
 
 /// Named node kinds walked through without special handling.
@@ -466,7 +470,12 @@ impl Walker<'_, '_, '_, '_> {
             }
             return;
         }
-        if self.ctx.allowlist() && !ALLOWLIST_KINDS.contains(&kind) && kind != K::Error {
+        if self.ctx.allowlist()
+            && !ALLOWLIST_KINDS.contains(&kind)
+            && kind != K::Error
+            && !self.restricted.contains(&node.name())
+        {
+            self.restricted.push(node.name());
             self.ctx.restrict(describe(node.name()));
         }
         // Bash only reads `{`, `!` and `[[` as keywords when a blank follows
