@@ -721,9 +721,11 @@ impl RealWorld {
         std::fs::write(work.join("f"), "hello\nworld\n").unwrap();
         std::fs::write(work.join("rc"), "payload\n").unwrap();
         let w = RealWorld { dir };
-        w.sh("git init -q repo && cd repo && echo hello > a && git add a && \
+        w.sh(
+            "git init -q repo && cd repo && echo hello > a && git add a && \
               git -c user.name=t -c user.email=t@t commit -qm one && cd .. && \
-              tar -cf a.tar f");
+              tar -cf a.tar f",
+        );
         w
     }
 
@@ -790,21 +792,41 @@ fn real_attacks_are_denied_and_really_run_code() {
         // 1. Abbreviated long options (git parse-options, getopt_long, argp).
         ("git", "git -C repo fetch -q --upload-pa=payload .", "exec"),
         ("git", "git -C repo ls-remote --upload-p=payload .", "exec"),
-        ("git", "git -C repo grep --open-files-in-pag=payload hello", "exec"),
-        ("tar", "tar -cf /dev/null f --checkpoint=1 --checkpoint-act=exec=payload", "exec"),
+        (
+            "git",
+            "git -C repo grep --open-files-in-pag=payload hello",
+            "exec",
+        ),
+        (
+            "tar",
+            "tar -cf /dev/null f --checkpoint=1 --checkpoint-act=exec=payload",
+            "exec",
+        ),
         ("tar", "tar -xf a.tar --to-comm=payload", "exec"),
         ("sed", "sed -n --expr='1e payload' f", "exec"),
         ("split", "split --filt=payload f", "exec"),
         // 2. Options after operands (GNU getopt permutes, argp in order).
         ("sed", "sed f -e '1e payload'", "exec"),
-        ("tar", "tar -cf /dev/null f --checkpoint=1 --checkpoint-action=exec=payload", "exec"),
+        (
+            "tar",
+            "tar -cf /dev/null f --checkpoint=1 --checkpoint-action=exec=payload",
+            "exec",
+        ),
         // 3. Options and programs outside any list of known-bad ones.
         ("git", "git -C repo -c alias.x=!payload x", "exec"),
-        ("git", "git -C repo -c core.fsmonitor=payload status", "exec"),
+        (
+            "git",
+            "git -C repo -c core.fsmonitor=payload status",
+            "exec",
+        ),
         ("zip", "zip -q z.zip f -T -TT payload", "exec"),
         ("split", "split -n 1 --filter=payload f", "exec"),
         ("sqlite3", "sqlite3 :memory: '.shell payload'", "exec"),
-        ("vim", "vim -es -u NONE -i NONE -c '!payload' -c 'qa!'", "exec"),
+        (
+            "vim",
+            "vim -es -u NONE -i NONE -c '!payload' -c 'qa!'",
+            "exec",
+        ),
         ("awk", "awk 'BEGIN { system(\"payload\") }'", "exec"),
         ("awk", "awk 'BEGIN { print \"x\" | \"payload\" }'", "exec"),
         ("find", "find f -maxdepth 0 -execdir payload ';'", "report"),
@@ -820,9 +842,17 @@ fn real_attacks_are_denied_and_really_run_code() {
         ("bash", "v=x; echo ${v%%`payload`}", "exec"),
         ("bash", "v=x; echo ${v,,$(payload)}", "exec"),
         ("bash", "x='$(payload)'; echo ${x@P}", "exec"),
-        ("bash", "a='$'; b='(payload)'; c=\"x[$a$b]\"; echo $((c))", "exec"),
+        (
+            "bash",
+            "a='$'; b='(payload)'; c=\"x[$a$b]\"; echo $((c))",
+            "exec",
+        ),
         ("bash", "PS4='$(payload)'; set -x; true", "exec"),
-        ("bash", "mkdir -p bin2; cp ../bin/payload bin2/ls; printf -v PATH %s bin2; ls", "deny"),
+        (
+            "bash",
+            "mkdir -p bin2; cp ../bin/payload bin2/ls; printf -v PATH %s bin2; ls",
+            "deny",
+        ),
     ];
     let mut failures = Vec::new();
     let mut checked = 0;
@@ -853,10 +883,14 @@ fn real_attacks_are_denied_and_really_run_code() {
             .map(|c| c["program"].as_str().unwrap())
             .collect();
         if *want == "report" && !programs.contains(&"payload") {
-            failures.push(format!("the gate did not report `payload` for {cmd:?}: {v}"));
+            failures.push(format!(
+                "the gate did not report `payload` for {cmd:?}: {v}"
+            ));
         }
         if !world.payload_runs(cmd) {
-            failures.push(format!("the attack {cmd:?} did not run its payload (test is wrong)"));
+            failures.push(format!(
+                "the attack {cmd:?} did not run its payload (test is wrong)"
+            ));
         }
         checked += 1;
     }

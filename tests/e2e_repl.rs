@@ -352,3 +352,34 @@ fn model_text_cannot_send_escape_sequences_to_the_terminal() {
     );
     assert!(!p.transcript.contains("\u{1b}]"), "{:?}", p.transcript);
 }
+
+#[test]
+fn an_agent_toml_fork_keeps_its_files_and_clear_starts_fresh() {
+    let w = World::new();
+    let agent = common::run::fixture("toml-agent");
+    let mut p = repl(&w, &agent, &[], &[("NO_COLOR", "1")]);
+    p.line("write: drafts/mine.md\\");
+    p.line("written in the parent");
+    p.expect("write: wrote ");
+    p.line("/session fork");
+    p.expect("continuing in ");
+    p.line("read: drafts/mine.md");
+    p.expect("read: written in the parent");
+    p.line("/clear");
+    p.expect("new session ");
+    p.line("read: drafts/mine.md");
+    p.expect("read error: ");
+    // The seeded files are there in the new session's tree.
+    p.line("read: notes.md");
+    p.expect("read: seeded notes, read-only");
+    p.at_prompt("toml-notes> ", CTRL_D);
+    let (_, code) = p.finish();
+    assert_eq!(code, Some(0), "{}", p.transcript);
+    // Three sessions, each with its own tree.
+    let trees: Vec<_> = session_files(&w, "toml-notes")
+        .iter()
+        .map(|f| f.with_extension("d").join("files/drafts/mine.md"))
+        .collect();
+    assert_eq!(trees.len(), 3);
+    assert_eq!(trees.iter().filter(|t| t.is_file()).count(), 2, "{trees:?}");
+}

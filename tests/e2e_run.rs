@@ -109,7 +109,11 @@ fn json_event_stream() {
     let ev = events(&out);
     assert_eq!(ev.len(), 1);
     assert!(
-        ev[0]["type"] == "error" && ev[0]["message"].as_str().unwrap().contains("OPENAI_API_KEY is not set"),
+        ev[0]["type"] == "error"
+            && ev[0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("OPENAI_API_KEY is not set"),
         "{ev:?}"
     );
 }
@@ -622,13 +626,18 @@ fn requirement_failures_come_before_consent() {
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(
-        err.contains("reasoning") && err.contains("ANTHROPIC_API_KEY is not set") && !err.contains("consent"),
+        err.contains("reasoning")
+            && err.contains("ANTHROPIC_API_KEY is not set")
+            && !err.contains("consent"),
         "{err}"
     );
     assert!(!w.zot_home.join("agents/thinker").exists());
     let out = w.run(&["run", s(&agent), "--print", "--model", "sim", "hi"]);
     let err = text(&out.stderr);
-    assert!(err.contains("sim (sim) does not satisfy") && !err.contains("consent"), "{err}");
+    assert!(
+        err.contains("sim (sim) does not satisfy") && !err.contains("consent"),
+        "{err}"
+    );
     assert!(!w.zot_home.join("agents/thinker").exists());
 }
 
@@ -1008,7 +1017,18 @@ fn agent_toml_package_runs_in_its_seeded_files() {
             {"name": "read", "arguments": {"path": s(&w.ws.join("README.md"))}}
         ]}, {"text": "noted"}]),
     );
-    let ev = w.run_script(&agent, &script, "go");
+    let out = w.run(&[
+        "run",
+        s(&agent),
+        "-y",
+        "--json",
+        "--sim-script",
+        s(&script),
+        "go",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let first = session_id(&out);
+    let ev = events(&out);
     let r = of_type(&ev, "tool_result");
     let errs: Vec<bool> = r.iter().map(|r| r["is_error"] == true).collect();
     assert_eq!(errs, [false, true, false, false, true, true], "{r:?}");
@@ -1018,7 +1038,9 @@ fn agent_toml_package_runs_in_its_seeded_files() {
         .unwrap()
         .contains("read-only file of the agent package"));
     assert!(r[3]["content"].as_str().unwrap().contains("three bullets"));
-    let files = w.zot_home.join("agents/toml-notes/data/files");
+    // The files live in the session's own tree.
+    let sessions = w.zot_home.join("sessions/agents/toml-notes");
+    let files = sessions.join(format!("{first}.d/files"));
     assert_eq!(
         std::fs::read_to_string(files.join("notes.md")).unwrap(),
         "seeded notes, read-only\n"
@@ -1027,9 +1049,83 @@ fn agent_toml_package_runs_in_its_seeded_files() {
         std::fs::read_to_string(files.join("drafts/today.md")).unwrap(),
         "final\n"
     );
-    // Seeded once: the edit survives the next run.
+    assert!(!w.zot_home.join("agents/toml-notes/data/files").exists());
+    // A new session gets a fresh snapshot; --resume gets its own tree back.
     let out = w.run(&["run", s(&agent), "-y", "--print", "read: drafts/today.md"]);
-    assert_eq!(text(&out.stdout), "read: final\n");
+    assert_eq!(text(&out.stdout), "read: draft\n", "{}", text(&out.stderr));
+    let out = w.run(&[
+        "run",
+        s(&agent),
+        "-y",
+        "--print",
+        "--resume",
+        &first,
+        "read: drafts/today.md",
+    ]);
+    assert_eq!(text(&out.stdout), "read: final\n", "{}", text(&out.stderr));
+    // --no-session: a fresh tree, gone afterwards.
+    let tmp = w.root.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let out = w
+        .cmd(&[
+            "run",
+            s(&agent),
+            "-y",
+            "--print",
+            "--no-session",
+            "read: drafts/today.md",
+        ])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "read: draft\n", "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    // A new version of the package: new sessions see its files, the old
+    // session keeps the tree it had.
+    let v2 = w.root.join("toml-v2");
+    std::fs::create_dir(&v2).unwrap();
+    std::fs::write(
+        v2.join("agent.toml"),
+        std::fs::read_to_string(agent.join("agent.toml"))
+            .unwrap()
+            .replace("content = \"draft\\n\"", "content = \"draft v2\\n\""),
+    )
+    .unwrap();
+    let out = w.run(&["run", s(&v2), "-y", "--print", "read: drafts/today.md"]);
+    assert_eq!(
+        text(&out.stdout),
+        "read: draft v2\n",
+        "{}",
+        text(&out.stderr)
+    );
+    let out = w.run(&[
+        "run",
+        s(&v2),
+        "-y",
+        "--print",
+        "--resume",
+        &first,
+        "read: drafts/today.md",
+    ]);
+    assert_eq!(text(&out.stdout), "read: final\n", "{}", text(&out.stderr));
+    // A zotfile agent of the same name works in its workspace, not in a
+    // session tree of the agent.toml package.
+    let zf = w.agent(
+        "toml-notes",
+        json!({"permissions": {"fs": {"read": ["${workspace}"]}}}),
+    );
+    let out = w.run(&["run", s(&zf), "-y", "--print", "read: drafts/today.md"]);
+    assert!(
+        text(&out.stdout).contains("No such file"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = w.run(&["run", s(&zf), "-y", "--print", "read: README.md"]);
+    assert!(
+        text(&out.stdout).contains("hello from the workspace"),
+        "{}",
+        text(&out.stdout)
+    );
     // Fields this host cannot honour refuse the run.
     let dir = w.root.join("mcp-agent");
     std::fs::create_dir(&dir).unwrap();
@@ -1345,4 +1441,117 @@ fn signed_archives_from_github_releases_and_repositories() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// Entries of `dir` whose names start with `prefix`.
+fn named(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(prefix))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_killed_runs_temp_dirs_are_removed_by_the_next_invocation() {
+    let w = World::new();
+    if !sandbox_works(&w) {
+        return;
+    }
+    let src = w.agent(
+        "sleeper",
+        json!({"permissions": {"fs": {"read": ["${workspace}"]}, "bash": {"mode": "allowlist", "allow": ["sleep"]}}}),
+    );
+    let archive = w.root.join("sleeper.zot");
+    let out = w.run(&["pack", s(&src), s(&archive)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The same agent as a GitHub repository (archive served locally).
+    let repo = w.root.join("src/sleeper-0123");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::copy(src.join("manifest.json"), repo.join("manifest.json")).unwrap();
+    let tgz = w.root.join("r.tar.gz");
+    assert!(Command::new("tar")
+        .arg("-czf")
+        .arg(&tgz)
+        .arg("-C")
+        .arg(w.root.join("src"))
+        .arg("sleeper-0123")
+        .status()
+        .unwrap()
+        .success());
+    let (base, _hits) = serve(vec![(
+        "/acme/sleeper/archive/HEAD.tar.gz".into(),
+        std::fs::read(&tgz).unwrap(),
+    )]);
+    let script = w.script(
+        "s.json",
+        json!([{"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]}, {"text": "done"}]),
+    );
+    let tmp = w.root.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    for (reference, prefix) in [(s(&archive), "zot-agent-"), ("acme/sleeper", "zot-github-")] {
+        let mut child = w
+            .cmd(&[
+                "run",
+                reference,
+                "-y",
+                "--json",
+                "--sim-script",
+                s(&script),
+                "go",
+            ])
+            .env("ZOT_GITHUB_BASE", &base)
+            .env("TMPDIR", &tmp)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until the bash tool call is under way.
+        let mut lines =
+            std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+        let started = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .any(|l| l.contains("\"tool_call\""));
+        assert!(started, "{reference}: no tool call");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let left = named(&tmp, prefix);
+        assert_eq!(left.len(), 1, "{reference}: {left:?}");
+        child.kill().unwrap(); // SIGKILL: no clean-up code runs
+        child.wait().unwrap();
+        assert!(left[0].exists(), "only the next invocation cleans up");
+        // Any zot command sweeps what the dead run journaled.
+        let out = w.cmd(&["models"]).env("TMPDIR", &tmp).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(
+            named(&tmp, prefix).is_empty(),
+            "{reference}: {:?}",
+            named(&tmp, prefix)
+        );
+        let journals: Vec<PathBuf> = named(&w.zot_home.join("journal"), "")
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        assert!(journals.is_empty(), "{journals:?}");
+    }
+    // A run that ends normally leaves no journal and no temp dir.
+    let out = w
+        .cmd(&["run", s(&archive), "-y", "--print", "hi"])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(named(&tmp, "zot-").is_empty());
+    assert!(named(&w.zot_home.join("journal"), "")
+        .iter()
+        .all(|p| p.extension().is_none_or(|x| x != "jsonl")));
 }

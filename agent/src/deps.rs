@@ -54,8 +54,10 @@ pub struct LoadedAgent {
     pub warnings: Vec<String>,
     /// Keeps an archive's extraction alive.
     pub _package: Option<zot_package::Agent>,
-    /// Keeps a downloaded repository alive.
-    pub _guard: Option<tempfile::TempDir>,
+    /// Keeps a downloaded repository or an archive's extraction alive:
+    /// journaled temp dirs, removed when this value is dropped (or by the
+    /// next zot run when this process is killed).
+    pub _scratch: Vec<zot_supervisor::journal::TempDir>,
     /// An agent.toml package: its session files are seeded into the
     /// workspace.
     pub toml: Option<zot_package::agent_toml::AgentPackage>,
@@ -65,8 +67,9 @@ pub struct LoadedAgent {
 }
 
 impl LoadedAgent {
-    /// Seed an agent.toml package's files and skills into `dir` (once: only
-    /// when `dir` does not exist yet). Returns the read-only seeds.
+    /// Seed an agent.toml package's files and skills into `dir`, a session's
+    /// file tree (only when `dir` does not exist yet: a resumed session
+    /// keeps its tree). Returns the read-only seeds.
     pub fn seed(&self, dir: &Path) -> Result<Vec<PathBuf>, RunError> {
         let Some(pkg) = &self.toml else {
             return Ok(Vec::new());
@@ -139,7 +142,7 @@ pub fn open_agent_toml(path: &Path) -> Result<LoadedAgent, RunError> {
         digest: pkg.digest(),
         warnings,
         _package: None,
-        _guard: None,
+        _scratch: Vec::new(),
         toml: Some(pkg),
         signature: None,
     })
@@ -183,17 +186,35 @@ pub fn open_agent(path: &Path) -> Result<LoadedAgent, RunError> {
     if !path.join("manifest.json").exists() && zot_package::agent_toml::detect(path) {
         return open_agent_toml(path);
     }
-    let pkg = zot_package::open(path).map_err(RunError::Package)?;
+    let mut scratch = Vec::new();
+    let pkg = if path.is_file() {
+        let dir = scratch_dir("zot-agent-")?;
+        let pkg = zot_package::open_in(path, &zot_package::Limits::DEFAULT, dir.path())
+            .map_err(RunError::Package)?;
+        scratch.push(dir);
+        pkg
+    } else {
+        zot_package::open(path).map_err(RunError::Package)?
+    };
     Ok(LoadedAgent {
         root: pkg.root.clone(),
         spec: spec_of(&pkg.manifest),
         digest: pkg.digest.clone(),
         warnings: pkg.warnings.clone(),
         _package: Some(pkg),
-        _guard: None,
+        _scratch: scratch,
         toml: None,
         signature: None,
     })
+}
+
+/// A private temp dir in `$TMPDIR`, journaled under zot's state dir before
+/// it is made, so a killed run's leftovers are removed by the next zot run.
+pub fn scratch_dir(prefix: &str) -> Result<zot_supervisor::journal::TempDir, RunError> {
+    let home = crate::home::zot_home()?;
+    zot_supervisor::journal::for_process(&home)
+        .temp_dir(&std::env::temp_dir(), prefix)
+        .map_err(|e| RunError::Journal(Box::new(e)))
 }
 
 /// Extract a GitHub repository `.tar.gz` archive into `dest` (an empty

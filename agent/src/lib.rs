@@ -78,6 +78,8 @@ pub enum RunError {
     Pre(String),
     #[error("{0}")]
     Usage(String),
+    #[error("recording what zot creates")]
+    Journal(#[source] Box<zot_supervisor::journal::JournalError>),
     #[error("signature: {0}")]
     Signature(String),
     #[error("{what}")]

@@ -316,10 +316,7 @@ fn fetch_release(
         &mut |_| {},
     )
     .map_err(err)?;
-    let tmp = tempfile::Builder::new()
-        .prefix("zot-github-")
-        .tempdir()
-        .map_err(|e| RunError::io("temp dir", e))?;
+    let tmp = deps::scratch_dir("zot-github-")?;
     let local = tmp.path().join(file);
     std::fs::write(&local, &bytes).map_err(|e| RunError::io(local.display().to_string(), e))?;
     let local_sig = zot_package::signature::signature_path(&local);
@@ -337,7 +334,7 @@ fn fetch_release(
                 )),
                 e => e,
             })?;
-    agent._guard = Some(tmp);
+    agent._scratch.push(tmp);
     Ok(agent)
 }
 
@@ -365,10 +362,7 @@ fn fetch_github(
     let bytes = download(&http_agent(), &url, MAX_DOWNLOAD, progress)
         .map_err(err)?
         .ok_or_else(|| err(format!("download {url}: 404 Not Found")))?;
-    let tmp = tempfile::Builder::new()
-        .prefix("zot-github-")
-        .tempdir()
-        .map_err(|e| RunError::io("temp dir", e))?;
+    let tmp = deps::scratch_dir("zot-github-")?;
     let top = deps::extract_github_archive(&bytes, tmp.path())?;
     let dir = if path.is_empty() { top } else { top.join(path) };
     // A `.zot` committed to the repository, signed by the `.minisig` next
@@ -376,7 +370,7 @@ fn fetch_github(
     if path.ends_with(".zot") && dir.is_file() {
         let sig = zot_package::signature::signature_path(&dir);
         let mut agent = crate::trust::open_archive(&dir, &sig, sigs.keys, sigs.required, warnings)?;
-        agent._guard = Some(tmp);
+        agent._scratch.push(tmp);
         return Ok(agent);
     }
     if sigs.required {
@@ -396,7 +390,7 @@ fn fetch_github(
         )));
     }
     let mut agent = deps::open_agent(&dir)?;
-    agent._guard = Some(tmp);
+    agent._scratch.push(tmp);
     Ok(agent)
 }
 

@@ -272,7 +272,7 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
     let required = opts.require_signature || cfg.config.trust.require_signature;
     let keys = trust::trusted_keys(&zot_home)?;
     let mut sig_warnings = Vec::new();
-    let agent = reference::resolve_checked(
+    let mut agent = reference::resolve_checked(
         &opts.reference,
         &here,
         &reference::Signatures {
@@ -315,21 +315,38 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
         yes: opts.yes,
         env: std::env::var("ZOT_AGENT_CONSENT").is_ok_and(|v| v == "1"),
     };
-    // An agent.toml package works in its own seeded file tree unless
-    // --cwd names a workspace.
-    let workspace = match (&agent.toml, &opts.cwd) {
-        (Some(_), None) => data
-            .canonicalize()
-            .map_err(|e| RunError::io(format!("agent data dir {}", data.display()), e))?
-            .join("files"),
-        _ => workspace,
-    };
-    let perms = perms::expand(&spec, &workspace, &data)?;
-    get_consent(&ah, &agent, &perms, bypass, ui)?;
-    let read_only = if opts.cwd.is_none() {
-        agent.seed(&workspace)?
+    let (session_path, session_notes) = session::plan(&opts.session, &ah.sessions_dir())?;
+    for n in &session_notes {
+        ui.warn(n);
+    }
+    // An agent.toml package works in the session's own file tree, a fresh
+    // snapshot of its Agent Files (`<session>.d/files`, or a temp dir with
+    // --no-session), unless --cwd names a workspace. Consent is given for
+    // "the session's tree", so it is asked once, not at every session.
+    let seeded = agent.toml.is_some() && opts.cwd.is_none();
+    let perms = if seeded {
+        let label = ah
+            .sessions_dir()
+            .join("<session>.d")
+            .join(session::FILES_DIR);
+        perms::expand(&spec, &label, &data)?
     } else {
-        Vec::new()
+        perms::expand(&spec, &workspace, &data)?
+    };
+    get_consent(&ah, &agent, &perms, bypass, ui)?;
+    let (workspace, perms, read_only) = if seeded {
+        let tree = match &session_path {
+            Some(p) => session::files_dir(p),
+            None => {
+                let dir = deps::scratch_dir("zot-files-")?;
+                let tree = dir.path().join(session::FILES_DIR);
+                agent._scratch.push(dir);
+                tree
+            }
+        };
+        enter_tree(&agent, &tree, &data)?
+    } else {
+        (workspace, perms, Vec::new())
     };
 
     let (system, skills, skill_warnings) = build_prompt(&agent, &workspace, &zot_home, &enabled)?;
@@ -337,7 +354,7 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
         ui.warn(w);
     }
     let loaded = session::open(
-        &opts.session,
+        session_path.as_deref(),
         &ah.sessions_dir(),
         &spec.name,
         &agent.digest,
@@ -358,6 +375,7 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
         backend: opts.backend.clone(),
         zot_home: crate::perms::canonical_prefix(&ah.home),
         agent_data: crate::perms::canonical_prefix(&data),
+        session_files: seeded.then(|| workspace.clone()),
         read_only,
         refusals: tools::NAMES
             .iter()
@@ -384,8 +402,25 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
         cancel,
         session_usage: loaded.usage,
         last_turn: None,
+        seeded,
     };
     rt.main(&opts)
+}
+
+/// An agent.toml package's session file tree `tree`: seeded when new, then
+/// its canonical path, the permissions expanded for it and its read-only
+/// seeds.
+fn enter_tree(
+    agent: &LoadedAgent,
+    tree: &Path,
+    data: &Path,
+) -> Result<(PathBuf, Permissions, Vec<PathBuf>), RunError> {
+    let read_only = agent.seed(tree)?;
+    let tree = tree
+        .canonicalize()
+        .map_err(|e| RunError::io(format!("session files {}", tree.display()), e))?;
+    let perms = perms::expand(&agent.spec, &tree, data)?;
+    Ok((tree, perms, read_only))
 }
 
 /// The system prompt and skills of a zotfile (AGENT.md, `skills/`) or an
@@ -461,6 +496,8 @@ struct Runtime<'u> {
     session_usage: Usage,
     /// Tokens of the last finished turn.
     last_turn: Option<Usage>,
+    /// An agent.toml package working in each session's own file tree.
+    seeded: bool,
 }
 
 impl Runtime<'_> {

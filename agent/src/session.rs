@@ -21,6 +21,20 @@ use crate::home::private_dir;
 use crate::message::{Message, Usage};
 use crate::RunError;
 
+/// The session's file tree (an agent.toml package's Agent Files), inside
+/// its side directory.
+pub const FILES_DIR: &str = "files";
+
+/// The side directory of the session file `path` (`<id>.d`).
+pub fn side_dir(path: &Path) -> PathBuf {
+    path.with_extension("d")
+}
+
+/// The file tree of the session file `path`: `<id>.d/files`.
+pub fn files_dir(path: &Path) -> PathBuf {
+    side_dir(path).join(FILES_DIR)
+}
+
 /// Which session to use.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum SessionChoice {
@@ -157,24 +171,15 @@ fn id_ok(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// Open (or create) the session `choice` names.
-pub fn open(
+/// Where the session `choice` names lives (`None`: no session), and notes
+/// for the user. Creates nothing: a new session's file is made by [`open`].
+pub fn plan(
     choice: &SessionChoice,
     dir: &Path,
-    agent: &str,
-    digest: &str,
-    workspace: &Path,
-) -> Result<Loaded, RunError> {
+) -> Result<(Option<PathBuf>, Vec<String>), RunError> {
     let mut warnings = Vec::new();
     let path = match choice {
-        SessionChoice::Off => {
-            return Ok(Loaded {
-                session: None,
-                history: Vec::new(),
-                usage: Usage::default(),
-                warnings,
-            })
-        }
+        SessionChoice::Off => return Ok((None, warnings)),
         SessionChoice::New => None,
         SessionChoice::Continue => {
             let latest = list(dir).into_iter().last();
@@ -218,14 +223,32 @@ pub fn open(
         }
         SessionChoice::Path(p) => Some(p.clone()),
     };
-    let path = match path {
-        Some(p) => p,
-        None => {
-            private_dir(dir)
-                .map_err(|e| RunError::io(format!("session dir {}", dir.display()), e))?;
-            dir.join(format!("{}.jsonl", new_id()))
-        }
+    let path = path.unwrap_or_else(|| dir.join(format!("{}.jsonl", new_id())));
+    Ok((Some(path), warnings))
+}
+
+/// Open (or create) the session file `path` planned by [`plan`] (`None`:
+/// record nothing). A new file in the agent's session dir `dir` makes that
+/// directory first.
+pub fn open(
+    path: Option<&Path>,
+    dir: &Path,
+    agent: &str,
+    digest: &str,
+    workspace: &Path,
+) -> Result<Loaded, RunError> {
+    let mut warnings = Vec::new();
+    let Some(path) = path.map(Path::to_path_buf) else {
+        return Ok(Loaded {
+            session: None,
+            history: Vec::new(),
+            usage: Usage::default(),
+            warnings,
+        });
     };
+    if !path.exists() && path.parent() == Some(dir) {
+        private_dir(dir).map_err(|e| RunError::io(format!("session dir {}", dir.display()), e))?;
+    }
     if path.exists() {
         let (session, history, usage, w) = load_existing(&path, agent)?;
         warnings.extend(w);
@@ -569,7 +592,7 @@ impl Session {
 
     /// Directory for this session's side files (full tool outputs).
     pub fn side_dir(&self) -> PathBuf {
-        self.path.with_extension("d")
+        side_dir(&self.path)
     }
 }
 
@@ -577,11 +600,26 @@ impl Session {
 mod tests {
     use super::*;
 
+    fn open_choice(
+        choice: &SessionChoice,
+        dir: &Path,
+        agent: &str,
+        digest: &str,
+        ws: &Path,
+    ) -> Result<Loaded, RunError> {
+        let (path, mut warnings) = plan(choice, dir)?;
+        let mut l = open(path.as_deref(), dir, agent, digest, ws)?;
+        warnings.append(&mut l.warnings);
+        l.warnings = warnings;
+        Ok(l)
+    }
+
     #[test]
     fn continue_resume_torn() {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("s");
-        let mut l = open(&SessionChoice::New, &dir, "a", "sha256:x", Path::new("/w")).unwrap();
+        let mut l =
+            open_choice(&SessionChoice::New, &dir, "a", "sha256:x", Path::new("/w")).unwrap();
         let s = l.session.as_mut().unwrap();
         s.append(&Record::Message {
             message: Message::User {
@@ -592,7 +630,7 @@ mod tests {
         let id = s.id.clone();
         let path = s.path.clone();
         drop(l);
-        let l = open(&SessionChoice::Continue, &dir, "a", "", Path::new("/w")).unwrap();
+        let l = open_choice(&SessionChoice::Continue, &dir, "a", "", Path::new("/w")).unwrap();
         assert_eq!(l.history.len(), 1);
         assert_eq!(l.session.as_ref().unwrap().id, id);
         // Torn last line.
@@ -600,7 +638,7 @@ mod tests {
         f.write_all(br#"{"type":"message","message":{"role":"user","cont"#)
             .unwrap();
         drop(f);
-        let mut l = open(
+        let mut l = open_choice(
             &SessionChoice::Resume(id[..6].to_string()),
             &dir,
             "a",
@@ -620,7 +658,7 @@ mod tests {
             })
             .unwrap();
         drop(l);
-        let l = open(
+        let l = open_choice(
             &SessionChoice::Path(path.clone()),
             &dir,
             "a",
@@ -633,8 +671,8 @@ mod tests {
         // A corrupt middle line is an error.
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, format!("garbage\n{text}")).unwrap();
-        assert!(open(&SessionChoice::Path(path), &dir, "a", "", Path::new("/w")).is_err());
-        assert!(open(
+        assert!(open_choice(&SessionChoice::Path(path), &dir, "a", "", Path::new("/w")).is_err());
+        assert!(open_choice(
             &SessionChoice::Resume("../x".into()),
             &dir,
             "a",
@@ -648,7 +686,8 @@ mod tests {
     fn fork_copies_the_records_and_names_its_parent() {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("s");
-        let mut l = open(&SessionChoice::New, &dir, "a", "sha256:x", Path::new("/w")).unwrap();
+        let mut l =
+            open_choice(&SessionChoice::New, &dir, "a", "sha256:x", Path::new("/w")).unwrap();
         let s = l.session.as_mut().unwrap();
         for rec in [
             Record::Message {
@@ -692,11 +731,11 @@ mod tests {
     fn a_session_must_start_with_the_agents_header() {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("s");
-        let l = open(&SessionChoice::New, &dir, "a", "sha256:x", Path::new("/w")).unwrap();
+        let l = open_choice(&SessionChoice::New, &dir, "a", "sha256:x", Path::new("/w")).unwrap();
         let path = l.session.as_ref().unwrap().path.clone();
         drop(l);
         let before = std::fs::read(&path).unwrap();
-        let e = open(
+        let e = open_choice(
             &SessionChoice::Path(path.clone()),
             &dir,
             "b",
@@ -730,7 +769,7 @@ mod tests {
         for (name, bytes, why) in cases {
             let p = d.path().join(format!("{name}.jsonl"));
             std::fs::write(&p, bytes).unwrap();
-            let e = open(
+            let e = open_choice(
                 &SessionChoice::Path(p.clone()),
                 &dir,
                 "a",

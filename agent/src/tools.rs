@@ -177,9 +177,11 @@ pub struct ToolEnv {
     pub side_dir: Option<PathBuf>,
     pub backend: Option<String>,
     /// zot's state directory (canonical): the file tools never touch it,
-    /// except the agent's own data dir inside it.
+    /// except the agent's own data dir and this session's file tree (an
+    /// agent.toml package's Agent Files) inside it.
     pub zot_home: PathBuf,
     pub agent_data: PathBuf,
+    pub session_files: Option<PathBuf>,
     /// Files inside write scopes that stay read-only (agent.toml seeds).
     pub read_only: Vec<PathBuf>,
     /// The tools this run offers (see [`enabled`]); others are refused.
@@ -193,7 +195,12 @@ pub struct ToolEnv {
 impl ToolEnv {
     /// Whether a real (canonical) path is zot's private state.
     fn private(&self, p: &Path) -> bool {
-        p.starts_with(&self.zot_home) && !p.starts_with(&self.agent_data)
+        p.starts_with(&self.zot_home)
+            && !p.starts_with(&self.agent_data)
+            && !self
+                .session_files
+                .as_ref()
+                .is_some_and(|f| p.starts_with(f))
     }
 
     /// Refuse writing a read-only seed (checked on the opened file's real path).
@@ -682,6 +689,7 @@ mod tests {
             backend: None,
             zot_home: ws.join("zot-home"),
             agent_data: ws.join("zot-home/agents/a/data"),
+            session_files: None,
             read_only: vec![],
             enabled: NAMES.to_vec(),
             tool_specs: vec![],

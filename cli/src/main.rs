@@ -60,6 +60,7 @@ fn main() -> ExitCode {
         zot_launcher::main_from_args();
     }
     let cli = Cli::parse();
+    cmd::sweep_leftovers();
     let result = match cli.command {
         Command::Pack(a) => cmd::pack::run(a),
         Command::Inspect(a) => cmd::inspect::run(a),

@@ -199,6 +199,17 @@ pub fn open(path: &Path) -> Result<Agent, PackageError> {
 
 /// [`open`] with explicit limits.
 pub fn open_with(path: &Path, limits: &Limits) -> Result<Agent, PackageError> {
+    open_into(path, limits, None)
+}
+
+/// [`open_with`], extracting an archive into `dir`: an existing, empty,
+/// private directory that the caller owns and removes (a directory agent
+/// is read in place and `dir` stays empty).
+pub fn open_in(path: &Path, limits: &Limits, dir: &Path) -> Result<Agent, PackageError> {
+    open_into(path, limits, Some(dir))
+}
+
+fn open_into(path: &Path, limits: &Limits, into: Option<&Path>) -> Result<Agent, PackageError> {
     let meta = fs::metadata(path).map_err(PackageError::io("opening", path))?;
     if meta.is_dir() {
         let (root, entries) = load_dir(path, limits)?;
@@ -217,19 +228,24 @@ pub fn open_with(path: &Path, limits: &Limits) -> Result<Agent, PackageError> {
         })
     } else if meta.is_file() {
         check_compressed_size(path, meta.len(), limits)?;
-        let temp = tempfile::Builder::new()
-            .prefix("zot-agent-")
-            .tempdir()
-            .map_err(PackageError::io(
-                "creating a temporary directory in",
-                std::env::temp_dir(),
-            ))?;
-        fs::set_permissions(temp.path(), fs::Permissions::from_mode(0o700))
-            .map_err(PackageError::io("securing", temp.path()))?;
+        let (root, temp) = match into {
+            Some(d) => (d.to_path_buf(), None),
+            None => {
+                let t = tempfile::Builder::new()
+                    .prefix("zot-agent-")
+                    .tempdir()
+                    .map_err(PackageError::io(
+                        "creating a temporary directory in",
+                        std::env::temp_dir(),
+                    ))?;
+                fs::set_permissions(t.path(), fs::Permissions::from_mode(0o700))
+                    .map_err(PackageError::io("securing", t.path()))?;
+                (t.path().to_path_buf(), Some(t))
+            }
+        };
         let file = File::open(path).map_err(PackageError::io("opening", path))?;
-        let ex = extract_reader(file, temp.path(), limits).map_err(|e| archive_err(path, e))?;
+        let ex = extract_reader(file, &root, limits).map_err(|e| archive_err(path, e))?;
         let (manifest, warnings) = check_archive(path, &ex)?;
-        let root = temp.path().to_path_buf();
         Ok(Agent {
             root,
             source: path.to_path_buf(),
@@ -238,7 +254,7 @@ pub fn open_with(path: &Path, limits: &Limits) -> Result<Agent, PackageError> {
             digest: ex.digest.clone(),
             files: file_list(&ex.entries),
             warnings,
-            _temp: Some(temp),
+            _temp: temp,
         })
     } else {
         Err(PackageError::NotAnAgent {

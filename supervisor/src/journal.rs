@@ -92,10 +92,10 @@ struct Inner {
     open: Vec<(Kind, PathBuf)>,
 }
 
-/// This process's journal. Cheap to clone. The journal file is made at the
-/// first entry. When the last clone is dropped with nothing left open the
-/// file is deleted; with entries still open it stays, unlocked, exactly as
-/// after a crash, for [`sweep`].
+/// This process's journal. Cheap to clone. The journal file exists while
+/// something is recorded and not yet undone: made at the first entry,
+/// deleted when the last one is done. Dropped with entries still open, it
+/// stays, unlocked, exactly as after a crash, for [`sweep`].
 #[derive(Clone)]
 pub struct Journal(Arc<Mutex<Inner>>);
 
@@ -144,6 +144,13 @@ impl Journal {
         })?;
         if let Some(i) = inner.open.iter().rposition(|(_, p)| p == path) {
             inner.open.remove(i);
+        }
+        if inner.open.is_empty() {
+            // Nothing left to undo: the journal goes (unlinked while still
+            // locked); the next entry starts a new one.
+            if let Some((_, p)) = inner.file.take() {
+                let _ = fs::remove_file(p);
+            }
         }
         Ok(())
     }
@@ -213,6 +220,58 @@ impl Journal {
     pub fn remove_temp_dir(&self, path: &Path) -> Result<(), JournalError> {
         remove_entry(Kind::TempDir, path);
         self.done(path)
+    }
+}
+
+/// The journal of this process: one per process, made on first use under
+/// `state_dir` (later calls get the same journal whatever they pass).
+pub fn for_process(state_dir: &Path) -> Journal {
+    static PROCESS: std::sync::OnceLock<Journal> = std::sync::OnceLock::new();
+    PROCESS.get_or_init(|| Journal::new(state_dir)).clone()
+}
+
+/// A private (0700) directory recorded in a journal before it was made,
+/// removed with everything in it when dropped.
+#[derive(Debug)]
+pub struct TempDir {
+    path: PathBuf,
+    journal: Journal,
+}
+
+impl TempDir {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = self.journal.remove_temp_dir(&self.path);
+    }
+}
+
+impl Journal {
+    /// Make `<parent>/<prefix><random>` (mode 0700), journaled first.
+    pub fn temp_dir(&self, parent: &Path, prefix: &str) -> Result<TempDir, JournalError> {
+        loop {
+            let path = parent.join(format!("{prefix}{:012x}", random_u64() >> 16));
+            self.add(Kind::TempDir, &path)?;
+            match fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => {
+                    return Ok(TempDir {
+                        path,
+                        journal: self.clone(),
+                    })
+                }
+                Err(e) => {
+                    // Nothing was made: the entry is void either way.
+                    self.done(&path)?;
+                    if e.kind() != io::ErrorKind::AlreadyExists {
+                        return Err(io_err("creating", &path)(e));
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -550,6 +609,40 @@ mod tests {
         assert!(e.to_string().contains("creating placeholder"), "{e}");
         drop(j);
         assert!(journals(state.path()).is_empty());
+    }
+
+    #[test]
+    fn journaled_temp_dirs() {
+        let state = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let j = Journal::new(state.path());
+        let a = j.temp_dir(tmp.path(), "zot-agent-").unwrap();
+        let m = fs::metadata(a.path()).unwrap();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777,
+            0o700
+        );
+        fs::write(a.path().join("f"), "x").unwrap();
+        let kept = a.path().to_path_buf();
+        let b = j.temp_dir(tmp.path(), "zot-github-").unwrap();
+        assert_ne!(a.path(), b.path());
+        drop(a);
+        assert!(!kept.exists());
+        // a dead process's temp dir is swept
+        let left = b.path().to_path_buf();
+        // As if the process died: its journal closes, the guard never runs.
+        // SAFETY: the journal is moved out once and `b` is forgotten, so it
+        // is dropped exactly once.
+        let journal = unsafe { std::ptr::read(&b.journal) };
+        std::mem::forget(b);
+        drop(journal);
+        drop(j);
+        assert!(left.exists());
+        assert_eq!(
+            sweep(state.path()).removed,
+            vec![(Kind::TempDir, left.clone())]
+        );
+        assert!(!left.exists());
     }
 
     #[test]

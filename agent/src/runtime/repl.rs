@@ -189,8 +189,33 @@ impl Runtime<'_> {
         self.ui.show(&s);
     }
 
-    /// Continue in `loaded` (another session, a fork, a new one).
-    fn switch_session(&mut self, loaded: session::Loaded) {
+    /// Continue in `loaded` (another session, a fork, a new one). An
+    /// agent.toml package moves to that session's file tree (seeded when
+    /// new; a fork's starts as a copy of `from`, its parent's).
+    fn switch_session(
+        &mut self,
+        loaded: session::Loaded,
+        from: Option<&Path>,
+    ) -> Result<(), RunError> {
+        if let (true, Some(s)) = (self.seeded, &loaded.session) {
+            let tree = session::files_dir(&s.path);
+            if let Some(parent) = from.filter(|p| p.is_dir() && !tree.exists()) {
+                copy_tree(parent, &tree).map_err(|e| {
+                    RunError::io(
+                        format!("copying the session files into {}", tree.display()),
+                        e,
+                    )
+                })?;
+            }
+            let (tree, perms, read_only) =
+                super::enter_tree(&self.agent, &tree, &self.ah.data_dir())?;
+            self.env.policy = super::policy_for(&perms, &tree, &self.ah, &read_only);
+            self.env.perms = perms;
+            self.env.read_only = read_only;
+            self.env.session_files = Some(tree.clone());
+            self.env.workspace = tree;
+            self.refresh_prompt()?;
+        }
         for w in &loaded.warnings {
             self.ui.warn(w);
         }
@@ -200,12 +225,18 @@ impl Runtime<'_> {
         self.env.side_dir = loaded.session.as_ref().map(Session::side_dir);
         // The old session is synced and closed as it is dropped.
         self.session = loaded.session;
+        Ok(())
     }
 
-    fn open_session(&self, choice: &SessionChoice) -> Result<session::Loaded, RunError> {
+    fn open_session(&mut self, choice: &SessionChoice) -> Result<session::Loaded, RunError> {
+        let dir = self.ah.sessions_dir();
+        let (path, notes) = session::plan(choice, &dir)?;
+        for n in &notes {
+            self.ui.warn(n);
+        }
         session::open(
-            choice,
-            &self.ah.sessions_dir(),
+            path.as_deref(),
+            &dir,
             &self.agent.spec.name,
             &self.agent.digest,
             &self.env.workspace,
@@ -223,7 +254,7 @@ impl Runtime<'_> {
             return Ok(());
         }
         let loaded = self.open_session(&SessionChoice::New)?;
-        self.switch_session(loaded);
+        self.switch_session(loaded, None)?;
         let new = self.session.as_ref().map(|s| s.id.as_str()).unwrap_or("");
         self.ui.note(&format!(
             "new session {new}; the previous one, {}, stays (/sessions resumes it)",
@@ -296,7 +327,7 @@ impl Runtime<'_> {
             return Ok(());
         }
         let loaded = self.open_session(&SessionChoice::Resume(id))?;
-        self.switch_session(loaded);
+        self.switch_session(loaded, None)?;
         let (sid, n) = (
             self.session
                 .as_ref()
@@ -318,13 +349,14 @@ impl Runtime<'_> {
             ));
         };
         let parent = cur.id.clone();
+        let parent_files = session::files_dir(&cur.path);
         let loaded = cur.fork(
             &dir,
             &self.agent.spec.name,
             &self.agent.digest,
             &self.env.workspace,
         )?;
-        self.switch_session(loaded);
+        self.switch_session(loaded, Some(&parent_files))?;
         let id = self
             .session
             .as_ref()
@@ -347,6 +379,23 @@ impl Runtime<'_> {
         let text = render_tree(&all, current.as_deref(), now());
         self.ui.show(text.trim_end());
     }
+}
+
+/// Copy the directories and regular files of `from` into `to` (a new
+/// directory, private); anything else (symlinks, devices) is left out.
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    crate::home::private_dir(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let t = e.file_type()?;
+        let dest = to.join(e.file_name());
+        if t.is_dir() {
+            copy_tree(&e.path(), &dest)?;
+        } else if t.is_file() {
+            std::fs::copy(e.path(), &dest)?;
+        }
+    }
+    Ok(())
 }
 
 fn now() -> u64 {

@@ -12,11 +12,13 @@ mod grammars;
 mod opts;
 mod paths;
 mod rules;
+mod syntax;
 mod walk;
 mod word;
 mod wrappers;
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
 
 use serde::{Deserialize, Serialize};
 
@@ -138,9 +140,9 @@ pub(crate) enum Kind {
 pub(crate) struct Ctx<'a> {
     pub mode: GateMode,
     pub allow: &'a [String],
-    pub findings: Vec<(Kind, String)>,
-    /// The reasons in `findings`, for de-duplication in constant time.
-    pub seen: HashSet<String>,
+    /// Each distinct reason once, with the order it was first found in,
+    /// de-duplicated in constant time.
+    findings: Findings,
     pub commands: Vec<ParsedCommand>,
     /// Literal text that holds `$(` or a backtick (first one seen).
     pub code_text: Option<String>,
@@ -158,17 +160,17 @@ pub(crate) struct Ctx<'a> {
 
 impl Ctx<'_> {
     pub fn unknown(&mut self, why: impl Into<String>) {
-        self.add(Kind::Unknown, format!("not understood: {}", why.into()));
+        self.add(Kind::Unknown, "not understood: ", why.into());
     }
 
     pub fn danger(&mut self, why: impl Into<String>) {
-        self.add(Kind::Danger, format!("dangerous: {}", why.into()));
+        self.add(Kind::Danger, "dangerous: ", why.into());
     }
 
     /// Only recorded in allowlist mode.
     pub fn restrict(&mut self, why: impl Into<String>) {
         if self.mode == GateMode::Allowlist {
-            self.add(Kind::Restricted, format!("not allowed: {}", why.into()));
+            self.add(Kind::Restricted, "not allowed: ", why.into());
         }
     }
 
@@ -185,10 +187,84 @@ impl Ctx<'_> {
         self.mode == GateMode::Allowlist
     }
 
-    fn add(&mut self, kind: Kind, reason: String) {
-        if !self.seen.contains(&reason) {
-            self.seen.insert(reason.clone());
-            self.findings.push((kind, reason));
+    /// Records the reason `prefix` + `why` unless it is already recorded.
+    fn add(&mut self, kind: Kind, prefix: &str, why: String) {
+        let mut text = why;
+        text.insert_str(0, prefix);
+        self.findings.add(kind, text);
+    }
+}
+
+/// Distinct reasons with the order each was first found in. A reason is
+/// hashed once, with std's randomly keyed hasher (crafted reasons cannot
+/// be made to collide); the map keeps that hash, so growing it does not
+/// hash every reason again.
+#[derive(Default)]
+struct Findings {
+    keys: RandomState,
+    map: HashMap<Reason, (usize, Kind), BuildHasherDefault<KeptHash>>,
+}
+
+impl Findings {
+    fn add(&mut self, kind: Kind, text: String) {
+        let reason = Reason {
+            hash: self.keys.hash_one(&text),
+            text,
+        };
+        let next = self.map.len();
+        self.map.entry(reason).or_insert((next, kind));
+    }
+
+    /// The reasons, in the order they were first found.
+    fn into_reasons(self) -> Vec<String> {
+        let mut all: Vec<(usize, String)> = self
+            .map
+            .into_iter()
+            .map(|(reason, (order, _))| (order, reason.text))
+            .collect();
+        all.sort_unstable_by_key(|(order, _)| *order);
+        all.into_iter().map(|(_, text)| text).collect()
+    }
+}
+
+/// A reason and its hash. Equal reasons have equal hashes; different
+/// ones are told apart by their text.
+struct Reason {
+    hash: u64,
+    text: String,
+}
+
+impl PartialEq for Reason {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.text == other.text
+    }
+}
+
+impl Eq for Reason {}
+
+impl Hash for Reason {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+/// The hasher of [`Findings`]' map: a [`Reason`]'s hash, as it is.
+#[derive(Default)]
+struct KeptHash(u64);
+
+impl Hasher for KeptHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used (by `Reason`); fold anything else in.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
         }
     }
 }
@@ -199,8 +275,7 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
     let mut ctx = Ctx {
         mode,
         allow,
-        findings: Vec::new(),
-        seen: HashSet::new(),
+        findings: Findings::default(),
         functions: Vec::new(),
         commands: Vec::new(),
         code_text: None,
@@ -236,7 +311,7 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
             Decision::Deny
         }
         GateMode::Ask => {
-            reasons.extend(findings.into_iter().map(|(_, r)| r));
+            reasons.extend(findings.into_reasons());
             if reasons.is_empty() {
                 Decision::Allow
             } else {
@@ -247,7 +322,7 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
             if allow.is_empty() {
                 reasons.push("the allowlist is empty".into());
             }
-            reasons.extend(findings.into_iter().map(|(_, r)| r));
+            reasons.extend(findings.into_reasons());
             if commands.is_empty() && reasons.is_empty() {
                 reasons.push("no command to run".into());
             }

@@ -9,6 +9,8 @@
 //! path that climbs three or more levels (`../../../etc`) is judged as if
 //! it reached `/`, since the working directory is rarely deeper than that.
 
+use std::borrow::Cow;
+
 use super::word::Word;
 
 /// Top-level directories whose recursive removal is on the danger list.
@@ -65,13 +67,14 @@ const HOME_START_DIRS: &[&[&str]] = &[
     &["bin"],
 ];
 
-/// A lexically normalised path.
+/// A lexically normalised path (its components borrowed from the text when
+/// it holds no `"`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct NormPath {
+pub(crate) struct NormPath<'t> {
     /// Absolute (or judged as absolute) components. Home is
     /// `["home", HOME_USER]` for `~` (the user's own home) and
     /// `["home", user]` for `~user`.
-    pub parts: Vec<String>,
+    pub parts: Vec<Cow<'t, str>>,
     /// The path is relative: `parts` are relative to the working directory.
     pub relative: bool,
     /// A relative path that only climbs (`..`, `../..`): it names an
@@ -86,10 +89,24 @@ pub(crate) const HOME_USER: &str = "\u{0}self";
 
 /// Normalises `text` (a word after quote removal, or the source text of a
 /// word with expansions: `$HOME`, `"$HOME"/x`, `${HOME}` are understood).
-pub(crate) fn normalize(text: &str) -> NormPath {
-    let unquoted = text.replace('"', "");
-    let t = unquoted.as_str();
-    let mut parts: Vec<String> = Vec::new();
+pub(crate) fn normalize(text: &str) -> NormPath<'_> {
+    if text.contains('"') {
+        let unquoted = text.replace('"', "");
+        let n = normalize_unquoted(&unquoted);
+        return NormPath {
+            parts: n
+                .parts
+                .into_iter()
+                .map(|p| Cow::Owned(p.into_owned()))
+                .collect(),
+            ..n
+        };
+    }
+    normalize_unquoted(text)
+}
+
+fn normalize_unquoted(t: &str) -> NormPath<'_> {
+    let mut parts: Vec<Cow<'_, str>> = Vec::new();
     let mut relative = false;
     let mut from_home = false;
     let rest = if let Some(r) = ["$HOME", "${HOME}"]
@@ -97,7 +114,7 @@ pub(crate) fn normalize(text: &str) -> NormPath {
         .find_map(|h| t.strip_prefix(h).filter(|r| r.is_empty() || r.starts_with('/')))
     {
         from_home = true;
-        parts.extend(["home".to_string(), HOME_USER.to_string()]);
+        parts.extend([Cow::Borrowed("home"), Cow::Borrowed(HOME_USER)]);
         r
     } else if let Some(r) = t.strip_prefix('~') {
         let (user, r) = match r.find('/') {
@@ -106,11 +123,11 @@ pub(crate) fn normalize(text: &str) -> NormPath {
         };
         from_home = true;
         if user.is_empty() || user == "+" || user == "-" {
-            parts.extend(["home".to_string(), HOME_USER.to_string()]);
+            parts.extend([Cow::Borrowed("home"), Cow::Borrowed(HOME_USER)]);
         } else if user == "root" {
-            parts.push("root".to_string());
+            parts.push(Cow::Borrowed("root"));
         } else {
-            parts.extend(["home".to_string(), user.to_string()]);
+            parts.extend([Cow::Borrowed("home"), Cow::Borrowed(user)]);
         }
         r
     } else if t.starts_with('/') {
@@ -128,7 +145,7 @@ pub(crate) fn normalize(text: &str) -> NormPath {
                     climbed += 1;
                 }
             }
-            p => parts.push(p.to_string()),
+            p => parts.push(Cow::Borrowed(p)),
         }
     }
     let only_up = relative && climbed > 0 && parts.is_empty();
@@ -148,7 +165,7 @@ fn glob(p: &str) -> bool {
     p.contains(['*', '?', '['])
 }
 
-fn is_home(parts: &[String]) -> bool {
+fn is_home(parts: &[Cow<'_, str>]) -> bool {
     matches!(parts, [h, _] if h == "home") || matches!(parts, [r] if r == "root")
 }
 
@@ -188,7 +205,7 @@ pub(crate) fn is_device_write_target(text: &str) -> bool {
     if n.relative {
         return false;
     }
-    let p: Vec<&str> = n.parts.iter().map(String::as_str).collect();
+    let p: Vec<&str> = n.parts.iter().map(|p| p.as_ref()).collect();
     match p.as_slice() {
         ["dev", dev] => !matches!(
             *dev,
@@ -221,7 +238,7 @@ pub(crate) fn write_target_danger(text: &str) -> Option<String> {
     if n.relative {
         return None;
     }
-    let p: Vec<&str> = n.parts.iter().map(String::as_str).collect();
+    let p: Vec<&str> = n.parts.iter().map(|p| p.as_ref()).collect();
     match p.as_slice() {
         ["proc", "self" | "thread-self", "fd", ..] => return None,
         ["proc", ..] | ["sys", ..] => return Some(format!("writes kernel state `{text}`")),

@@ -177,7 +177,7 @@ impl Ctx<'_> {
                     i += 1;
                 }
                 if i >= words.len() {
-                    self.push(&words, &via, open, true);
+                    self.push(words, &via, open, true);
                     return;
                 }
                 rules::check_wrapper_listed(self, "time");
@@ -188,7 +188,7 @@ impl Ctx<'_> {
             keyword_position = false;
             if let Err(why) = rules::check_program_name(prog) {
                 self.unknown(why);
-                self.push(&words, &via, open, false);
+                self.push(words, &via, open, false);
                 return;
             }
             let name = prog.text.clone();
@@ -197,18 +197,18 @@ impl Ctx<'_> {
                 self.unknown(format!(
                     "`{base}` run by xargs gets its arguments from stdin"
                 ));
-                self.push(&words, &via, open, false);
+                self.push(words, &via, open, false);
                 return;
             }
             match self.unwrap(&base, &words) {
                 Step::Run => {
                     let r = if base == "find" { Rules::Grammar } else { Rules::None };
-                    self.push_as(&words, &via, open, true, r);
+                    self.push_as(words, &via, open, true, r);
                     return;
                 }
                 Step::Unknown(why) => {
                     self.unknown(why);
-                    self.push(&words, &via, open, true);
+                    self.push(words, &via, open, true);
                     return;
                 }
                 Step::Wrap { rest, open: more } => {
@@ -233,7 +233,7 @@ impl Ctx<'_> {
                         // An empty string still runs the shell.
                         self.commands.push(ParsedCommand {
                             program: via.pop().unwrap_or_default(),
-                            argv: texts(&words),
+                            argv: texts(words),
                             via,
                             rules: Rules::Wrapper,
                         });
@@ -241,7 +241,7 @@ impl Ctx<'_> {
                     return;
                 }
                 Step::Find(groups) => {
-                    self.push_as(&words, &via, open, true, Rules::Grammar);
+                    self.push_as(words, &via, open, true, Rules::Grammar);
                     via.push(name);
                     for group in groups {
                         self.resolve(group, via.clone(), reparse, open);
@@ -252,18 +252,25 @@ impl Ctx<'_> {
         }
     }
 
-    fn push(&mut self, words: &[Word], via: &[String], open: bool, checks: bool) {
+    fn push(&mut self, words: Vec<Word>, via: &[String], open: bool, checks: bool) {
         self.push_as(words, via, open, checks, Rules::None)
     }
 
-    fn push_as(&mut self, words: &[Word], via: &[String], open: bool, checks: bool, rules: Rules) {
+    fn push_as(
+        &mut self,
+        words: Vec<Word>,
+        via: &[String],
+        open: bool,
+        checks: bool,
+        rules: Rules,
+    ) {
         let base = rules::basename(&words[0].text);
         if rules::evaluates_names(base) {
             self.evaluator = true;
         }
         let mut rules = rules;
         if checks {
-            let found = rules::check_command(self, words, open);
+            let found = rules::check_command(self, &words, open);
             if rules == Rules::None {
                 rules = found;
             }
@@ -730,8 +737,8 @@ fn find_primary_arity(t: &str) -> Option<usize> {
     }
 }
 
-fn texts(words: &[Word]) -> Vec<String> {
-    words.iter().map(|w| w.text.clone()).collect()
+fn texts(words: Vec<Word>) -> Vec<String> {
+    words.into_iter().map(|w| w.text).collect()
 }
 
 fn static_arg<'w>(w: &'w Word, prog: &str) -> Result<&'w str, String> {
