@@ -49,6 +49,8 @@ enum Command {
     Models(cmd::models::Args),
     /// Operator tools: sandbox checks and explanations, risk-gate verdicts
     Debug(cmd::debug::Args),
+    /// Print a shell completion script (bash, zsh, fish)
+    Completions(cmd::completions::Args),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +74,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::run(a),
         Command::Models(a) => cmd::models::run(a),
         Command::Debug(a) => cmd::debug::run(a),
+        Command::Completions(a) => cmd::completions::run(a, <Cli as clap::CommandFactory>::command()),
     };
     match result {
         Ok(code) => ExitCode::from(code),
