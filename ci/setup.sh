@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh Debian/Ubuntu machine:
 # bubblewrap (the first sandbox backend), util-linux (setpriv, unshare), zstd
-# (benchmark comparison), python3 (local HTTP server in tests).
+# (benchmark comparison), python3 (local HTTP server in tests), the real
+# programs the risk gate's attack tests run (gawk, ripgrep, zip, sqlite3, vim,
+# ed), minisign (signature interop tests), bsdutils (`script`: a terminal for
+# password prompts).
 # Idempotent; uses sudo when not root.
 set -euo pipefail
 need=()
@@ -9,6 +12,16 @@ command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v zstd >/dev/null 2>&1 || need+=(zstd)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+# The risk gate's attack tests run these real programs (skipped if absent).
+command -v gawk >/dev/null 2>&1 || need+=(gawk)
+command -v rg >/dev/null 2>&1 || need+=(ripgrep)
+command -v zip >/dev/null 2>&1 || need+=(zip)
+command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
+command -v vim >/dev/null 2>&1 || need+=(vim-nox)
+command -v ed >/dev/null 2>&1 || need+=(ed)
+command -v flock >/dev/null 2>&1 || need+=(util-linux)
+command -v minisign >/dev/null 2>&1 || need+=(minisign)
+command -v script >/dev/null 2>&1 || need+=(bsdutils)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

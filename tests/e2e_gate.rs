@@ -695,3 +695,329 @@ fn random_commands_agree_with_bash() {
         failures.join("\n")
     );
 }
+
+/// A work directory where attacks run against the real programs: `payload`
+/// on PATH only records that it ran; a git repository, a tar archive and a
+/// text file are there to work on.
+struct RealWorld {
+    dir: tempfile::TempDir,
+}
+
+impl RealWorld {
+    fn new() -> RealWorld {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        let payload = bin.join("payload");
+        std::fs::write(
+            &payload,
+            "#!/bin/sh\necho ran >> \"$ZOT_PAYLOAD_LOG\"\ncat >/dev/null 2>&1 </dev/null\nexit 0\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&payload, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(work.join("f"), "hello\nworld\n").unwrap();
+        std::fs::write(work.join("rc"), "payload\n").unwrap();
+        let w = RealWorld { dir };
+        w.sh(
+            "git init -q repo && cd repo && echo hello > a && git add a && \
+              git -c user.name=t -c user.email=t@t commit -qm one && cd .. && \
+              tar -cf a.tar f",
+        );
+        w
+    }
+
+    fn sh(&self, cmd: &str) -> Output {
+        Command::new("bash")
+            .arg("-c")
+            .arg(cmd)
+            .env_clear()
+            .env(
+                "PATH",
+                format!(
+                    "{}:/usr/local/bin:/usr/bin:/bin",
+                    self.dir.path().join("bin").display()
+                ),
+            )
+            .env("HOME", self.dir.path().join("work"))
+            .env("ZOT_PAYLOAD_LOG", self.dir.path().join("payload.log"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .current_dir(self.dir.path().join("work"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    /// Runs `cmd` with the real programs; did `payload` run?
+    fn payload_runs(&self, cmd: &str) -> bool {
+        let log = self.dir.path().join("payload.log");
+        let _ = std::fs::remove_file(&log);
+        let out = self.sh(&format!("timeout 10 bash -c {}", shell_quote(cmd)));
+        let ran = log.exists();
+        if !ran {
+            eprintln!(
+                "{cmd:?}: payload did not run: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        ran
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+fn installed(p: &str) -> bool {
+    real(p).is_some() || Path::new("/usr/local/bin").join(p).exists()
+}
+
+/// Every class of the adversarial review, attacked with the real program:
+/// each command really runs `payload` (checked first, so the test proves
+/// the attack), and the gate denies it in allowlist mode even with every
+/// program it names listed, and asks in ask mode.
+#[test]
+fn real_attacks_are_denied_and_really_run_code() {
+    if !installed("git") || !installed("bash") {
+        require("git and bash", false, "git or bash is not installed");
+        return;
+    }
+    let world = RealWorld::new();
+    // (program that must be installed, command, what the gate must do):
+    // "exec": deny in allowlist mode and ask in ask mode; "deny": deny in
+    // allowlist mode; "report": name `payload` among the commands it runs.
+    let attacks: &[(&str, &str, &str)] = &[
+        // 1. Abbreviated long options (git parse-options, getopt_long, argp).
+        ("git", "git -C repo fetch -q --upload-pa=payload .", "exec"),
+        ("git", "git -C repo ls-remote --upload-p=payload .", "exec"),
+        (
+            "git",
+            "git -C repo grep --open-files-in-pag=payload hello",
+            "exec",
+        ),
+        (
+            "tar",
+            "tar -cf /dev/null f --checkpoint=1 --checkpoint-act=exec=payload",
+            "exec",
+        ),
+        ("tar", "tar -xf a.tar --to-comm=payload", "exec"),
+        ("sed", "sed -n --expr='1e payload' f", "exec"),
+        ("split", "split --filt=payload f", "exec"),
+        // 2. Options after operands (GNU getopt permutes, argp in order).
+        ("sed", "sed f -e '1e payload'", "exec"),
+        (
+            "tar",
+            "tar -cf /dev/null f --checkpoint=1 --checkpoint-action=exec=payload",
+            "exec",
+        ),
+        // 3. Options and programs outside any list of known-bad ones.
+        ("git", "git -C repo -c alias.x=!payload x", "exec"),
+        (
+            "git",
+            "git -C repo -c core.fsmonitor=payload status",
+            "exec",
+        ),
+        ("zip", "zip -q z.zip f -T -TT payload", "exec"),
+        ("split", "split -n 1 --filter=payload f", "exec"),
+        ("sqlite3", "sqlite3 :memory: '.shell payload'", "exec"),
+        (
+            "vim",
+            "vim -es -u NONE -i NONE -c '!payload' -c 'qa!'",
+            "exec",
+        ),
+        ("awk", "awk 'BEGIN { system(\"payload\") }'", "exec"),
+        ("awk", "awk 'BEGIN { print \"x\" | \"payload\" }'", "exec"),
+        ("find", "find f -maxdepth 0 -execdir payload ';'", "report"),
+        ("xargs", "echo f | xargs -n1 payload", "report"),
+        // 4. Wrappers' own options.
+        ("flock", "flock -nw 5 lockf payload", "report"),
+        ("bash", "bash --rcfile rc -ic true", "exec"),
+        ("setarch", "setarch x86_64 payload", "exec"),
+        ("timeout", "timeout --sig=KILL 5 payload", "report"),
+        ("env", "env --unse=X payload", "report"),
+        // 5. Code the walker never sees.
+        ("bash", "v=x; echo ${v#$(payload)}", "exec"),
+        ("bash", "v=x; echo ${v%%`payload`}", "exec"),
+        ("bash", "v=x; echo ${v,,$(payload)}", "exec"),
+        ("bash", "x='$(payload)'; echo ${x@P}", "exec"),
+        (
+            "bash",
+            "a='$'; b='(payload)'; c=\"x[$a$b]\"; echo $((c))",
+            "exec",
+        ),
+        ("bash", "PS4='$(payload)'; set -x; true", "exec"),
+        (
+            "bash",
+            "mkdir -p bin2; cp ../bin/payload bin2/ls; printf -v PATH %s bin2; ls",
+            "deny",
+        ),
+    ];
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for (prog, cmd, want) in attacks {
+        if !installed(prog) {
+            eprintln!("skipping {cmd:?}: `{prog}` is not installed");
+            continue;
+        }
+        // The allowlist names every word that could be a program.
+        let names: BTreeSet<&str> = cmd
+            .split(|c: char| !(c.is_ascii_alphanumeric() || "_-.".contains(c)))
+            .filter(|w| !w.is_empty() && !w.starts_with('-'))
+            .collect();
+        let allow = names.into_iter().collect::<Vec<_>>().join(",");
+        let (code, v) = verdict("allowlist", &allow, cmd);
+        if *want != "report" && code != 1 {
+            failures.push(format!("allowlist allowed {cmd:?}: {v}"));
+        }
+        let (code, v) = verdict("ask", "", cmd);
+        if *want == "exec" && code != 3 {
+            failures.push(format!("ask mode did not ask for {cmd:?}: {v}"));
+        }
+        // Where the gate follows the wrapper, it must name the payload.
+        let programs: Vec<&str> = v["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["program"].as_str().unwrap())
+            .collect();
+        if *want == "report" && !programs.contains(&"payload") {
+            failures.push(format!(
+                "the gate did not report `payload` for {cmd:?}: {v}"
+            ));
+        }
+        if !world.payload_runs(cmd) {
+            failures.push(format!(
+                "the attack {cmd:?} did not run its payload (test is wrong)"
+            ));
+        }
+        checked += 1;
+    }
+    assert!(checked >= 20, "only {checked} attacks could be checked");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Ordinary developer commands stay allowed in allowlist mode (with their
+/// program listed) and in ask mode, and really work.
+#[test]
+fn ordinary_commands_stay_allowed() {
+    let controls = [
+        "git status",
+        "git log --oneline -5",
+        "git diff --stat",
+        "git commit -m x",
+        "git add -A",
+        "git show HEAD --stat",
+        "git branch -a",
+        "git checkout -b topic",
+        "git stash list",
+        "git rev-parse --show-toplevel",
+        "git fetch origin",
+        "git push -u origin main",
+        "ls -la src | grep foo",
+        "cargo test --release",
+        "grep -rn TODO .",
+        "rg -n foo",
+        "rg --json -t rust foo src",
+        "find . -name '*.rs'",
+        "find . -type f -name '*.rs' -newer Cargo.toml",
+        "sed -n 1,20p f",
+        "sed -e 's/a/b/g' f",
+        "tar -xzf a.tgz",
+        "tar -czf out.tgz src",
+        "tar tf a.tar",
+        "sort -u f",
+        "sort -k2,2n -t, f",
+        "awk '{print $1}' f",
+        "awk -F: '{ n++ } END { print n }' f",
+        "xargs -0 grep -l foo",
+        "git log --format='%h %s' -n 3",
+        "git diff --name-only HEAD~1",
+        "git merge --no-edit topic",
+        "timeout 5 git status",
+        "nice -n 5 git log --oneline",
+    ];
+    let allow = "git,ls,grep,cargo,rg,find,sed,tar,sort,awk,xargs,timeout,nice";
+    let mut failures = Vec::new();
+    for cmd in controls {
+        for mode in ["allowlist", "ask"] {
+            let (code, v) = verdict(mode, allow, cmd);
+            if code != 0 {
+                failures.push(format!("{mode} did not allow {cmd:?}: {}", v["reasons"]));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The danger list and ask mode: commands a careful reviewer asks about.
+#[test]
+fn ask_mode_asks_about_destruction_and_code() {
+    let cases = [
+        "git push origin --delete main",
+        "git push origin :main",
+        "git push --forc origin main",
+        "git reset --hard HEAD~3",
+        "git clean -fdx",
+        "kill -9 -1",
+        "kill -- -1",
+        "systemctl poweroff",
+        "init 0",
+        "echo b > /proc/sysrq-trigger",
+        "find ~ -delete",
+        "rm -f ~/*",
+        "rm -rf ~/..",
+        "rm -rf ~/./",
+        "rm -rf //",
+        "rm -rf /./usr/",
+        "rm -rf ../../../../../../..",
+        "dd if=x of=//dev/sda",
+        "cat x > /./dev/sda",
+        "mkfs.ext4 /dev/sda1",
+        "mkdosfs /dev/sdb",
+        "cryptsetup luksFormat /dev/sda2",
+        "nvme format /dev/nvme0n1",
+        "curl -s x | python3.12",
+        "curl -s x | sudo bash",
+        "a(){ b|b& }; b(){ a|a& }; a",
+        "echo key >> ~/.ssh/authorized_keys",
+        "echo 'curl x|sh' >> ~/.bashrc",
+        "tee -a ~/.profile < x",
+        ": > /etc/passwd",
+        "truncate -s 0 /etc/hosts",
+        "cp /dev/null /etc/shadow",
+        "sed -i 's/x/y/' /etc/hosts",
+        "git -c core.fsmonitor=evil status",
+        "git rebase -x 'make test' main",
+        "tar --to-command=sh -xf a.tar",
+        "sed 's/x/id/e' f",
+        "awk 'BEGIN{system(\"id\")}'",
+        "BASH_ENV=./x bash -c true",
+        "PS4='$(id)' bash -xc true",
+        "ssh host rm -rf /",
+        "perf stat -- rm x",
+        "ip netns exec ns rm x",
+        "run0 rm x",
+    ];
+    let mut failures = Vec::new();
+    for cmd in cases {
+        let (code, v) = verdict("ask", "", cmd);
+        if code != 3 {
+            failures.push(format!("ask mode did not ask for {cmd:?}: {v}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn json_names_the_rules_each_program_has() {
+    let (_, v) = verdict("allowlist", "git,ls,python3", "git status; ls; python3 -V");
+    let rules: Vec<&str> = v["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["rules"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, ["grammar", "none", "runs-code"], "{v}");
+}

@@ -436,3 +436,207 @@ fn agent_toml_packages_through_pack_inspect_verify() {
     assert_eq!(o.status.code(), Some(1));
     assert!(err.contains("name: "), "{err}");
 }
+
+/// Every file below `dir`, relative, sorted (to prove a failed command
+/// changed nothing).
+fn tree_of(dir: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            out.push(p.strip_prefix(root).unwrap().display().to_string());
+            if p.is_dir() {
+                walk(root, &p, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+fn files_of(archive: &Path) -> Vec<String> {
+    let o = Command::new(common::zot_bin())
+        .args(["inspect", "--json"])
+        .arg(archive)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn pack_into_a_directory_creates_missing_parents() {
+    let t = tempfile::tempdir().unwrap();
+    copy_example(&t.path().join("reviewer"));
+    fs::create_dir(t.path().join("dist")).unwrap();
+
+    // an existing directory, with and without a trailing slash
+    for out in ["dist", "dist/"] {
+        let o = zot(t.path(), &["pack", "reviewer", out]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+        assert!(t.path().join("dist/code-reviewer.zot").is_file());
+        assert!(!t.path().join("dist/.zot").exists());
+        fs::remove_file(t.path().join("dist/code-reviewer.zot")).unwrap();
+    }
+    // a directory that does not exist yet, named by a trailing slash
+    let o = zot(t.path(), &["pack", "reviewer", "new/sub/"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        t.path().join("new/sub/code-reviewer.zot").is_file(),
+        "{out}"
+    );
+    assert!(
+        out.starts_with("wrote new/sub/code-reviewer.zot\n"),
+        "{out}"
+    );
+    // a file in a missing directory
+    let o = zot(t.path(), &["pack", "reviewer", "a/b/r.zot", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["out"], "a/b/r.zot");
+    assert!(v["digest"].as_str().unwrap().starts_with("sha256:"));
+    assert!(v["files"].as_u64().unwrap() >= 2, "{v}");
+    assert!(t.path().join("a/b/r.zot").is_file());
+}
+
+#[test]
+fn pack_never_includes_git_and_refuses_credentials() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("reviewer");
+    copy_example(&src);
+    fs::create_dir_all(src.join(".git/hooks")).unwrap();
+    fs::write(src.join(".git/config"), "[core]\n").unwrap();
+    fs::create_dir_all(src.join("skills/sub")).unwrap();
+    fs::write(src.join("skills/sub/.git"), "gitdir: ../../.git\n").unwrap();
+
+    // .git (a directory, and a gitdir file) is left out
+    let o = zot(t.path(), &["pack", "reviewer", "clean.zot"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let files = files_of(&t.path().join("clean.zot"));
+    assert!(
+        files.iter().all(|f| !f.split('/').any(|c| c == ".git")),
+        "{files:?}"
+    );
+    assert!(files.contains(&"manifest.json".to_string()), "{files:?}");
+
+    // credential-looking files are refused, every one named, nothing written
+    fs::write(src.join(".env"), "TOKEN=x\n").unwrap();
+    fs::create_dir_all(src.join("assets")).unwrap();
+    fs::write(src.join("assets/id_ed25519"), "key").unwrap();
+    fs::write(
+        src.join("assets/notes.txt"),
+        "hello\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    let before = tree_of(t.path());
+    let o = zot(t.path(), &["pack", "reviewer", "out/secret.zot"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    for name in [".env", "assets/id_ed25519", "assets/notes.txt"] {
+        assert!(err.contains(name), "{name} not named: {err}");
+    }
+    assert!(err.contains("--include-secrets"), "{err}");
+    assert_eq!(tree_of(t.path()), before, "a refused pack changed the disk");
+
+    // --include-secrets packs them
+    let o = zot(
+        t.path(),
+        &["pack", "reviewer", "out/secret.zot", "--include-secrets"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let files = files_of(&t.path().join("out/secret.zot"));
+    assert!(files.contains(&".env".to_string()), "{files:?}");
+    assert!(files.contains(&"assets/notes.txt".to_string()), "{files:?}");
+}
+
+#[test]
+fn inspect_shows_entry_fields() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("reviewer");
+    copy_example(&src);
+    let path = src.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    m["entry"]["pre"] = "!echo prepared".into();
+    m["entry"]["default_prompt"] = "Review it".into();
+    fs::write(&path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    let o = zot(t.path(), &["inspect", "reviewer"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let pre = out
+        .lines()
+        .find(|l| l.starts_with("entry pre"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        pre.contains("!echo prepared") && pre.contains("bash command"),
+        "{pre}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("entry default prompt") && l.ends_with("Review it")),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with("entry greeting")),
+        "{out}"
+    );
+}
+
+#[test]
+fn validate_checks_bundled_skill_front_matter() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("reviewer");
+    copy_example(&src);
+    let o = zot(t.path(), &["validate", "reviewer"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).0);
+
+    fs::create_dir_all(src.join("skills/broken")).unwrap();
+    fs::write(src.join("skills/broken/SKILL.md"), "# no front matter\n").unwrap();
+    fs::create_dir_all(src.join("skills/renamed")).unwrap();
+    fs::write(
+        src.join("skills/renamed/SKILL.md"),
+        "---\nname: other\ndescription: d\n---\nbody\n",
+    )
+    .unwrap();
+    fs::create_dir_all(src.join("skills/empty")).unwrap();
+    fs::write(src.join("skills/empty/notes.md"), "x").unwrap();
+    // the directory and its packed archive give the same diagnostics
+    let o = zot(t.path(), &["pack", "reviewer", "r.zot"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    for target in ["reviewer", "r.zot"] {
+        let o = zot(t.path(), &["validate", "--json", target]);
+        assert_eq!(o.status.code(), Some(1), "{target}");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["valid"], false);
+        let diags: Vec<(String, String)> = v["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                (
+                    d["path"].as_str().unwrap().into(),
+                    d["message"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        let find = |p: &str| {
+            diags
+                .iter()
+                .find(|d| d.0 == p)
+                .unwrap_or_else(|| panic!("{p}: {diags:?}"))
+        };
+        assert!(find("skills/broken/SKILL.md").1.contains("front matter"));
+        assert!(find("skills/renamed/SKILL.md")
+            .1
+            .contains("does not match the folder name"));
+        assert!(find("skills/empty/SKILL.md").1.contains("missing"));
+        assert_eq!(diags.len(), 3, "{diags:?}");
+    }
+}

@@ -3,173 +3,14 @@
 //! served by a local HTTP server, sessions and the JSON event stream.
 mod common;
 
+use common::run::{events, fixture, of_type, s, sandbox_works, text, World};
+
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/run")
-        .join(name)
-}
-
-/// A private world for one test: ZOT_HOME, a fake HOME with an SSH key, a
-/// workspace.
-struct World {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    home: PathBuf,
-    zot_home: PathBuf,
-    ws: PathBuf,
-    /// Run zot as uid/gid 65534 (setpriv) instead of the test's user.
-    nobody: bool,
-}
-
-impl World {
-    fn new() -> World {
-        // Not under /tmp: the sandbox gives commands a private /tmp.
-        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let home = root.join("home");
-        std::fs::create_dir_all(home.join(".ssh")).unwrap();
-        std::fs::write(home.join(".ssh/id_rsa"), "FAKE-PRIVATE-KEY-0123").unwrap();
-        let zot_home = root.join("zot-home");
-        let ws = root.join("ws");
-        std::fs::create_dir_all(&ws).unwrap();
-        std::fs::write(ws.join("README.md"), "hello from the workspace\n").unwrap();
-        World {
-            _dir: dir,
-            root,
-            home,
-            zot_home,
-            ws,
-            nobody: false,
-        }
-    }
-
-    /// The same world, owned by and run as uid/gid 65534.
-    fn unprivileged() -> World {
-        let mut w = World::new();
-        fn chown_all(p: &Path) {
-            std::os::unix::fs::lchown(p, Some(65534), Some(65534)).unwrap();
-            if p.is_dir() && !p.is_symlink() {
-                for e in std::fs::read_dir(p).unwrap().flatten() {
-                    chown_all(&e.path());
-                }
-            }
-        }
-        chown_all(&w.root);
-        w.nobody = true;
-        w
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = if self.nobody {
-            let mut c = Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-                .arg(common::zot_bin());
-            c
-        } else {
-            Command::new(common::zot_bin())
-        };
-        c.args(args)
-            .current_dir(&self.ws)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.home)
-            .env("ZOT_HOME", &self.zot_home)
-            .stdin(Stdio::null());
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().unwrap()
-    }
-
-    /// `zot run AGENT -y --json --sim-script SCRIPT PROMPT`: must succeed;
-    /// returns the NDJSON events.
-    fn run_script(&self, agent: &Path, script: &Path, prompt: &str) -> Vec<Value> {
-        let out = self.run(&[
-            "run",
-            s(agent),
-            "-y",
-            "--json",
-            "--sim-script",
-            s(script),
-            prompt,
-        ]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        events(&out)
-    }
-
-    /// Write an agent directory with this manifest (name and zotfile added).
-    fn agent(&self, name: &str, mut manifest: Value) -> PathBuf {
-        let dir = self.root.join("agents").join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        manifest["zotfile"] = json!(1);
-        manifest["name"] = json!(name);
-        std::fs::write(
-            dir.join("manifest.json"),
-            serde_json::to_vec_pretty(&manifest).unwrap(),
-        )
-        .unwrap();
-        dir
-    }
-
-    fn script(&self, name: &str, turns: Value) -> PathBuf {
-        let p = self.root.join(name);
-        std::fs::write(&p, turns.to_string()).unwrap();
-        p
-    }
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Parse NDJSON stdout; every line must be a JSON object with a `type`.
-fn events(out: &Output) -> Vec<Value> {
-    text(&out.stdout)
-        .lines()
-        .map(|l| {
-            let v: Value =
-                serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}"));
-            assert!(v["type"].is_string(), "{l}");
-            v
-        })
-        .collect()
-}
-
-fn of_type<'a>(ev: &'a [Value], t: &str) -> Vec<&'a Value> {
-    ev.iter().filter(|e| e["type"] == t).collect()
-}
-
-/// Whether bash tool calls can run in the sandbox here (runs `true`).
-fn sandbox_works(w: &World) -> bool {
-    let out = w.run(&[
-        "run",
-        s(&fixture("true-runner")),
-        "-y",
-        "--no-session",
-        "--json",
-        "run: true",
-    ]);
-    let ev = events(&out);
-    let r = of_type(&ev, "tool_result");
-    let ok = r.len() == 1 && r[0]["is_error"] == false && r[0]["exit_code"] == 0;
-    common::require(
-        "agent bash sandbox",
-        ok,
-        &format!("`run: true` did not succeed: {ev:?} {}", text(&out.stderr)),
-    )
-}
 
 // ------------------------------------------------------------ basics
 
@@ -268,7 +109,11 @@ fn json_event_stream() {
     let ev = events(&out);
     assert_eq!(ev.len(), 1);
     assert!(
-        ev[0]["type"] == "error" && ev[0]["message"].as_str().unwrap().contains("provider"),
+        ev[0]["type"] == "error"
+            && ev[0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("OPENAI_API_KEY is not set"),
         "{ev:?}"
     );
 }
@@ -341,6 +186,64 @@ fn file_tools_refuse_symlink_escape_and_writes() {
         "hello from the workspace\n"
     );
     assert_eq!(of_type(&ev, "turn_end")[0]["text"], "continued");
+}
+
+#[test]
+fn symlinked_scopes_that_leave_the_workspace_are_refused_at_launch() {
+    let w = World::new();
+    let elsewhere = w.root.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, w.ws.join("out")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, w.ws.join("src")).unwrap();
+    let script = w.script(
+        "s.json",
+        json!([{"tool_calls": [
+            {"name": "write", "arguments": {"path": "out/pwned.txt", "content": "x"}},
+            {"name": "bash", "arguments": {"command": "echo x > out/pwned2.txt"}}
+        ]}, {"text": "done"}]),
+    );
+    for (field, scope) in [
+        ("write", "out"),
+        ("write", "${workspace}/out"),
+        ("read", "src"),
+        ("read", "${workspace}/src/sub"),
+    ] {
+        let agent = w.agent(
+            "linky",
+            json!({"permissions": {
+                "fs": {field: [scope]},
+                "bash": {"mode": "ask"}
+            }}),
+        );
+        let out = w.run(&[
+            "run",
+            s(&agent),
+            "-y",
+            "--json",
+            "--sim-script",
+            s(&script),
+            "go",
+        ]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{scope}: {err}");
+        assert!(
+            err.contains(&format!("permissions.fs.{field}")) && err.contains(scope),
+            "{scope}: {err}"
+        );
+        assert!(
+            err.contains(&format!("resolves to {}", elsewhere.display())),
+            "{err}"
+        );
+        assert!(
+            of_type(&events(&out), "tool_result").is_empty(),
+            "nothing may run"
+        );
+    }
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    assert!(
+        !w.zot_home.join("sessions").exists(),
+        "refused before consent and before any session"
+    );
 }
 
 // ------------------------------------------------------------ sandbox
@@ -678,7 +581,14 @@ fn ask_verdicts_are_refused_without_a_terminal() {
     let r = of_type(&ev, "tool_result");
     assert_eq!(r[0]["is_error"], true);
     assert!(r[0].get("exit_code").is_none(), "{}", r[0]);
-    assert!(r[0]["content"].as_str().unwrap().contains("no terminal to ask on"), "{}", r[0]);
+    assert!(
+        r[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("no terminal to ask on"),
+        "{}",
+        r[0]
+    );
 }
 
 // ------------------------------------------------------------ requirements
@@ -709,21 +619,26 @@ fn requirement_failures_come_before_consent() {
         );
         assert!(!w.zot_home.join("agents").join(name).exists());
     }
-    // Model requirements are checked after consent.
+    // Model compatibility too: no consent is asked for an agent no
+    // available model can run, and nothing is created.
     let agent = w.agent("thinker", json!({"model": {"requires": ["reasoning"]}}));
     let out = w.run(&["run", s(&agent), "--print", "hi"]);
-    assert!(
-        text(&out.stderr).contains("consent"),
-        "{}",
-        text(&out.stderr)
-    );
-    let out = w.run(&["run", s(&agent), "-y", "--print", "hi"]);
     assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
     assert!(
-        text(&out.stderr).contains("reasoning"),
-        "{}",
-        text(&out.stderr)
+        err.contains("reasoning")
+            && err.contains("ANTHROPIC_API_KEY is not set")
+            && !err.contains("consent"),
+        "{err}"
     );
+    assert!(!w.zot_home.join("agents/thinker").exists());
+    let out = w.run(&["run", s(&agent), "--print", "--model", "sim", "hi"]);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("sim (sim) does not satisfy") && !err.contains("consent"),
+        "{err}"
+    );
+    assert!(!w.zot_home.join("agents/thinker").exists());
 }
 
 // ------------------------------------------------------------ references
@@ -916,6 +831,32 @@ fn sessions_continue_resume_and_torn_line() {
             .code(),
         Some(1)
     );
+    // Another agent's session file, or one without a header, is refused
+    // and left as it was.
+    let other = w.agent("other-agent", json!({}));
+    let before = std::fs::read(&file1).unwrap();
+    let out = w.run(&[
+        "run",
+        s(&other),
+        "-y",
+        "--print",
+        "--session",
+        s(&file1),
+        "x",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("belongs to agent \"readonly-bash\""), "{err}");
+    assert_eq!(std::fs::read(&file1).unwrap(), before);
+    let headless = w.root.join("headless.jsonl");
+    std::fs::write(&headless, br#"{"type":"header","version":1,"id":"#).unwrap();
+    let out = w.run(&["run", a, "-y", "--print", "--session", s(&headless), "x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("valid session header"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 // ------------------------------------------------------------ entry
@@ -945,10 +886,10 @@ fn entry_pre_and_default_prompt() {
         text(&out.stderr)
     );
     assert!(out.stdout.is_empty());
-    // No prompt and no default_prompt: a clear error.
+    // No prompt and no default_prompt: a clear usage error.
     let agent = w.agent("noprompt", json!({}));
     let out = w.run(&["run", s(&agent), "-y", "--print"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("no prompt"));
 }
 
@@ -1076,7 +1017,18 @@ fn agent_toml_package_runs_in_its_seeded_files() {
             {"name": "read", "arguments": {"path": s(&w.ws.join("README.md"))}}
         ]}, {"text": "noted"}]),
     );
-    let ev = w.run_script(&agent, &script, "go");
+    let out = w.run(&[
+        "run",
+        s(&agent),
+        "-y",
+        "--json",
+        "--sim-script",
+        s(&script),
+        "go",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let first = session_id(&out);
+    let ev = events(&out);
     let r = of_type(&ev, "tool_result");
     let errs: Vec<bool> = r.iter().map(|r| r["is_error"] == true).collect();
     assert_eq!(errs, [false, true, false, false, true, true], "{r:?}");
@@ -1086,7 +1038,9 @@ fn agent_toml_package_runs_in_its_seeded_files() {
         .unwrap()
         .contains("read-only file of the agent package"));
     assert!(r[3]["content"].as_str().unwrap().contains("three bullets"));
-    let files = w.zot_home.join("agents/toml-notes/data/files");
+    // The files live in the session's own tree.
+    let sessions = w.zot_home.join("sessions/agents/toml-notes");
+    let files = sessions.join(format!("{first}.d/files"));
     assert_eq!(
         std::fs::read_to_string(files.join("notes.md")).unwrap(),
         "seeded notes, read-only\n"
@@ -1095,9 +1049,83 @@ fn agent_toml_package_runs_in_its_seeded_files() {
         std::fs::read_to_string(files.join("drafts/today.md")).unwrap(),
         "final\n"
     );
-    // Seeded once: the edit survives the next run.
+    assert!(!w.zot_home.join("agents/toml-notes/data/files").exists());
+    // A new session gets a fresh snapshot; --resume gets its own tree back.
     let out = w.run(&["run", s(&agent), "-y", "--print", "read: drafts/today.md"]);
-    assert_eq!(text(&out.stdout), "read: final\n");
+    assert_eq!(text(&out.stdout), "read: draft\n", "{}", text(&out.stderr));
+    let out = w.run(&[
+        "run",
+        s(&agent),
+        "-y",
+        "--print",
+        "--resume",
+        &first,
+        "read: drafts/today.md",
+    ]);
+    assert_eq!(text(&out.stdout), "read: final\n", "{}", text(&out.stderr));
+    // --no-session: a fresh tree, gone afterwards.
+    let tmp = w.root.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let out = w
+        .cmd(&[
+            "run",
+            s(&agent),
+            "-y",
+            "--print",
+            "--no-session",
+            "read: drafts/today.md",
+        ])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "read: draft\n", "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    // A new version of the package: new sessions see its files, the old
+    // session keeps the tree it had.
+    let v2 = w.root.join("toml-v2");
+    std::fs::create_dir(&v2).unwrap();
+    std::fs::write(
+        v2.join("agent.toml"),
+        std::fs::read_to_string(agent.join("agent.toml"))
+            .unwrap()
+            .replace("content = \"draft\\n\"", "content = \"draft v2\\n\""),
+    )
+    .unwrap();
+    let out = w.run(&["run", s(&v2), "-y", "--print", "read: drafts/today.md"]);
+    assert_eq!(
+        text(&out.stdout),
+        "read: draft v2\n",
+        "{}",
+        text(&out.stderr)
+    );
+    let out = w.run(&[
+        "run",
+        s(&v2),
+        "-y",
+        "--print",
+        "--resume",
+        &first,
+        "read: drafts/today.md",
+    ]);
+    assert_eq!(text(&out.stdout), "read: final\n", "{}", text(&out.stderr));
+    // A zotfile agent of the same name works in its workspace, not in a
+    // session tree of the agent.toml package.
+    let zf = w.agent(
+        "toml-notes",
+        json!({"permissions": {"fs": {"read": ["${workspace}"]}}}),
+    );
+    let out = w.run(&["run", s(&zf), "-y", "--print", "read: drafts/today.md"]);
+    assert!(
+        text(&out.stdout).contains("No such file"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = w.run(&["run", s(&zf), "-y", "--print", "read: README.md"]);
+    assert!(
+        text(&out.stdout).contains("hello from the workspace"),
+        "{}",
+        text(&out.stdout)
+    );
     // Fields this host cannot honour refuse the run.
     let dir = w.root.join("mcp-agent");
     std::fs::create_dir(&dir).unwrap();
@@ -1144,4 +1172,386 @@ fn packed_archive_and_stream_mode() {
         w.run(&["run", s(&zot), "--print", "x"]).status.code(),
         Some(1)
     );
+}
+
+// ------------------------------------------------------------ signatures
+
+/// `zot keygen` (unencrypted) in the world's root; returns (secret, public).
+fn signing_key(w: &World, name: &str) -> (PathBuf, PathBuf) {
+    let secret = w.root.join(name);
+    let out = w.run(&["keygen", s(&secret), "--unencrypted"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let public = PathBuf::from(format!("{}.pub", s(&secret)));
+    (secret, public)
+}
+
+fn trust(w: &World, public: &Path) {
+    let dir = w.zot_home.join("trusted-keys");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(public, dir.join(public.file_name().unwrap())).unwrap();
+}
+
+fn key_id(public: &Path) -> String {
+    let t = std::fs::read_to_string(public).unwrap();
+    t.lines()
+        .next()
+        .unwrap()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn require_signature_end_to_end() {
+    let w = World::new();
+    let zot = w.root.join("reviewer.zot");
+    assert!(w
+        .run(&["pack", s(&fixture("readonly-bash")), s(&zot)])
+        .status
+        .success());
+    let sig = PathBuf::from(format!("{}.minisig", s(&zot)));
+    let (secret, public) = signing_key(&w, "publisher.key");
+    let (other_secret, _) = signing_key(&w, "other.key");
+    let run_req = |extra: &[&str]| {
+        let mut a = vec!["run", s(&zot), "-y", "--stream"];
+        a.extend_from_slice(extra);
+        a.push("read: README.md");
+        w.run(&a)
+    };
+
+    // Unsigned: refused, naming the signature file it looked for.
+    assert!(w
+        .run(&["sign", s(&zot), "--key", s(&secret)])
+        .status
+        .success());
+    std::fs::rename(&sig, w.root.join("saved.minisig")).unwrap();
+    trust(&w, &public);
+    let out = run_req(&["--require-signature"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(s(&sig)), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).is_empty());
+
+    // Signed by the trusted key: runs, and says by whom.
+    std::fs::rename(w.root.join("saved.minisig"), &sig).unwrap();
+    let out = run_req(&["--require-signature"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "read: hello from the workspace\n");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!("signature verified: key {}", key_id(&public))),
+        "{err}"
+    );
+    assert!(err.contains("agent:readonly-bash"), "{err}");
+
+    // Consent shows the signer.
+    let (code, term, _) = run_pty(w.cmd(&["run", s(&zot), "--print", "x"]), b"y\n");
+    assert_eq!(code, Some(0), "{term}");
+    assert!(
+        term.contains(&format!("signed by: key {}", key_id(&public))),
+        "{term}"
+    );
+
+    // Signed by a key that is not trusted: refused under the flag, runs
+    // unsigned (with a warning) without it.
+    assert!(w
+        .run(&["sign", s(&zot), "--key", s(&other_secret)])
+        .status
+        .success());
+    let out = run_req(&["--require-signature"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("not a trusted key") && err.contains(s(&sig)),
+        "{err}"
+    );
+    let out = run_req(&[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("running unsigned"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // The config setting requires it too; a bad value is an error.
+    let config = w.zot_home.join("config.toml");
+    std::fs::write(&config, "[trust]\nrequire_signature = true\n").unwrap();
+    let out = run_req(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("not a trusted key"));
+    std::fs::write(&config, "[trust]\nrequire_signature = \"yes\"\n").unwrap();
+    let out = run_req(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("require_signature"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::remove_file(&config).unwrap();
+
+    // Tampered after signing by a trusted key: refused even without the flag.
+    assert!(w
+        .run(&["sign", s(&zot), "--key", s(&secret)])
+        .status
+        .success());
+    let mut bytes = std::fs::read(&zot).unwrap();
+    bytes.push(0);
+    std::fs::write(&zot, bytes).unwrap();
+    let out = run_req(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("does not match"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A directory has no signed artifact.
+    let out = w.run(&[
+        "run",
+        s(&fixture("readonly-bash")),
+        "-y",
+        "--require-signature",
+        "--print",
+        "x",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("no signed artifact"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // No trusted key at all: refused with a hint.
+    std::fs::remove_dir_all(w.zot_home.join("trusted-keys")).unwrap();
+    let out = run_req(&["--require-signature"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("trusted-keys"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn signed_archives_from_github_releases_and_repositories() {
+    let w = World::new();
+    let zot = w.root.join("reviewer.zot");
+    assert!(w
+        .run(&["pack", s(&fixture("readonly-bash")), s(&zot)])
+        .status
+        .success());
+    let (secret, public) = signing_key(&w, "publisher.key");
+    assert!(w
+        .run(&["sign", s(&zot), "--key", s(&secret)])
+        .status
+        .success());
+    trust(&w, &public);
+    let archive = std::fs::read(&zot).unwrap();
+    let sig = std::fs::read(format!("{}.minisig", s(&zot))).unwrap();
+    // A repository holding the signed archive and an agent directory.
+    let repo = w.root.join("src/agents-0123abc");
+    std::fs::create_dir_all(repo.join("dist")).unwrap();
+    std::fs::create_dir_all(repo.join("dir-agent")).unwrap();
+    std::fs::write(repo.join("dist/reviewer.zot"), &archive).unwrap();
+    std::fs::write(repo.join("dist/reviewer.zot.minisig"), &sig).unwrap();
+    std::fs::write(repo.join("dist/unsigned.zot"), &archive).unwrap();
+    std::fs::write(
+        repo.join("dir-agent/manifest.json"),
+        r#"{"zotfile":1,"name":"dir-agent","permissions":{"fs":{"read":["${workspace}"]}}}"#,
+    )
+    .unwrap();
+    let tgz = w.root.join("a.tar.gz");
+    assert!(Command::new("tar")
+        .arg("-czf")
+        .arg(&tgz)
+        .arg("-C")
+        .arg(w.root.join("src"))
+        .arg("agents-0123abc")
+        .status()
+        .unwrap()
+        .success());
+    let (base, _) = serve(vec![
+        (
+            "/acme/agents/archive/HEAD.tar.gz".into(),
+            std::fs::read(&tgz).unwrap(),
+        ),
+        (
+            "/acme/agents/releases/download/v1/reviewer.zot".into(),
+            archive.clone(),
+        ),
+        (
+            "/acme/agents/releases/download/v1/reviewer.zot.minisig".into(),
+            sig,
+        ),
+        ("/acme/agents/releases/download/v1/bare.zot".into(), archive),
+    ]);
+    let run = |reference: &str| {
+        w.cmd(&[
+            "run",
+            reference,
+            "-y",
+            "--require-signature",
+            "--stream",
+            "read: README.md",
+        ])
+        .env("ZOT_GITHUB_BASE", &base)
+        .output()
+        .unwrap()
+    };
+    for ok in [
+        "https://github.com/acme/agents/releases/download/v1/reviewer.zot",
+        // A name ending in .zot is a local path: a repository's archive
+        // is named by URL.
+        "https://github.com/acme/agents/tree/HEAD/dist/reviewer.zot",
+    ] {
+        let out = run(ok);
+        assert!(out.status.success(), "{ok}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "read: hello from the workspace\n");
+        assert!(text(&out.stderr).contains("signature verified"), "{ok}");
+    }
+    for (bad, why) in [
+        (
+            "https://github.com/acme/agents/releases/download/v1/bare.zot",
+            "bare.zot.minisig",
+        ),
+        (
+            "https://github.com/acme/agents/dist/unsigned.zot",
+            "unsigned.zot.minisig",
+        ),
+        ("acme/agents/dir-agent", "no signed artifact"),
+    ] {
+        let out = run(bad);
+        assert_eq!(out.status.code(), Some(1), "{bad}");
+        assert!(
+            text(&out.stderr).contains(why),
+            "{bad}: {}",
+            text(&out.stderr)
+        );
+    }
+    // Without the flag the unsigned release runs.
+    let out = w
+        .cmd(&[
+            "run",
+            "https://github.com/acme/agents/releases/download/v1/bare.zot",
+            "-y",
+            "--print",
+            "read: README.md",
+        ])
+        .env("ZOT_GITHUB_BASE", &base)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// Entries of `dir` whose names start with `prefix`.
+fn named(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(prefix))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_killed_runs_temp_dirs_are_removed_by_the_next_invocation() {
+    let w = World::new();
+    if !sandbox_works(&w) {
+        return;
+    }
+    let src = w.agent(
+        "sleeper",
+        json!({"permissions": {"fs": {"read": ["${workspace}"]}, "bash": {"mode": "allowlist", "allow": ["sleep"]}}}),
+    );
+    let archive = w.root.join("sleeper.zot");
+    let out = w.run(&["pack", s(&src), s(&archive)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The same agent as a GitHub repository (archive served locally).
+    let repo = w.root.join("src/sleeper-0123");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::copy(src.join("manifest.json"), repo.join("manifest.json")).unwrap();
+    let tgz = w.root.join("r.tar.gz");
+    assert!(Command::new("tar")
+        .arg("-czf")
+        .arg(&tgz)
+        .arg("-C")
+        .arg(w.root.join("src"))
+        .arg("sleeper-0123")
+        .status()
+        .unwrap()
+        .success());
+    let (base, _hits) = serve(vec![(
+        "/acme/sleeper/archive/HEAD.tar.gz".into(),
+        std::fs::read(&tgz).unwrap(),
+    )]);
+    let script = w.script(
+        "s.json",
+        json!([{"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]}, {"text": "done"}]),
+    );
+    let tmp = w.root.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    for (reference, prefix) in [(s(&archive), "zot-agent-"), ("acme/sleeper", "zot-github-")] {
+        let mut child = w
+            .cmd(&[
+                "run",
+                reference,
+                "-y",
+                "--json",
+                "--sim-script",
+                s(&script),
+                "go",
+            ])
+            .env("ZOT_GITHUB_BASE", &base)
+            .env("TMPDIR", &tmp)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until the bash tool call is under way.
+        let mut lines =
+            std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+        let started = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .any(|l| l.contains("\"tool_call\""));
+        assert!(started, "{reference}: no tool call");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let left = named(&tmp, prefix);
+        assert_eq!(left.len(), 1, "{reference}: {left:?}");
+        child.kill().unwrap(); // SIGKILL: no clean-up code runs
+        child.wait().unwrap();
+        assert!(left[0].exists(), "only the next invocation cleans up");
+        // Any zot command sweeps what the dead run journaled.
+        let out = w.cmd(&["models"]).env("TMPDIR", &tmp).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(
+            named(&tmp, prefix).is_empty(),
+            "{reference}: {:?}",
+            named(&tmp, prefix)
+        );
+        let journals: Vec<PathBuf> = named(&w.zot_home.join("journal"), "")
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        assert!(journals.is_empty(), "{journals:?}");
+    }
+    // A run that ends normally leaves no journal and no temp dir.
+    let out = w
+        .cmd(&["run", s(&archive), "-y", "--print", "hi"])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(named(&tmp, "zot-").is_empty());
+    assert!(named(&w.zot_home.join("journal"), "")
+        .iter()
+        .all(|p| p.extension().is_none_or(|x| x != "jsonl")));
 }

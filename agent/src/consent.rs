@@ -15,6 +15,8 @@ pub struct Request<'a> {
     pub name: &'a str,
     pub version: Option<&'a str>,
     pub digest: &'a str,
+    /// The verified publisher signature, when there is one.
+    pub signer: Option<&'a str>,
     pub perms: &'a Permissions,
 }
 
@@ -73,8 +75,9 @@ pub fn prompt_text(req: &Request) -> String {
         None => req.name.to_string(),
     };
     format!(
-        "Agent {ident} wants to run.\n\n  digest: {}\n  fs read: {}\n  fs write: {}\n  bash: {bash}\n",
+        "Agent {ident} wants to run.\n\n  digest: {}\n  signed by: {}\n  fs read: {}\n  fs write: {}\n  bash: {bash}\n",
         req.digest,
+        req.signer.unwrap_or("nobody (no signature by a trusted key was checked)"),
         list(&req.perms.fs_read),
         list(&req.perms.fs_write)
     )
@@ -180,6 +183,7 @@ mod tests {
             name: "a",
             version: Some("1"),
             digest: &digest,
+            signer: None,
             perms: &p1,
         };
         let mut asked = 0;
@@ -204,6 +208,7 @@ mod tests {
             name: "a",
             version: None,
             digest: &digest,
+            signer: None,
         };
         assert_eq!(
             obtain(&home, &reqa, Bypass::default(), true, &mut yes).unwrap(),
@@ -232,6 +237,7 @@ mod tests {
         );
         let bad = Request {
             digest: "sha256:../../x",
+            signer: None,
             ..req
         };
         assert!(obtain(

@@ -21,6 +21,8 @@ pub struct AgentSpec {
     pub model_requires: Vec<String>,
     pub min_context: Option<u64>,
     pub preferred: Vec<String>,
+    /// An agent.toml `[model]` pin: `(provider, model)`.
+    pub model_pin: Option<(String, String)>,
     pub fs_read: Vec<String>,
     pub fs_write: Vec<String>,
     pub bash_mode: BashMode,
@@ -31,6 +33,9 @@ pub struct AgentSpec {
     pub req_bin: Vec<String>,
     pub entry_pre: Option<String>,
     pub default_prompt: Option<String>,
+    /// Shown when the interactive mode starts (`entry.greeting`, agent.toml
+    /// `intro_markdown`).
+    pub greeting: Option<String>,
     pub replace_system_prompt: bool,
     /// Instructions given in the package itself (agent.toml); `None` for a
     /// zotfile, whose instructions are `AGENT.md`.
@@ -49,16 +54,22 @@ pub struct LoadedAgent {
     pub warnings: Vec<String>,
     /// Keeps an archive's extraction alive.
     pub _package: Option<zot_package::Agent>,
-    /// Keeps a downloaded repository alive.
-    pub _guard: Option<tempfile::TempDir>,
+    /// Keeps a downloaded repository or an archive's extraction alive:
+    /// journaled temp dirs, removed when this value is dropped (or by the
+    /// next zot run when this process is killed).
+    pub _scratch: Vec<zot_supervisor::journal::TempDir>,
     /// An agent.toml package: its session files are seeded into the
     /// workspace.
     pub toml: Option<zot_package::agent_toml::AgentPackage>,
+    /// The publisher signature that verified, when the archive had one by
+    /// a trusted key (see `trust`).
+    pub signature: Option<zot_package::signature::Verified>,
 }
 
 impl LoadedAgent {
-    /// Seed an agent.toml package's files and skills into `dir` (once: only
-    /// when `dir` does not exist yet). Returns the read-only seeds.
+    /// Seed an agent.toml package's files and skills into `dir`, a session's
+    /// file tree (only when `dir` does not exist yet: a resumed session
+    /// keeps its tree). Returns the read-only seeds.
     pub fn seed(&self, dir: &Path) -> Result<Vec<PathBuf>, RunError> {
         let Some(pkg) = &self.toml else {
             return Ok(Vec::new());
@@ -113,14 +124,16 @@ pub fn open_agent_toml(path: &Path) -> Result<LoadedAgent, RunError> {
     let spec = AgentSpec {
         name: pkg.name.clone(),
         description: pkg.manifest.description.clone(),
-        preferred: pkg
-            .model()
-            .map(|m| vec![m.model.clone()])
-            .unwrap_or_default(),
+        model_pin: pkg.model().map(|m| (m.provider.clone(), m.model.clone())),
         fs_read: vec!["${workspace}".into()],
         fs_write: vec!["${workspace}".into()],
         instructions: Some(pkg.instructions.clone()),
         max_steps: pkg.max_iterations(),
+        greeting: pkg
+            .manifest
+            .intro_markdown
+            .clone()
+            .filter(|s| !s.trim().is_empty()),
         ..Default::default()
     };
     Ok(LoadedAgent {
@@ -129,8 +142,9 @@ pub fn open_agent_toml(path: &Path) -> Result<LoadedAgent, RunError> {
         digest: pkg.digest(),
         warnings,
         _package: None,
-        _guard: None,
+        _scratch: Vec::new(),
         toml: Some(pkg),
+        signature: None,
     })
 }
 
@@ -148,6 +162,7 @@ fn spec_of(m: &zot_policy::zotfile::Manifest) -> AgentSpec {
             .collect(),
         min_context: m.model.min_context,
         preferred: m.model.preferred.clone(),
+        model_pin: None,
         fs_read: m.permissions.fs.read.clone(),
         fs_write: m.permissions.fs.write.clone(),
         bash_mode: m.permissions.bash.mode,
@@ -158,6 +173,7 @@ fn spec_of(m: &zot_policy::zotfile::Manifest) -> AgentSpec {
         req_bin: m.requirements.bin.clone(),
         entry_pre: m.entry.pre.clone().filter(|s| !s.is_empty()),
         default_prompt: m.entry.default_prompt.clone().filter(|s| !s.is_empty()),
+        greeting: m.entry.greeting.clone().filter(|s| !s.trim().is_empty()),
         replace_system_prompt: m.replace_system_prompt,
         instructions: None,
         max_steps: None,
@@ -170,16 +186,35 @@ pub fn open_agent(path: &Path) -> Result<LoadedAgent, RunError> {
     if !path.join("manifest.json").exists() && zot_package::agent_toml::detect(path) {
         return open_agent_toml(path);
     }
-    let pkg = zot_package::open(path).map_err(RunError::Package)?;
+    let mut scratch = Vec::new();
+    let pkg = if path.is_file() {
+        let dir = scratch_dir("zot-agent-")?;
+        let pkg = zot_package::open_in(path, &zot_package::Limits::DEFAULT, dir.path())
+            .map_err(RunError::Package)?;
+        scratch.push(dir);
+        pkg
+    } else {
+        zot_package::open(path).map_err(RunError::Package)?
+    };
     Ok(LoadedAgent {
         root: pkg.root.clone(),
         spec: spec_of(&pkg.manifest),
         digest: pkg.digest.clone(),
         warnings: pkg.warnings.clone(),
         _package: Some(pkg),
-        _guard: None,
+        _scratch: scratch,
         toml: None,
+        signature: None,
     })
+}
+
+/// A private temp dir in `$TMPDIR`, journaled under zot's state dir before
+/// it is made, so a killed run's leftovers are removed by the next zot run.
+pub fn scratch_dir(prefix: &str) -> Result<zot_supervisor::journal::TempDir, RunError> {
+    let home = crate::home::zot_home()?;
+    zot_supervisor::journal::for_process(&home)
+        .temp_dir(&std::env::temp_dir(), prefix)
+        .map_err(|e| RunError::Journal(Box::new(e)))
 }
 
 /// Extract a GitHub repository `.tar.gz` archive into `dest` (an empty

@@ -2,11 +2,15 @@
 //! tools, sessions and output modes.
 //!
 //! The flow of one run (see [`runtime::run`]): resolve the reference ->
-//! refuse unenforced permissions -> check requirements -> create the agent
-//! data dir -> consent -> select the model -> system prompt and skills ->
-//! session -> `entry.pre` -> turns. Dependencies on the package loader, the
-//! risk gate and the supervisor all go through [`deps`].
+//! refuse unenforced permissions -> check requirements -> load the config
+//! and select the model (before consent: a model that cannot run the agent
+//! is known before the user is asked) -> create the agent data dir ->
+//! consent -> system prompt and skills -> session -> `entry.pre` -> turns.
+//! Dependencies on the package loader, the risk gate and the supervisor
+//! all go through [`deps`]; models go through [`providers`].
 
+pub mod commands;
+pub mod config;
 pub mod consent;
 pub mod deps;
 pub mod events;
@@ -16,15 +20,18 @@ pub mod message;
 pub mod models;
 pub mod perms;
 pub mod prompt;
+pub mod providers;
 pub mod reference;
 pub mod requirements;
 pub mod runtime;
 pub mod session;
-pub mod sim;
-pub mod term;
 pub mod tools;
+pub mod trust;
+pub mod ui;
 
-pub use runtime::{compile_policy, run, OutputMode, RunOptions, SessionChoice};
+pub use providers::Cancel;
+pub use ui::{Line, LineRequest, NullUi, Ui};
+pub use runtime::{compile_policy, models_report, run, OutputMode, RunOptions, SessionChoice};
 
 /// Errors of `zot run`. Messages are lowercase and name what failed.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +52,24 @@ pub enum RunError {
     Consent(String),
     #[error("model: {0}")]
     Model(String),
+    #[error("config {}: {message}", .path.display())]
+    Config {
+        path: std::path::PathBuf,
+        message: String,
+    },
+    /// A model request failed.
+    #[error("{provider}")]
+    Provider {
+        provider: String,
+        #[source]
+        source: providers::ProviderError,
+    },
+    /// A signal (SIGINT, SIGTERM, SIGHUP) arrived during a model request.
+    #[error("interrupted by {}", signal_name(*.0))]
+    Interrupted(i32),
+    /// The turn was cancelled through its [`Cancel`] handle.
+    #[error("cancelled")]
+    Cancelled,
     #[error("session: {0}")]
     Session(String),
     #[error("sandbox: {0}")]
@@ -53,6 +78,10 @@ pub enum RunError {
     Pre(String),
     #[error("{0}")]
     Usage(String),
+    #[error("recording what zot creates")]
+    Journal(#[source] Box<zot_supervisor::journal::JournalError>),
+    #[error("signature: {0}")]
+    Signature(String),
     #[error("{what}")]
     Io {
         what: String,
@@ -61,7 +90,26 @@ pub enum RunError {
     },
 }
 
+fn signal_name(sig: i32) -> String {
+    match sig {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        n => format!("signal {n}"),
+    }
+}
+
 impl RunError {
+    /// The exit code `zot run` ends with for this error: 128+N for a
+    /// signal, 2 for a usage error, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RunError::Interrupted(sig) => (128 + *sig).clamp(0, 255) as u8,
+            RunError::Usage(_) => 2,
+            _ => 1,
+        }
+    }
+
     pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Self {
         RunError::Io {
             what: what.into(),

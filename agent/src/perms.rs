@@ -90,6 +90,9 @@ fn expand_one(s: &str, workspace: &Path, agent_data: &Path) -> Result<PathBuf, S
     if !rest.is_empty() && !rest.starts_with('/') && base != Path::new("/") && s.starts_with("${") {
         return Err("a variable must be followed by '/' or nothing".into());
     }
+    // Relative and variable scopes must stay beneath their base once
+    // symlinks are resolved (`out -> /elsewhere` is not `${workspace}/out`).
+    let beneath = (base != Path::new("/")).then(|| base.clone());
     let mut out = base;
     for c in Path::new(rest.trim_start_matches('/')).components() {
         match c {
@@ -99,7 +102,44 @@ fn expand_one(s: &str, workspace: &Path, agent_data: &Path) -> Result<PathBuf, S
             Component::RootDir | Component::Prefix(_) => {}
         }
     }
-    Ok(canonical_prefix(&out))
+    if let Some(link) = dangling_link(&out) {
+        return Err(format!(
+            "{} is a symlink that points nowhere; a scope must be a real path",
+            link.display()
+        ));
+    }
+    let canonical = canonical_prefix(&out);
+    if let Some(base) = beneath {
+        let base_canonical = canonical_prefix(&base);
+        if !canonical.starts_with(&base_canonical) {
+            let var = if base == workspace {
+                "${workspace}"
+            } else {
+                "${agent_data}"
+            };
+            return Err(format!(
+                "resolves to {}, outside {var} ({}): a relative or {var} scope must stay beneath it (is a component a symlink?)",
+                canonical.display(),
+                base_canonical.display()
+            ));
+        }
+    }
+    Ok(canonical)
+}
+
+/// The first component of `p` that is a symlink whose target does not
+/// resolve (canonicalization would silently keep its name).
+fn dangling_link(p: &Path) -> Option<PathBuf> {
+    let mut cur = PathBuf::new();
+    for c in p.components() {
+        cur.push(c);
+        match std::fs::symlink_metadata(&cur) {
+            Ok(m) if m.file_type().is_symlink() && cur.canonicalize().is_err() => return Some(cur),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    None
 }
 
 /// Canonicalize the longest existing prefix of `p` and re-append the rest.
@@ -164,6 +204,76 @@ mod tests {
         assert_ne!(
             expand(&spec, &ws, &data).unwrap().hash(),
             expand(&spec, &other, &data).unwrap().hash()
+        );
+    }
+
+    #[test]
+    fn symlinked_scopes_must_stay_beneath_their_base() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        let ws = root.join("ws");
+        let data = root.join("data");
+        let elsewhere = root.join("elsewhere");
+        for p in [&ws, &data, &elsewhere] {
+            std::fs::create_dir(p).unwrap();
+        }
+        std::os::unix::fs::symlink(&elsewhere, ws.join("out")).unwrap();
+        std::os::unix::fs::symlink("/etc", ws.join("src")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, data.join("x")).unwrap();
+        std::os::unix::fs::symlink(root.join("missing"), ws.join("dangling")).unwrap();
+        std::fs::create_dir(ws.join("real")).unwrap();
+        std::os::unix::fs::symlink("real", ws.join("inside")).unwrap();
+        let expand_read = |s: &str| {
+            expand(
+                &AgentSpec {
+                    fs_read: vec![s.into()],
+                    ..Default::default()
+                },
+                &ws,
+                &data,
+            )
+        };
+        let expand_write = |s: &str| {
+            expand(
+                &AgentSpec {
+                    fs_write: vec![s.into()],
+                    ..Default::default()
+                },
+                &ws,
+                &data,
+            )
+        };
+        for (scope, points) in [
+            ("out", elsewhere.display().to_string()),
+            (
+                "${workspace}/out/sub",
+                elsewhere.join("sub").display().to_string(),
+            ),
+            ("${agent_data}/x", elsewhere.display().to_string()),
+        ] {
+            let e = expand_write(scope).unwrap_err().to_string();
+            assert!(
+                e.contains("permissions.fs.write") && e.contains(scope),
+                "{e}"
+            );
+            assert!(e.contains(&format!("resolves to {points}")), "{e}");
+        }
+        let e = expand_read("src").unwrap_err().to_string();
+        assert!(
+            e.contains("permissions.fs.read") && e.contains("resolves to /etc"),
+            "{e}"
+        );
+        let e = expand_read("dangling/new").unwrap_err().to_string();
+        assert!(e.contains("points nowhere"), "{e}");
+        // a symlink that stays inside resolves to its canonical target
+        assert_eq!(
+            expand_read("inside").unwrap().fs_read,
+            vec![ws.join("real")]
+        );
+        // absolute scopes are the manifest's explicit choice
+        assert_eq!(
+            expand_read("/etc").unwrap().fs_read,
+            vec![PathBuf::from("/etc")]
         );
     }
 }

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use zot_policy::skill::parse_skill;
 
 use crate::RunError;
 
@@ -22,31 +22,6 @@ pub struct Skill {
     pub source: &'static str,
 }
 
-#[derive(Deserialize)]
-struct Front {
-    name: String,
-    description: String,
-}
-
-/// Split `SKILL.md` into (name, description, body). The front matter is YAML
-/// between `---` lines.
-pub fn parse_skill(text: &str) -> Result<(String, String, String), String> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let rest = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-        .ok_or("missing front matter")?;
-    let end = rest.find("\n---").ok_or("unterminated front matter")?;
-    let yaml = &rest[..end];
-    let after = &rest[end + 4..];
-    let body = after.split_once('\n').map(|x| x.1).unwrap_or("");
-    let front: Front = serde_norway::from_str(yaml).map_err(|e| format!("front matter: {e}"))?;
-    if front.name.trim().is_empty() {
-        return Err("front matter: empty name".into());
-    }
-    Ok((front.name, front.description, body.to_string()))
-}
-
 fn scan(dir: &Path, source: &'static str, out: &mut Vec<Skill>, warnings: &mut Vec<String>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
@@ -63,9 +38,9 @@ fn scan(dir: &Path, source: &'static str, out: &mut Vec<Skill>, warnings: &mut V
         }
         match std::fs::read_to_string(&p)
             .map_err(|e| e.to_string())
-            .and_then(|t| parse_skill(&t))
+            .and_then(|t| parse_skill(&t).map(|(fm, _)| fm))
         {
-            Ok((name, description, _)) => {
+            Ok(zot_policy::skill::SkillFrontMatter { name, description }) => {
                 if !out.iter().any(|s| s.name == name) {
                     out.push(Skill {
                         name,
@@ -115,7 +90,7 @@ pub fn load_skill(skills: &[Skill], name: &str) -> Result<String, String> {
     })?;
     let text =
         std::fs::read_to_string(&s.path).map_err(|e| format!("{}: {e}", s.path.display()))?;
-    parse_skill(&text).map(|(_, _, body)| body)
+    parse_skill(&text).map(|(_, body)| body.to_string())
 }
 
 /// Build the system prompt: base + AGENT.md (or AGENT.md alone with

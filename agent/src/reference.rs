@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::deps::{self, LoadedAgent};
+use crate::ui::Progress;
 use crate::RunError;
 
 /// A parsed reference.
@@ -21,6 +22,22 @@ pub enum Reference {
         git_ref: String,
         path: String,
     },
+    /// A `.zot` attached to a GitHub release:
+    /// `https://github.com/OWNER/REPO/releases/download/TAG/FILE.zot`.
+    /// Its signature is `FILE.zot.minisig` in the same release.
+    GitHubRelease {
+        owner: String,
+        repo: String,
+        tag: String,
+        file: String,
+    },
+}
+
+/// How [`resolve_checked`] treats publisher signatures.
+pub struct Signatures<'a> {
+    pub keys: &'a zot_package::signature::KeySet,
+    /// `--require-signature` or the `require_signature` setting.
+    pub required: bool,
 }
 
 /// Largest archive downloaded (the `.zot` compressed size limit).
@@ -66,6 +83,22 @@ pub fn parse(s: &str, cwd: &Path) -> Result<Reference, RunError> {
             return Err(ref_err(s, "unsupported characters in the URL path"));
         }
         let repo = parts[1].trim_end_matches(".git");
+        if parts.len() >= 3 && parts[2] == "releases" {
+            return match parts.as_slice() {
+                [owner, _, "releases", "download", tag, file] if file.ends_with(".zot") => {
+                    Ok(Reference::GitHubRelease {
+                        owner: owner.to_string(),
+                        repo: repo.to_string(),
+                        tag: tag.to_string(),
+                        file: file.to_string(),
+                    })
+                }
+                _ => Err(ref_err(
+                    s,
+                    "a release reference is https://github.com/OWNER/REPO/releases/download/TAG/FILE.zot",
+                )),
+            };
+        }
         let (git_ref, path) = if parts.len() >= 4 && parts[2] == "tree" {
             (parts[3].to_string(), parts[4..].join("/"))
         } else if parts.len() == 3 && parts[2] == "tree" {
@@ -129,36 +162,196 @@ pub fn parse(s: &str, cwd: &Path) -> Result<Reference, RunError> {
     })
 }
 
-/// Resolve and load a reference.
+/// Resolve and load a reference. Signatures are not looked at (for
+/// `inspect` and `--explain`; `zot run` uses [`resolve_checked`]).
 pub fn resolve(s: &str, cwd: &Path) -> Result<LoadedAgent, RunError> {
+    let none = zot_package::signature::KeySet::default();
+    let sigs = Signatures {
+        keys: &none,
+        required: false,
+    };
+    resolve_checked(s, cwd, &sigs, &mut Vec::new(), &mut |_| {})
+}
+
+/// Resolve and load a reference, checking the publisher signature of a
+/// `.zot` archive (`ARCHIVE.minisig` next to it, locally, in the
+/// repository or in the release) against `sigs.keys`; see
+/// [`crate::trust::open_archive`]. Under `sigs.required`, references with
+/// no signed artifact (directories, agent.toml packages) are refused.
+/// Reasons a signature was not used go to `warnings`.
+///
+/// Downloads report their progress to `progress`.
+pub fn resolve_checked(
+    s: &str,
+    cwd: &Path,
+    sigs: &Signatures,
+    warnings: &mut Vec<String>,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<LoadedAgent, RunError> {
     match parse(s, cwd)? {
-        Reference::Local(p) => deps::open_agent(&p),
+        Reference::Local(p) => open_local(s, &p, sigs, warnings),
         Reference::GitHub {
             owner,
             repo,
             git_ref,
             path,
-        } => fetch_github(&owner, &repo, &git_ref, &path),
+        } => fetch_github(s, &owner, &repo, &git_ref, &path, sigs, warnings, progress),
+        Reference::GitHubRelease {
+            owner,
+            repo,
+            tag,
+            file,
+        } => fetch_release(&owner, &repo, &tag, &file, sigs, warnings, progress),
     }
+}
+
+fn open_local(
+    reference: &str,
+    p: &Path,
+    sigs: &Signatures,
+    warnings: &mut Vec<String>,
+) -> Result<LoadedAgent, RunError> {
+    let is_zot = p.is_file() && !zot_package::agent_toml::is_zip_file(p);
+    if !is_zot {
+        if sigs.required {
+            let what = if p.is_dir() {
+                "a directory"
+            } else {
+                "an agent.toml package"
+            };
+            if p.exists() {
+                return Err(crate::trust::refuse_unsignable(reference, what));
+            }
+        }
+        return deps::open_agent(p);
+    }
+    let sig = zot_package::signature::signature_path(p);
+    crate::trust::open_archive(p, &sig, sigs.keys, sigs.required, warnings)
+}
+
+fn http_agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(120)))
+        .build()
+        .new_agent()
+}
+
+/// GET `url` (at most `limit` bytes); `Ok(None)` on 404. The bytes
+/// received are reported to `progress` as they come.
+fn download(
+    agent: &ureq::Agent,
+    url: &str,
+    limit: u64,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Option<Vec<u8>>, String> {
+    use std::io::Read;
+    let mut resp = match agent.get(url).call() {
+        Ok(r) => r,
+        Err(ureq::Error::StatusCode(404)) => return Ok(None),
+        Err(e) => return Err(format!("download {url}: {e}")),
+    };
+    let total = resp.body().content_length();
+    let what = format!("downloading {}", url.split("://").nth(1).unwrap_or(url));
+    let mut reader = resp.body_mut().with_config().limit(limit).reader();
+    let mut data = Vec::with_capacity(total.unwrap_or(0).min(limit) as usize);
+    let mut buf = vec![0u8; 64 * 1024];
+    let result = loop {
+        match reader.read(&mut buf) {
+            Ok(0) => break Ok(()),
+            Ok(n) => {
+                data.extend_from_slice(&buf[..n]);
+                progress(&Progress {
+                    what: &what,
+                    done: data.len() as u64,
+                    total,
+                    finished: false,
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(format!("download {url}: {e}")),
+        }
+    };
+    progress(&Progress {
+        what: &what,
+        done: data.len() as u64,
+        total,
+        finished: true,
+    });
+    result.map(|_| Some(data))
+}
+
+/// The base URL GitHub references are fetched from.
+fn github_base() -> String {
+    std::env::var("ZOT_GITHUB_BASE")
+        .ok()
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| "https://github.com".into())
+        .trim_end_matches('/')
+        .to_string()
+}
+
+fn fetch_release(
+    owner: &str,
+    repo: &str,
+    tag: &str,
+    file: &str,
+    sigs: &Signatures,
+    warnings: &mut Vec<String>,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<LoadedAgent, RunError> {
+    let url = format!(
+        "{}/{owner}/{repo}/releases/download/{tag}/{file}",
+        github_base()
+    );
+    let err = |m: String| RunError::Reference(format!("github release {owner}/{repo} {tag}: {m}"));
+    let http = http_agent();
+    let bytes = download(&http, &url, MAX_DOWNLOAD, progress)
+        .map_err(err)?
+        .ok_or_else(|| err(format!("download {url}: 404 Not Found")))?;
+    let sig_url = format!("{url}{}", zot_package::signature::SIGNATURE_SUFFIX);
+    let sig = download(
+        &http,
+        &sig_url,
+        zot_package::signature::MAX_SIGNATURE_FILE,
+        &mut |_| {},
+    )
+    .map_err(err)?;
+    let tmp = deps::scratch_dir("zot-github-")?;
+    let local = tmp.path().join(file);
+    std::fs::write(&local, &bytes).map_err(|e| RunError::io(local.display().to_string(), e))?;
+    let local_sig = zot_package::signature::signature_path(&local);
+    if let Some(sig) = sig {
+        std::fs::write(&local_sig, &sig)
+            .map_err(|e| RunError::io(local_sig.display().to_string(), e))?;
+    }
+    let mut agent =
+        crate::trust::open_archive(&local, &local_sig, sigs.keys, sigs.required, warnings)
+            .map_err(|e| match e {
+                // Name the URLs, not the temp copies.
+                RunError::Package(p) => RunError::Signature(format!(
+                    "{url}: {}",
+                    crate::trust::error_chain(&p).replace(&local.display().to_string(), file)
+                )),
+                e => e,
+            })?;
+    agent._scratch.push(tmp);
+    Ok(agent)
 }
 
 /// The archive URL for a GitHub repository at `git_ref`.
 pub fn archive_url(owner: &str, repo: &str, git_ref: &str) -> String {
-    let base = std::env::var("ZOT_GITHUB_BASE")
-        .ok()
-        .filter(|b| !b.is_empty())
-        .unwrap_or_else(|| "https://github.com".into());
-    format!(
-        "{}/{owner}/{repo}/archive/{git_ref}.tar.gz",
-        base.trim_end_matches('/')
-    )
+    format!("{}/{owner}/{repo}/archive/{git_ref}.tar.gz", github_base())
 }
 
 fn fetch_github(
+    reference: &str,
     owner: &str,
     repo: &str,
     git_ref: &str,
     path: &str,
+    sigs: &Signatures,
+    warnings: &mut Vec<String>,
+    progress: &mut dyn FnMut(&Progress),
 ) -> Result<LoadedAgent, RunError> {
     let url = archive_url(owner, repo, git_ref);
     let what = format!(
@@ -166,26 +359,26 @@ fn fetch_github(
         if path.is_empty() { "" } else { "/" }
     );
     let err = |m: String| RunError::Reference(format!("github {what}: {m}"));
-    let agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(120)))
-        .build()
-        .new_agent();
-    let mut resp = agent
-        .get(&url)
-        .call()
-        .map_err(|e| err(format!("download {url}: {e}")))?;
-    let bytes = resp
-        .body_mut()
-        .with_config()
-        .limit(MAX_DOWNLOAD)
-        .read_to_vec()
-        .map_err(|e| err(format!("download {url}: {e}")))?;
-    let tmp = tempfile::Builder::new()
-        .prefix("zot-github-")
-        .tempdir()
-        .map_err(|e| RunError::io("temp dir", e))?;
+    let bytes = download(&http_agent(), &url, MAX_DOWNLOAD, progress)
+        .map_err(err)?
+        .ok_or_else(|| err(format!("download {url}: 404 Not Found")))?;
+    let tmp = deps::scratch_dir("zot-github-")?;
     let top = deps::extract_github_archive(&bytes, tmp.path())?;
     let dir = if path.is_empty() { top } else { top.join(path) };
+    // A `.zot` committed to the repository, signed by the `.minisig` next
+    // to it.
+    if path.ends_with(".zot") && dir.is_file() {
+        let sig = zot_package::signature::signature_path(&dir);
+        let mut agent = crate::trust::open_archive(&dir, &sig, sigs.keys, sigs.required, warnings)?;
+        agent._scratch.push(tmp);
+        return Ok(agent);
+    }
+    if sigs.required {
+        return Err(crate::trust::refuse_unsignable(
+            reference,
+            "a repository directory",
+        ));
+    }
     if !dir.join("manifest.json").is_file() {
         return Err(err(format!(
             "no agent (manifest.json) at {}",
@@ -197,7 +390,7 @@ fn fetch_github(
         )));
     }
     let mut agent = deps::open_agent(&dir)?;
-    agent._guard = Some(tmp);
+    agent._scratch.push(tmp);
     Ok(agent)
 }
 
@@ -259,5 +452,26 @@ mod tests {
         assert!(parse("https://example.com/a/b", cwd).is_err());
         assert!(parse("https://github.com/a/b?x=1", cwd).is_err());
         assert!(parse("https://github.com/a/b%2F..", cwd).is_err());
+        assert_eq!(
+            parse(
+                "https://github.com/acme/agents/releases/download/v1.2/rev.zot",
+                cwd
+            )
+            .unwrap(),
+            Reference::GitHubRelease {
+                owner: "acme".into(),
+                repo: "agents".into(),
+                tag: "v1.2".into(),
+                file: "rev.zot".into(),
+            }
+        );
+        for bad in [
+            "https://github.com/acme/agents/releases",
+            "https://github.com/acme/agents/releases/download/v1/rev.tar.gz",
+            "https://github.com/acme/agents/releases/download/v1/a/rev.zot",
+            "https://github.com/acme/agents/releases/tag/v1",
+        ] {
+            assert!(parse(bad, cwd).is_err(), "{bad}");
+        }
     }
 }

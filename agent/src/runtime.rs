@@ -5,17 +5,25 @@ use std::path::{Path, PathBuf};
 
 use crate::consent::{self, Bypass};
 use crate::deps::{self, AgentPolicyInput, AgentSpec, LoadedAgent, SandboxPolicy};
+use crate::events::Event;
 pub use crate::events::OutputMode;
-use crate::events::{Event, Renderer};
 use crate::home::{self, AgentHome};
-use crate::message::{Message, ToolCall};
-use crate::models;
+use crate::message::{Message, ToolCall, Usage};
+use crate::models::{self, ProviderKind, Registry, Selection};
 use crate::perms::{self, Permissions};
+use crate::providers::sim::Simulator;
+use crate::providers::{
+    Cancel, Endpoint, Model, ModelEvent, ModelRequest, NetworkModel, ProviderError,
+    ReasoningEffort, Secret, Timeouts,
+};
 pub use crate::session::SessionChoice;
 use crate::session::{self, Record, Session};
-use crate::sim::{Model, Simulator};
 use crate::tools::{self, ToolEnv};
-use crate::{prompt, reference, requirements, term, RunError, ZOT_VERSION};
+use crate::trust;
+use crate::ui::{self, Ui};
+use crate::{config, prompt, reference, requirements, RunError, ZOT_VERSION};
+
+mod repl;
 
 /// Model steps (responses) allowed in one turn before it is cut off.
 pub const MAX_STEPS: usize = 50;
@@ -26,7 +34,14 @@ pub struct RunOptions {
     pub reference: String,
     pub prompt: Option<String>,
     pub yes: bool,
+    /// `--model`.
     pub model: Option<String>,
+    /// `--provider`.
+    pub provider: Option<String>,
+    /// `--reasoning`.
+    pub reasoning: Option<ReasoningEffort>,
+    /// `--tools`: narrows the tools the manifest allows.
+    pub tools: Option<Vec<String>>,
     pub sim_script: Option<PathBuf>,
     pub output: OutputMode,
     /// The workspace (default: the current directory).
@@ -34,6 +49,15 @@ pub struct RunOptions {
     pub session: SessionChoice,
     /// Pin a sandbox backend for bash (`auto` when `None`).
     pub backend: Option<String>,
+    /// A handle to cancel the running turn (an interactive front end
+    /// triggers it on Ctrl-C). Without one, zot itself turns SIGINT,
+    /// SIGTERM and SIGHUP during a model request into
+    /// [`RunError::Interrupted`] (exit 128+N), after cleaning up.
+    pub cancel: Option<Cancel>,
+    /// Refuse an agent without a valid signature by a trusted key
+    /// (`--require-signature`; the `require_signature` setting also turns
+    /// this on).
+    pub require_signature: bool,
 }
 
 /// Refuse permissions the runtime cannot enforce yet.
@@ -102,90 +126,242 @@ pub fn compile_policy(reference: &str, workspace: &Path) -> Result<SandboxPolicy
     compile(&perms, &ws, &ah, &[])
 }
 
-fn warn(msg: &str) {
-    eprintln!("zot: warning: {msg}");
-}
-
-/// Run an agent. Returns the exit code.
-pub fn run(opts: RunOptions) -> Result<u8, RunError> {
-    let json = opts.output == OutputMode::Json;
-    let r = run_inner(opts);
-    if let (true, Err(e)) = (json, &r) {
-        let mut chain = e.to_string();
-        let mut src = std::error::Error::source(e);
-        while let Some(s) = src {
-            chain.push_str(&format!(": {s}"));
-            src = s.source();
-        }
-        Renderer::new(OutputMode::Json).emit(&Event::Error { message: chain });
+/// Run an agent, talking to the user through `ui`. Returns the exit code;
+/// a failure is also reported to `ui` as an [`Event::Error`] (with its
+/// causes) before it is returned.
+pub fn run(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
+    let r = run_inner(opts, ui);
+    if let Err(e) = &r {
+        ui.event(&Event::Error {
+            message: ui::error_chain(e),
+        });
     }
     r
 }
 
-fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
+/// The model of a run, checked against the agent (before consent).
+fn choose_model(
+    opts: &RunOptions,
+    spec: &AgentSpec,
+    cfg: &config::Loaded,
+) -> Result<Selection, RunError> {
+    if opts.sim_script.is_some()
+        && (opts.model.as_deref().is_some_and(|m| m != models::SIM)
+            || opts.provider.as_deref().is_some_and(|p| p != models::SIM))
+    {
+        return Err(RunError::Usage("--sim-script needs the sim model".into()));
+    }
+    let reg = Registry::from_env(&cfg.config);
+    let choice = models::Choice {
+        model: opts
+            .model
+            .clone()
+            .or_else(|| opts.sim_script.as_ref().map(|_| models::SIM.to_string())),
+        provider: opts.provider.clone(),
+        reasoning: opts.reasoning,
+        env_model: std::env::var("ZOT_MODEL").ok(),
+    };
+    models::select(&reg, &choice, spec)
+}
+
+/// Connect the selected model. Reads the key from its variable; the key
+/// stays in this process (never in the sandbox, sessions or output).
+fn open_model(
+    sel: &Selection,
+    sim_script: Option<&Path>,
+    signals: bool,
+) -> Result<Box<dyn Model>, RunError> {
+    let api = match sel.provider.kind {
+        ProviderKind::Sim => {
+            return Ok(match sim_script {
+                Some(p) => Box::new(Simulator::from_script(p)?),
+                None => Box::new(Simulator::rules()),
+            })
+        }
+        ProviderKind::Net(api) => api,
+    };
+    let p = &sel.provider;
+    let key = match &p.key_env {
+        Some(var) => {
+            let v = std::env::var(var).unwrap_or_default();
+            let v = v.trim();
+            if v.is_empty() {
+                return Err(RunError::Model(format!(
+                    "{} ({}) is not available: {var} is not set",
+                    sel.model.id, p.name
+                )));
+            }
+            Some(Secret::new(v.to_string()))
+        }
+        None => None,
+    };
+    let mut headers = Vec::new();
+    if p.name == "openai" {
+        for (var, header) in [
+            ("OPENAI_ORG_ID", "OpenAI-Organization"),
+            ("OPENAI_PROJECT_ID", "OpenAI-Project"),
+        ] {
+            if let Some(v) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) {
+                headers.push((header.to_string(), v.trim().to_string()));
+            }
+        }
+    }
+    if key.is_some() {
+        harden_process();
+    }
+    let ep = Endpoint {
+        api,
+        base_url: p.base_url.clone().unwrap_or_default(),
+        model: sel.model.id.clone(),
+        key,
+        key_env: p.key_env.clone(),
+        headers,
+        timeouts: Timeouts::from_settings(p.http),
+        max_output_tokens: sel.model.max_output_tokens,
+    };
+    let m = NetworkModel::new(ep, signals).map_err(|e| provider_error(&p.name, e))?;
+    Ok(Box::new(m))
+}
+
+/// This process holds an API key: make it non-dumpable, so no process of
+/// the same user (a sandboxed command on a backend without a PID
+/// namespace included) can ptrace it or read its memory or environment
+/// through /proc. Children get the flag back when they exec.
+fn harden_process() {
+    // SAFETY: prctl with integer arguments only changes this process's flag.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
+}
+
+fn provider_error(provider: &str, e: ProviderError) -> RunError {
+    match e {
+        ProviderError::Cancelled => RunError::Cancelled,
+        ProviderError::Interrupted(sig) => RunError::Interrupted(sig),
+        source => RunError::Provider {
+            provider: provider.to_string(),
+            source,
+        },
+    }
+}
+
+/// `zot models`: the registry of this environment and config, and the
+/// model an agent without requirements would get.
+pub fn models_report() -> Result<models::Report, RunError> {
+    let cfg = config::load()?;
+    let reg = Registry::from_env(&cfg.config);
+    let choice = models::Choice {
+        env_model: std::env::var("ZOT_MODEL").ok(),
+        ..Default::default()
+    };
+    let default = models::select(&reg, &choice, &AgentSpec::default()).ok();
+    let (providers, models) = reg.report(default.as_ref());
+    Ok(models::Report {
+        config: cfg.path,
+        config_exists: cfg.exists,
+        providers,
+        models,
+    })
+}
+
+fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
     let here = std::env::current_dir().map_err(|e| RunError::io("current directory", e))?;
     let workspace = workspace_of(opts.cwd.as_deref())?;
-    let agent = reference::resolve(&opts.reference, &here)?;
+    let zot_home = home::zot_home()?;
+    let cfg = config::load()?;
+    let required = opts.require_signature || cfg.config.trust.require_signature;
+    let keys = trust::trusted_keys(&zot_home)?;
+    let mut sig_warnings = Vec::new();
+    let mut agent = reference::resolve_checked(
+        &opts.reference,
+        &here,
+        &reference::Signatures {
+            keys: &keys,
+            required,
+        },
+        &mut sig_warnings,
+        &mut |p| ui.progress(p),
+    )?;
     let spec = agent.spec.clone();
-    for w in &agent.warnings {
-        warn(w);
+    for w in sig_warnings.iter().chain(&agent.warnings) {
+        ui.warn(w);
+    }
+    if let Some(v) = &agent.signature {
+        ui.note(&format!("signature verified: {}", trust::signer_line(v)));
     }
     check_unenforced(&spec)?;
     requirements::check(&spec, ZOT_VERSION)?;
-    let zot_home = home::zot_home()?;
+    // The model and the tools are settled before consent is asked and
+    // before anything is created on disk.
+    let selection = choose_model(&opts, &spec, &cfg)?;
+    for n in &selection.notes {
+        ui.warn(n);
+    }
+    let enabled = tools::enabled(&spec, opts.tools.as_deref()).map_err(RunError::Usage)?;
+    let (cancel, signals) = match &opts.cancel {
+        Some(c) => (c.clone(), false),
+        None => (
+            Cancel::new().map_err(|e| RunError::io("cancellation pipe", e))?,
+            true,
+        ),
+    };
+    let model = open_model(&selection, opts.sim_script.as_deref(), signals)?;
     let ah = AgentHome::new(zot_home.clone(), &spec.name);
     let data = ah.data_dir();
     home::private_dir(&data)
         .map_err(|e| RunError::io(format!("agent data dir {}", data.display()), e))?;
-    let interactive = term::stdin_is_tty();
+    let interactive = ui.can_ask();
     let bypass = Bypass {
         yes: opts.yes,
         env: std::env::var("ZOT_AGENT_CONSENT").is_ok_and(|v| v == "1"),
     };
-    // An agent.toml package works in its own seeded file tree unless
-    // --cwd names a workspace.
-    let workspace = match (&agent.toml, &opts.cwd) {
-        (Some(_), None) => data
-            .canonicalize()
-            .map_err(|e| RunError::io(format!("agent data dir {}", data.display()), e))?
-            .join("files"),
-        _ => workspace,
-    };
-    let perms = perms::expand(&spec, &workspace, &data)?;
-    get_consent(&ah, &agent, &perms, bypass, interactive)?;
-    let read_only = if opts.cwd.is_none() {
-        agent.seed(&workspace)?
-    } else {
-        Vec::new()
-    };
-
-    if opts.sim_script.is_some() && opts.model.as_deref().is_some_and(|m| m != models::SIM) {
-        return Err(RunError::Usage("--sim-script needs the sim model".into()));
+    let (session_path, session_notes) = session::plan(&opts.session, &ah.sessions_dir())?;
+    for n in &session_notes {
+        ui.warn(n);
     }
-    let configured = std::env::var("ZOT_MODEL").ok().filter(|m| !m.is_empty());
-    let explicit = opts
-        .model
-        .clone()
-        .or_else(|| opts.sim_script.as_ref().map(|_| models::SIM.to_string()));
-    let model_info = models::select(explicit.as_deref(), configured.as_deref(), &spec)?;
-    let mut model: Box<dyn Model> = match &opts.sim_script {
-        Some(p) => Box::new(Simulator::from_script(p)?),
-        None => Box::new(Simulator::rules()),
+    // An agent.toml package works in the session's own file tree, a fresh
+    // snapshot of its Agent Files (`<session>.d/files`, or a temp dir with
+    // --no-session), unless --cwd names a workspace. Consent is given for
+    // "the session's tree", so it is asked once, not at every session.
+    let seeded = agent.toml.is_some() && opts.cwd.is_none();
+    let perms = if seeded {
+        let label = ah
+            .sessions_dir()
+            .join("<session>.d")
+            .join(session::FILES_DIR);
+        perms::expand(&spec, &label, &data)?
+    } else {
+        perms::expand(&spec, &workspace, &data)?
+    };
+    get_consent(&ah, &agent, &perms, bypass, ui)?;
+    let (workspace, perms, read_only) = if seeded {
+        let tree = match &session_path {
+            Some(p) => session::files_dir(p),
+            None => {
+                let dir = deps::scratch_dir("zot-files-")?;
+                let tree = dir.path().join(session::FILES_DIR);
+                agent._scratch.push(dir);
+                tree
+            }
+        };
+        enter_tree(&agent, &tree, &data)?
+    } else {
+        (workspace, perms, Vec::new())
     };
 
-    let (system, skills, skill_warnings) = build_prompt(&agent, &workspace, &zot_home)?;
+    let (system, skills, skill_warnings) = build_prompt(&agent, &workspace, &zot_home, &enabled)?;
     for w in &skill_warnings {
-        warn(w);
+        ui.warn(w);
     }
     let loaded = session::open(
-        &opts.session,
+        session_path.as_deref(),
         &ah.sessions_dir(),
         &spec.name,
         &agent.digest,
         &workspace,
     )?;
     for w in &loaded.warnings {
-        warn(w);
+        ui.warn(w);
     }
     let policy = policy_for(&perms, &workspace, &ah, &read_only);
     let side_dir = loaded.session.as_ref().map(Session::side_dir);
@@ -199,22 +375,52 @@ fn run_inner(opts: RunOptions) -> Result<u8, RunError> {
         backend: opts.backend.clone(),
         zot_home: crate::perms::canonical_prefix(&ah.home),
         agent_data: crate::perms::canonical_prefix(&data),
+        session_files: seeded.then(|| workspace.clone()),
         read_only,
+        refusals: tools::NAMES
+            .iter()
+            .filter_map(|n| tools::manifest_refusal(&spec, n).map(|why| (*n, why)))
+            .collect(),
+        tool_specs: enabled.iter().filter_map(|n| tools::spec(n)).collect(),
+        enabled,
     };
     let mut rt = Runtime {
         agent,
         ah,
         system,
-        model: model.as_mut(),
+        model,
+        signals,
+        config: cfg.config,
         history: loaded.history,
         session: loaded.session,
         env,
-        out: Renderer::new(opts.output),
+        ui,
+        mode: opts.output,
         turn: 0,
-        model_id: model_info.id,
+        selection,
         bypass,
+        cancel,
+        session_usage: loaded.usage,
+        last_turn: None,
+        seeded,
     };
     rt.main(&opts)
+}
+
+/// An agent.toml package's session file tree `tree`: seeded when new, then
+/// its canonical path, the permissions expanded for it and its read-only
+/// seeds.
+fn enter_tree(
+    agent: &LoadedAgent,
+    tree: &Path,
+    data: &Path,
+) -> Result<(PathBuf, Permissions, Vec<PathBuf>), RunError> {
+    let read_only = agent.seed(tree)?;
+    let tree = tree
+        .canonicalize()
+        .map_err(|e| RunError::io(format!("session files {}", tree.display()), e))?;
+    let perms = perms::expand(&agent.spec, &tree, data)?;
+    Ok((tree, perms, read_only))
 }
 
 /// The system prompt and skills of a zotfile (AGENT.md, `skills/`) or an
@@ -224,6 +430,7 @@ fn build_prompt(
     agent: &LoadedAgent,
     workspace: &Path,
     zot_home: &Path,
+    tools: &[&str],
 ) -> Result<(String, Vec<prompt::Skill>, Vec<String>), RunError> {
     let spec = &agent.spec;
     if let Some(instructions) = &spec.instructions {
@@ -232,7 +439,7 @@ fn build_prompt(
             (zot_home.join("skills"), "user"),
         ]);
         let md = Some(instructions.clone()).filter(|s| !s.trim().is_empty());
-        let system = prompt::compose(md, false, workspace, tools::NAMES, &skills);
+        let system = prompt::compose(md, false, workspace, tools, &skills);
         return Ok((system, skills, warnings));
     }
     let (skills, warnings) = prompt::discover(&agent.root, zot_home);
@@ -240,7 +447,7 @@ fn build_prompt(
         &agent.root,
         spec.replace_system_prompt,
         workspace,
-        tools::NAMES,
+        tools,
         &skills,
     )?;
     Ok((system, skills, warnings))
@@ -251,33 +458,46 @@ fn get_consent(
     agent: &LoadedAgent,
     perms: &Permissions,
     bypass: Bypass,
-    interactive: bool,
+    ui: &mut dyn Ui,
 ) -> Result<(), RunError> {
+    let signer = agent.signature.as_ref().map(trust::signer_line);
     let req = consent::Request {
         name: &agent.spec.name,
         version: agent.spec.version.as_deref(),
         digest: &agent.digest,
+        signer: signer.as_deref(),
         perms,
     };
+    let interactive = ui.can_ask();
     consent::obtain(ah, &req, bypass, interactive, &mut |text| {
-        eprintln!("{text}");
-        term::ask_yes_no("Allow?")
+        ui.confirm(text, "Allow?")
     })
     .map(|_| ())
 }
 
-struct Runtime<'m> {
+struct Runtime<'u> {
     agent: LoadedAgent,
     ah: AgentHome,
     system: String,
-    model: &'m mut dyn Model,
+    model: Box<dyn Model>,
+    /// The model turns signals during a request into `Interrupted` itself
+    /// (no `RunOptions::cancel` was given).
+    signals: bool,
+    config: zot_policy::config::Config,
     history: Vec<Message>,
     session: Option<Session>,
     env: ToolEnv,
-    out: Renderer,
+    ui: &'u mut dyn Ui,
+    mode: OutputMode,
     turn: u32,
-    model_id: &'static str,
+    selection: Selection,
     bypass: Bypass,
+    cancel: Cancel,
+    session_usage: Usage,
+    /// Tokens of the last finished turn.
+    last_turn: Option<Usage>,
+    /// An agent.toml package working in each session's own file tree.
+    seeded: bool,
 }
 
 impl Runtime<'_> {
@@ -290,8 +510,8 @@ impl Runtime<'_> {
                     name: "bash".into(),
                     arguments: serde_json::json!({ "command": cmd }),
                 };
-                let r = tools::execute(&self.env, &call);
-                eprintln!("{}", r.content.trim_end());
+                let r = tools::execute(&self.env, &call, &mut *self.ui);
+                self.ui.command_output(r.content.trim_end());
                 if r.is_error {
                     if non_interactive {
                         return Err(RunError::Pre(format!(
@@ -299,7 +519,7 @@ impl Runtime<'_> {
                             r.content.lines().next().unwrap_or("")
                         )));
                     }
-                    warn(&format!("entry.pre `{cmd}` failed"));
+                    self.ui.warn(&format!("entry.pre `{cmd}` failed"));
                 }
             } else {
                 self.run_turn(&pre)?;
@@ -313,59 +533,18 @@ impl Runtime<'_> {
             })?;
             self.run_turn(&prompt)?;
         } else {
-            if let Some(p) = &opts.prompt {
-                self.run_turn(p)?;
-            }
-            self.repl(opts.prompt.is_none())?;
+            self.repl(opts)?;
         }
         let session = self.session.as_ref().map(|s| s.id.clone());
-        self.out.emit(&Event::Done {
+        self.ui.event(&Event::Done {
             agent: self.agent.spec.name.clone(),
-            model: self.model_id.into(),
+            model: self.selection.model.id.clone(),
+            provider: self.selection.provider.name.clone(),
             session,
             exit_code: 0,
+            usage: self.session_usage,
         });
         Ok(0)
-    }
-
-    fn repl(&mut self, offer_default: bool) -> Result<(), RunError> {
-        let mut default = if offer_default {
-            self.agent.spec.default_prompt.clone()
-        } else {
-            None
-        };
-        eprintln!(
-            "zot: agent {} (model {}); /cd DIR changes the workspace, /exit quits",
-            self.agent.spec.name, self.model_id
-        );
-        loop {
-            let prompt = match &default {
-                Some(d) => format!("[Enter sends: {d}]\n> "),
-                None => "> ".to_string(),
-            };
-            let Some(line) = term::read_line(&prompt) else {
-                break;
-            };
-            let line = match (line.trim().is_empty(), default.take()) {
-                (true, Some(d)) => d,
-                (true, None) => continue,
-                (false, _) => line,
-            };
-            let t = line.trim();
-            if t == "/exit" || t == "/quit" {
-                break;
-            }
-            if let Some(dir) = t.strip_prefix("/cd ") {
-                if let Err(e) = self.change_dir(Path::new(dir.trim())) {
-                    eprintln!("zot: {e}");
-                }
-                continue;
-            }
-            if let Err(e) = self.run_turn(&line) {
-                eprintln!("zot: {e}");
-            }
-        }
-        Ok(())
     }
 
     /// `/cd DIR`: re-expand `${workspace}` for the new directory; changed
@@ -383,26 +562,25 @@ impl Runtime<'_> {
         }
         let perms = perms::expand(&self.agent.spec, &ws, &self.ah.data_dir())?;
         if perms != self.env.perms {
-            get_consent(
-                &self.ah,
-                &self.agent,
-                &perms,
-                self.bypass,
-                self.env.interactive,
-            )?;
+            get_consent(&self.ah, &self.agent, &perms, self.bypass, &mut *self.ui)?;
         }
         self.env.policy = policy_for(&perms, &ws, &self.ah, &[]);
         self.env.read_only.clear();
         self.env.perms = perms;
         self.env.workspace = ws.clone();
         self.refresh_prompt()?;
-        eprintln!("zot: workspace is now {}", ws.display());
+        self.ui.note(&format!("workspace is now {}", ws.display()));
         Ok(())
     }
 
     /// Rediscover skills and rebuild the system prompt.
     fn refresh_prompt(&mut self) -> Result<(), RunError> {
-        let (system, skills, _) = build_prompt(&self.agent, &self.env.workspace, &self.ah.home)?;
+        let (system, skills, _) = build_prompt(
+            &self.agent,
+            &self.env.workspace,
+            &self.ah.home,
+            &self.env.enabled,
+        )?;
         self.system = system;
         self.env.skills = skills;
         Ok(())
@@ -416,10 +594,61 @@ impl Runtime<'_> {
         Ok(())
     }
 
+    fn record_usage(&mut self, turn: u32, usage: Usage) -> Result<(), RunError> {
+        self.session_usage += usage;
+        if let Some(s) = &mut self.session {
+            s.append(&Record::Usage {
+                turn,
+                provider: self.selection.provider.name.clone(),
+                model: self.selection.model.id.clone(),
+                usage,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Record an error result for each call of `calls` (the turn stopped
+    /// before they ran), so the conversation stays consistent.
+    fn abandon(&mut self, calls: &[ToolCall], why: &str) -> Result<(), RunError> {
+        for c in calls {
+            self.record(Message::Tool {
+                tool_call_id: c.id.clone(),
+                name: c.name.clone(),
+                content: format!("not run: {why}"),
+                is_error: true,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Why the turn stops after its cancel handle fired: a signal that ends
+    /// the run, or the user's Ctrl-C.
+    fn stopped(&self) -> RunError {
+        match self.cancel.signal() {
+            Some(sig) => RunError::Interrupted(sig),
+            None => RunError::Cancelled,
+        }
+    }
+
+    /// One turn. A cancelled or interrupted one is recorded as such in the
+    /// session (after `not run` results for the tool calls it left), so a
+    /// resumed session is consistent.
     fn run_turn(&mut self, user: &str) -> Result<(), RunError> {
+        self.cancel.reset();
         self.turn += 1;
         let turn = self.turn;
-        self.out.emit(&Event::TurnStart { turn });
+        let r = self.turn_inner(turn, user);
+        if let Err(RunError::Cancelled | RunError::Interrupted(_)) = &r {
+            if let Some(s) = &mut self.session {
+                s.append(&Record::Cancelled { turn })?;
+                s.sync()?;
+            }
+        }
+        r
+    }
+
+    fn turn_inner(&mut self, turn: u32, user: &str) -> Result<(), RunError> {
+        self.ui.event(&Event::TurnStart { turn });
         self.record(Message::User {
             content: user.to_string(),
         })?;
@@ -429,40 +658,85 @@ impl Runtime<'_> {
             .max_steps
             .map(|n| n as usize)
             .unwrap_or(MAX_STEPS);
+        let mut turn_usage = Usage::default();
+        let json = self.mode == OutputMode::Json;
         for _ in 0..max_steps {
-            let t = self.model.respond(&self.system, &self.history)?;
-            if !t.text.is_empty() {
-                self.out.emit(&Event::TextDelta {
-                    turn,
-                    delta: t.text.clone(),
-                });
+            if self.cancel.is_cancelled() {
+                return Err(self.stopped());
             }
-            self.out.emit(&Event::AssistantMessage {
+            let req = ModelRequest {
+                system: &self.system,
+                messages: &self.history,
+                tools: &self.env.tool_specs,
+                reasoning: self.selection.reasoning,
+                max_output_tokens: self.selection.model.max_output_tokens,
+            };
+            let out = &mut *self.ui;
+            let r = self.model.respond(&req, &self.cancel, &mut |ev| match ev {
+                ModelEvent::Text(d) => out.event(&Event::TextDelta {
+                    turn,
+                    delta: d.to_string(),
+                }),
+                ModelEvent::Thinking(d) if json => out.event(&Event::ThinkingDelta {
+                    turn,
+                    delta: d.to_string(),
+                }),
+                ModelEvent::Thinking(_) => {}
+                ModelEvent::Retry(n) => out.event(&Event::Retry {
+                    turn,
+                    attempt: n.attempt,
+                    max_attempts: n.max_attempts,
+                    delay_ms: n.delay.as_millis() as u64,
+                    reason: n.reason.clone(),
+                }),
+            });
+            let t = match r {
+                Ok(t) => t,
+                Err(ProviderError::Cancelled) => return Err(self.stopped()),
+                Err(e) => return Err(provider_error(&self.selection.provider.name, e)),
+            };
+            self.ui.event(&Event::AssistantMessage {
                 turn,
                 text: t.text.clone(),
                 tool_calls: t.tool_calls.clone(),
             });
-            self.out.emit(&Event::Usage {
+            self.ui.event(&Event::Usage {
                 turn,
                 usage: t.usage,
             });
             self.record(Message::Assistant {
                 content: t.text.clone(),
                 tool_calls: t.tool_calls.clone(),
+                thinking: t.thinking.clone(),
             })?;
+            self.record_usage(turn, t.usage)?;
+            turn_usage += t.usage;
             if t.tool_calls.is_empty() {
-                self.out.emit(&Event::TurnEnd { turn, text: t.text });
+                if let Some(s) = &mut self.session {
+                    s.sync()?;
+                }
+                self.last_turn = Some(turn_usage);
+                self.ui.event(&Event::TurnEnd {
+                    turn,
+                    text: t.text,
+                    usage: turn_usage,
+                });
                 return Ok(());
             }
-            for call in t.tool_calls {
-                self.out.emit(&Event::ToolCall {
+            for (i, call) in t.tool_calls.iter().enumerate() {
+                if self.cancel.is_cancelled() {
+                    self.abandon(&t.tool_calls[i..], "the turn was cancelled")?;
+                    return Err(self.stopped());
+                }
+                let call = call.clone();
+                self.ui.event(&Event::ToolCall {
                     turn,
                     id: call.id.clone(),
                     name: call.name.clone(),
                     arguments: call.arguments.clone(),
                 });
-                let r = tools::execute(&self.env, &call);
-                self.out.emit(&Event::ToolResult {
+                let r = tools::execute(&self.env, &call, &mut *self.ui);
+                self.ui.event(&Event::ToolResult {
                     turn,
                     id: call.id.clone(),
                     name: call.name.clone(),

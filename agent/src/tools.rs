@@ -14,9 +14,145 @@ use crate::fsscope::{self, Scoped};
 use crate::message::ToolCall;
 use crate::perms::Permissions;
 use crate::prompt::Skill;
+use crate::ui::Ui;
 
 /// Tool names, in the order shown to the model.
 pub const NAMES: &[&str] = &["read", "write", "edit", "glob", "grep", "bash", "skill"];
+
+/// A tool as offered to the model: its name, what it does, and the JSON
+/// Schema of its arguments (what [`execute`] reads).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub parameters: Value,
+}
+
+fn schema(props: Value, required: &[&str]) -> Value {
+    serde_json::json!({"type": "object", "properties": props, "required": required})
+}
+
+/// The definition of tool `name`.
+pub fn spec(name: &str) -> Option<ToolSpec> {
+    use serde_json::json;
+    let (name, description, parameters) = match name {
+        "read" => (
+            "read",
+            "Read a text file. Returns its lines; `offset` (1-based line) and `limit` select a range.",
+            schema(
+                json!({"path": {"type": "string", "description": "File path, absolute or relative to the workspace"},
+                       "offset": {"type": "integer", "minimum": 1},
+                       "limit": {"type": "integer", "minimum": 1}}),
+                &["path"],
+            ),
+        ),
+        "write" => (
+            "write",
+            "Create or overwrite a file with the given content.",
+            schema(
+                json!({"path": {"type": "string"}, "content": {"type": "string"}}),
+                &["path", "content"],
+            ),
+        ),
+        "edit" => (
+            "edit",
+            "Replace `old_string` with `new_string` in a file. `old_string` must occur exactly once unless `replace_all` is true.",
+            schema(
+                json!({"path": {"type": "string"}, "old_string": {"type": "string"},
+                       "new_string": {"type": "string"}, "replace_all": {"type": "boolean"}}),
+                &["path", "old_string", "new_string"],
+            ),
+        ),
+        "glob" => (
+            "glob",
+            "List files matching a glob pattern (e.g. `src/**/*.rs`) under `path` (default: the workspace).",
+            schema(
+                json!({"pattern": {"type": "string"}, "path": {"type": "string"}}),
+                &["pattern"],
+            ),
+        ),
+        "grep" => (
+            "grep",
+            "Search file contents for a regular expression under `path` (default: the workspace); `glob` filters file names. Returns file:line:text matches.",
+            schema(
+                json!({"pattern": {"type": "string"}, "path": {"type": "string"}, "glob": {"type": "string"}}),
+                &["pattern"],
+            ),
+        ),
+        "bash" => (
+            "bash",
+            "Run a shell command in the workspace, inside the sandbox the user granted. Returns the exit code and output. `timeout` is in seconds (default 120, at most 600).",
+            schema(
+                json!({"command": {"type": "string"}, "timeout": {"type": "number", "exclusiveMinimum": 0}}),
+                &["command"],
+            ),
+        ),
+        "skill" => (
+            "skill",
+            "Load the full instructions of a skill listed in the system prompt.",
+            schema(json!({"name": {"type": "string"}}), &["name"]),
+        ),
+        _ => return None,
+    };
+    Some(ToolSpec {
+        name,
+        description,
+        parameters,
+    })
+}
+
+/// Why the agent's manifest does not allow tool `name`, or `None` when it
+/// does: bash needs a bash mode other than `none`; the reading tools need
+/// `fs.read` scopes, the writing tools `fs.write` scopes.
+pub fn manifest_refusal(spec: &deps::AgentSpec, name: &str) -> Option<String> {
+    match name {
+        "bash" if spec.bash_mode == BashMode::None => {
+            Some("bash is not permitted for this agent (permissions.bash.mode: none)".into())
+        }
+        "read" | "glob" | "grep" if spec.fs_read.is_empty() => Some(format!(
+            "{name} is not permitted for this agent (permissions.fs.read is empty)"
+        )),
+        "write" | "edit" if spec.fs_write.is_empty() => Some(format!(
+            "{name} is not permitted for this agent (permissions.fs.write is empty)"
+        )),
+        _ => None,
+    }
+}
+
+/// The tools of one run: those the manifest allows, narrowed by
+/// `requested` (`--tools`), which may not add any. Errors name the tool.
+pub fn enabled(
+    spec: &deps::AgentSpec,
+    requested: Option<&[String]>,
+) -> Result<Vec<&'static str>, String> {
+    let allowed: Vec<&'static str> = NAMES
+        .iter()
+        .copied()
+        .filter(|n| manifest_refusal(spec, n).is_none())
+        .collect();
+    let Some(req) = requested else {
+        return Ok(allowed);
+    };
+    let mut out = Vec::new();
+    for r in req {
+        let Some(name) = NAMES.iter().copied().find(|n| n == r) else {
+            let hint = zot_policy::suggest(r, NAMES)
+                .map(|n| format!("; did you mean `{n}`?"))
+                .unwrap_or_else(|| format!("; tools: {}", NAMES.join(", ")));
+            return Err(format!("--tools: unknown tool `{r}`{hint}"));
+        };
+        if let Some(why) = manifest_refusal(spec, name) {
+            return Err(format!(
+                "--tools can only narrow what the agent allows: {why}"
+            ));
+        }
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out.sort_by_key(|n| NAMES.iter().position(|m| m == n));
+    Ok(out)
+}
 
 /// Default bash timeout.
 pub const BASH_TIMEOUT: Duration = Duration::from_secs(120);
@@ -41,17 +177,30 @@ pub struct ToolEnv {
     pub side_dir: Option<PathBuf>,
     pub backend: Option<String>,
     /// zot's state directory (canonical): the file tools never touch it,
-    /// except the agent's own data dir inside it.
+    /// except the agent's own data dir and this session's file tree (an
+    /// agent.toml package's Agent Files) inside it.
     pub zot_home: PathBuf,
     pub agent_data: PathBuf,
+    pub session_files: Option<PathBuf>,
     /// Files inside write scopes that stay read-only (agent.toml seeds).
     pub read_only: Vec<PathBuf>,
+    /// The tools this run offers (see [`enabled`]); others are refused.
+    pub enabled: Vec<&'static str>,
+    /// Their definitions, as sent to the model.
+    pub tool_specs: Vec<ToolSpec>,
+    /// Why each tool the manifest forbids is forbidden.
+    pub refusals: Vec<(&'static str, String)>,
 }
 
 impl ToolEnv {
     /// Whether a real (canonical) path is zot's private state.
     fn private(&self, p: &Path) -> bool {
-        p.starts_with(&self.zot_home) && !p.starts_with(&self.agent_data)
+        p.starts_with(&self.zot_home)
+            && !p.starts_with(&self.agent_data)
+            && !self
+                .session_files
+                .as_ref()
+                .is_some_and(|f| p.starts_with(f))
     }
 
     /// Refuse writing a read-only seed (checked on the opened file's real path).
@@ -122,16 +271,47 @@ fn arg_str<'a>(a: &'a Value, k: &str) -> Result<&'a str, ToolOutput> {
         .ok_or_else(|| fail(format!("missing string argument {k:?}")))
 }
 
-/// Run one tool call.
-pub fn execute(env: &ToolEnv, call: &ToolCall) -> ToolOutput {
-    let a = &call.arguments;
+/// Run one tool call. A tool this run does not offer, or arguments that
+/// are not a JSON object (e.g. cut or malformed by the model), are refused
+/// without running anything. Questions (a risk-gate `ask` verdict) go to
+/// `ui`.
+pub fn execute(env: &ToolEnv, call: &ToolCall, ui: &mut dyn Ui) -> ToolOutput {
+    if NAMES.contains(&call.name.as_str()) && !env.enabled.contains(&call.name.as_str()) {
+        return fail(
+            env.refusals
+                .iter()
+                .find(|(n, _)| *n == call.name)
+                .map(|(_, why)| why.clone())
+                .unwrap_or_else(|| {
+                    format!("tool `{}` is not enabled for this run (--tools)", call.name)
+                }),
+        );
+    }
+    let empty = Value::Object(Default::default());
+    let a = match &call.arguments {
+        Value::Object(_) => &call.arguments,
+        Value::Null => &empty,
+        Value::String(raw) => {
+            return fail(format!(
+                "the arguments of this `{}` call are not valid JSON, so it was not run: {}",
+                call.name,
+                crate::providers::stream::excerpt(raw)
+            ))
+        }
+        other => {
+            return fail(format!(
+                "the arguments of this `{}` call must be a JSON object, got {other}",
+                call.name
+            ))
+        }
+    };
     let r = match call.name.as_str() {
         "read" => read(env, a),
         "write" => write(env, a),
         "edit" => edit(env, a),
         "glob" => glob(env, a),
         "grep" => grep(env, a),
-        "bash" => bash(env, a, &call.id),
+        "bash" => bash(env, a, &call.id, ui),
         "skill" => arg_str(a, "name").map(|n| match crate::prompt::load_skill(&env.skills, n) {
             Ok(body) => ok(body),
             Err(e) => fail(e),
@@ -394,7 +574,12 @@ pub fn cap(s: &str, max: usize, full: Option<&Path>) -> (String, bool) {
     )
 }
 
-fn bash(env: &ToolEnv, a: &Value, call_id: &str) -> Result<ToolOutput, ToolOutput> {
+fn bash(
+    env: &ToolEnv,
+    a: &Value,
+    call_id: &str,
+    ui: &mut dyn Ui,
+) -> Result<ToolOutput, ToolOutput> {
     let command = arg_str(a, "command")?;
     let mode = env.perms.bash();
     if mode == BashMode::None {
@@ -413,9 +598,10 @@ fn bash(env: &ToolEnv, a: &Value, call_id: &str) -> Result<ToolOutput, ToolOutpu
                     "the risk gate wants confirmation ({reasons}) and there is no terminal to ask on: refused"
                 )));
             }
-            if !crate::term::ask_yes_no(&format!(
-                "Agent wants to run: {command}\n  risk gate: {reasons}\nAllow?"
-            )) {
+            if !ui.confirm(
+                &format!("Agent wants to run: {command}\n  risk gate: {reasons}"),
+                "Allow?",
+            ) {
                 return Err(fail("the user declined this command"));
             }
         }
@@ -503,8 +689,19 @@ mod tests {
             backend: None,
             zot_home: ws.join("zot-home"),
             agent_data: ws.join("zot-home/agents/a/data"),
+            session_files: None,
             read_only: vec![],
+            enabled: NAMES.to_vec(),
+            tool_specs: vec![],
+            refusals: vec![(
+                "bash",
+                "bash is not permitted for this agent (permissions.bash.mode: none)".into(),
+            )],
         }
+    }
+
+    fn run(e: &ToolEnv, c: &ToolCall) -> ToolOutput {
+        execute(e, c, &mut crate::ui::NullUi)
     }
 
     fn call(name: &str, arguments: Value) -> ToolCall {
@@ -525,24 +722,24 @@ mod tests {
         std::fs::write(base.join("secret"), "key").unwrap();
         std::os::unix::fs::symlink(base.join("secret"), ws.join("src/link")).unwrap();
         let e = env(&ws, vec![ws.clone()], vec![ws.join("out")]);
-        let r = execute(&e, &call("read", json!({"path": "src/a.rs"})));
+        let r = run(&e, &call("read", json!({"path": "src/a.rs"})));
         assert!(!r.is_error && r.content.contains("fn main"), "{r:?}");
         for p in ["../secret", "src/link", "/etc/passwd"] {
-            let r = execute(&e, &call("read", json!({"path": p})));
+            let r = run(&e, &call("read", json!({"path": p})));
             assert!(r.is_error, "{p}: {r:?}");
             assert!(!r.content.contains("key"));
         }
-        let r = execute(
+        let r = run(
             &e,
             &call("write", json!({"path": "src/a.rs", "content": "x"})),
         );
         assert!(r.is_error && r.content.contains("fs.write"), "{r:?}");
-        let r = execute(
+        let r = run(
             &e,
             &call("write", json!({"path": "out/r.txt", "content": "a b a"})),
         );
         assert!(!r.is_error, "{r:?}");
-        let r = execute(
+        let r = run(
             &e,
             &call(
                 "edit",
@@ -550,7 +747,7 @@ mod tests {
             ),
         );
         assert!(r.is_error && r.content.contains("2 times"));
-        let r = execute(
+        let r = run(
             &e,
             &call(
                 "edit",
@@ -562,13 +759,13 @@ mod tests {
             std::fs::read_to_string(ws.join("out/r.txt")).unwrap(),
             "c b c"
         );
-        let r = execute(&e, &call("glob", json!({"pattern": "**/*.rs"})));
+        let r = run(&e, &call("glob", json!({"pattern": "**/*.rs"})));
         assert_eq!(r.content, ws.join("src/a.rs").display().to_string());
-        let r = execute(&e, &call("grep", json!({"pattern": "let x"})));
+        let r = run(&e, &call("grep", json!({"pattern": "let x"})));
         assert!(r.content.ends_with("a.rs:2:let x = 1;"), "{r:?}");
-        let r = execute(&e, &call("grep", json!({"pattern": "key", "path": ".."})));
+        let r = run(&e, &call("grep", json!({"pattern": "key", "path": ".."})));
         assert!(r.is_error);
-        let r = execute(&e, &call("bash", json!({"command": "true"})));
+        let r = run(&e, &call("bash", json!({"command": "true"})));
         assert!(r.is_error && r.content.contains("mode: none"));
     }
 
@@ -598,7 +795,7 @@ mod tests {
                 json!({"path": "sneaky/r.json", "old_string": "{", "new_string": "["}),
             ),
         ] {
-            let r = execute(&e, &call(name, args.clone()));
+            let r = run(&e, &call(name, args.clone()));
             assert!(
                 r.is_error && r.content.contains("private state"),
                 "{name} {args}: {r:?}"
@@ -609,9 +806,9 @@ mod tests {
             std::fs::read_to_string(ws.join("zot-home/agents/a/consents/r.json")).unwrap(),
             "{}"
         );
-        let r = execute(&e, &call("grep", json!({"pattern": "\\{"})));
+        let r = run(&e, &call("grep", json!({"pattern": "\\{"})));
         assert_eq!(r.content, "no matches", "{r:?}");
-        let r = execute(
+        let r = run(
             &e,
             &call("read", json!({"path": "zot-home/agents/a/data/mine.txt"})),
         );

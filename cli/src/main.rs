@@ -10,6 +10,7 @@ use std::io::Write;
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod ui;
 
 #[derive(Parser)]
 #[command(
@@ -30,8 +31,13 @@ enum Command {
     Pack(cmd::pack::Args),
     /// Show an agent's identity, permissions and files without running it
     Inspect(cmd::inspect::Args),
-    /// Check that an archive loads safely and its manifest is valid
+    /// Check that an archive loads safely, its manifest is valid and (with
+    /// keys) its signature verifies
     Verify(cmd::verify::Args),
+    /// Generate a minisign key pair for signing archives
+    Keygen(cmd::keygen::Args),
+    /// Sign a .zot archive (writes ARCHIVE.minisig)
+    Sign(cmd::sign::Args),
     /// Safely extract a .zot archive into an empty directory
     Unpack(cmd::unpack::Args),
     /// Validate an agent package (zotfile or agent.toml) and list diagnostics
@@ -42,8 +48,12 @@ enum Command {
     Sandbox(cmd::sandbox::Args),
     /// Run an agent
     Run(cmd::run::Args),
+    /// List providers and models, and which are available (keys set)
+    Models(cmd::models::Args),
     /// Operator tools: sandbox checks and explanations, risk-gate verdicts
     Debug(cmd::debug::Args),
+    /// Print a shell completion script (bash, zsh, fish)
+    Completions(cmd::completions::Args),
 }
 
 /// The process entry, without std's runtime start: every sandboxed command
@@ -55,7 +65,8 @@ enum Command {
 #[no_mangle]
 pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
     // The launcher must run before anything else (no threads, no runtime).
-    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(zot_launcher::LAUNCH_ARG)) {
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(zot_launcher::LAUNCH_ARG))
+    {
         zot_launcher::main_from_args();
     }
     // SAFETY: fcntl/open/signal with constant arguments at process start.
@@ -94,16 +105,21 @@ fn run() -> u8 {
         return finish(cmd::sandbox::run(a));
     }
     let cli = Cli::parse();
+    cmd::sweep_leftovers();
     let result = match cli.command {
         Command::Pack(a) => cmd::pack::run(a),
         Command::Inspect(a) => cmd::inspect::run(a),
         Command::Verify(a) => cmd::verify::run(a),
+        Command::Keygen(a) => cmd::keygen::run(a),
+        Command::Sign(a) => cmd::sign::run(a),
         Command::Unpack(a) => cmd::unpack::run(a),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Convert(a) => cmd::convert::run(a),
         Command::Sandbox(a) => cmd::sandbox::run(a),
         Command::Run(a) => cmd::run::run(a),
+        Command::Models(a) => cmd::models::run(a),
         Command::Debug(a) => cmd::debug::run(a),
+        Command::Completions(a) => cmd::completions::run(a, <Cli as clap::CommandFactory>::command()),
     };
     finish(result)
 }

@@ -103,8 +103,14 @@ pub enum PackageError {
     PackTooLarge { path: PathBuf, limit: u64 },
     #[error("{}: file changed while packing", path.display())]
     Changed { path: PathBuf },
+    #[error("{}: refusing to pack files that look like credentials: {} (pass --include-secrets to pack them anyway)", path.display(), files.join(", "))]
+    Secrets { path: PathBuf, files: Vec<String> },
     #[error("{}: destination is not an empty directory", path.display())]
     DestinationNotEmpty { path: PathBuf },
+    #[error("signature check failed")]
+    Signature(#[from] crate::signature::SignatureError),
+    #[error("{}: a directory has no artifact to sign: pack it into a .zot archive and sign that", path.display())]
+    UnsignableDirectory { path: PathBuf },
 }
 
 impl PackageError {

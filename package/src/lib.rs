@@ -13,6 +13,8 @@
 pub mod agent_toml;
 pub mod error;
 pub mod extract;
+pub mod output;
+pub mod signature;
 mod tree;
 
 use std::fs::{self, File};
@@ -110,6 +112,48 @@ impl Agent {
     }
 }
 
+/// Directory of bundled skills in a zotfile agent.
+pub const SKILLS_DIR: &str = "skills";
+
+impl Agent {
+    /// Problems with the bundled skills (`skills/<name>/SKILL.md`): front
+    /// matter missing or invalid, or a `name` that differs from the folder.
+    /// Each is named by the file's path in the package.
+    pub fn skill_problems(&self) -> Vec<zot_policy::zotfile::Diagnostic> {
+        use zot_policy::skill::parse_skill_front_matter;
+        let mut out = Vec::new();
+        let mut dirs: Vec<&str> = self
+            .files
+            .iter()
+            .filter_map(|f| f.strip_prefix(SKILLS_DIR)?.strip_prefix('/'))
+            .filter_map(|rest| rest.split_once('/').map(|(dir, _)| dir))
+            .collect();
+        dirs.dedup();
+        for dir in dirs {
+            let rel = format!("{SKILLS_DIR}/{dir}/SKILL.md");
+            let problem = if !self.files.contains(&rel) {
+                Some("missing SKILL.md".to_string())
+            } else {
+                match fs::read_to_string(self.root.join(&rel)) {
+                    Err(e) => Some(format!("cannot read: {e}")),
+                    Ok(text) => match parse_skill_front_matter(&text) {
+                        Err(e) => Some(e),
+                        Ok(fm) if fm.name != dir => Some(format!(
+                            "front matter name `{}` does not match the folder name `{dir}`",
+                            fm.name
+                        )),
+                        Ok(_) => None,
+                    },
+                }
+            };
+            if let Some(message) = problem {
+                out.push(zot_policy::zotfile::Diagnostic { path: rel, message });
+            }
+        }
+        out
+    }
+}
+
 /// What [`inspect`] (and `zot verify`) learned, without materializing
 /// anything.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -155,6 +199,17 @@ pub fn open(path: &Path) -> Result<Agent, PackageError> {
 
 /// [`open`] with explicit limits.
 pub fn open_with(path: &Path, limits: &Limits) -> Result<Agent, PackageError> {
+    open_into(path, limits, None)
+}
+
+/// [`open_with`], extracting an archive into `dir`: an existing, empty,
+/// private directory that the caller owns and removes (a directory agent
+/// is read in place and `dir` stays empty).
+pub fn open_in(path: &Path, limits: &Limits, dir: &Path) -> Result<Agent, PackageError> {
+    open_into(path, limits, Some(dir))
+}
+
+fn open_into(path: &Path, limits: &Limits, into: Option<&Path>) -> Result<Agent, PackageError> {
     let meta = fs::metadata(path).map_err(PackageError::io("opening", path))?;
     if meta.is_dir() {
         let (root, entries) = load_dir(path, limits)?;
@@ -173,19 +228,24 @@ pub fn open_with(path: &Path, limits: &Limits) -> Result<Agent, PackageError> {
         })
     } else if meta.is_file() {
         check_compressed_size(path, meta.len(), limits)?;
-        let temp = tempfile::Builder::new()
-            .prefix("zot-agent-")
-            .tempdir()
-            .map_err(PackageError::io(
-                "creating a temporary directory in",
-                std::env::temp_dir(),
-            ))?;
-        fs::set_permissions(temp.path(), fs::Permissions::from_mode(0o700))
-            .map_err(PackageError::io("securing", temp.path()))?;
+        let (root, temp) = match into {
+            Some(d) => (d.to_path_buf(), None),
+            None => {
+                let t = tempfile::Builder::new()
+                    .prefix("zot-agent-")
+                    .tempdir()
+                    .map_err(PackageError::io(
+                        "creating a temporary directory in",
+                        std::env::temp_dir(),
+                    ))?;
+                fs::set_permissions(t.path(), fs::Permissions::from_mode(0o700))
+                    .map_err(PackageError::io("securing", t.path()))?;
+                (t.path().to_path_buf(), Some(t))
+            }
+        };
         let file = File::open(path).map_err(PackageError::io("opening", path))?;
-        let ex = extract_reader(file, temp.path(), limits).map_err(|e| archive_err(path, e))?;
+        let ex = extract_reader(file, &root, limits).map_err(|e| archive_err(path, e))?;
         let (manifest, warnings) = check_archive(path, &ex)?;
-        let root = temp.path().to_path_buf();
         Ok(Agent {
             root,
             source: path.to_path_buf(),
@@ -194,7 +254,7 @@ pub fn open_with(path: &Path, limits: &Limits) -> Result<Agent, PackageError> {
             digest: ex.digest.clone(),
             files: file_list(&ex.entries),
             warnings,
-            _temp: Some(temp),
+            _temp: temp,
         })
     } else {
         Err(PackageError::NotAnAgent {
@@ -261,6 +321,120 @@ pub fn inspect_with(path: &Path, limits: &Limits) -> Result<Summary, PackageErro
     }
 }
 
+/// [`inspect`] of an archive whose signature (`signature`, normally
+/// [`signature::signature_path`]) must verify with one of `keys`. The
+/// digest of the bytes the signature covers must equal the digest of the
+/// bytes inspected, and the trusted comment's agent name, version and
+/// digest (when present, as `zot sign` writes them) must match.
+pub fn inspect_signed(
+    path: &Path,
+    signature: &Path,
+    keys: &signature::KeySet,
+) -> Result<(Summary, signature::Verified), PackageError> {
+    let verified = verify_signature(path, signature, keys)?;
+    let summary = inspect(path)?;
+    check_claims(path, &verified, &summary.manifest, &summary.digest)?;
+    Ok((summary, verified))
+}
+
+/// [`open`] of an archive whose signature must verify (see
+/// [`inspect_signed`]). What is extracted is bound to what was verified
+/// by its digest: a file swapped in between is refused.
+pub fn open_signed(
+    path: &Path,
+    signature: &Path,
+    keys: &signature::KeySet,
+) -> Result<(Agent, signature::Verified), PackageError> {
+    let verified = verify_signature(path, signature, keys)?;
+    let agent = open(path)?;
+    check_claims(path, &verified, &agent.manifest, &agent.digest)?;
+    Ok((agent, verified))
+}
+
+fn verify_signature(
+    path: &Path,
+    sig_path: &Path,
+    keys: &signature::KeySet,
+) -> Result<signature::Verified, PackageError> {
+    let meta = fs::metadata(path).map_err(PackageError::io("opening", path))?;
+    if meta.is_dir() {
+        return Err(PackageError::UnsignableDirectory {
+            path: path.to_path_buf(),
+        });
+    }
+    check_compressed_size(path, meta.len(), &Limits::DEFAULT)?;
+    let sig = signature::Signature::read(sig_path)?;
+    Ok(signature::verify_file(path, sig_path, &sig, keys)?)
+}
+
+/// The checks [`open_signed`] makes after loading, for callers that load
+/// through another path: `loaded_digest` (the digest of the bytes loaded)
+/// must be the digest verified, and the trusted comment's agent and
+/// version, when present, must be the manifest's.
+pub fn check_claims(
+    archive: &Path,
+    v: &signature::Verified,
+    manifest: &Manifest,
+    loaded_digest: &str,
+) -> Result<(), PackageError> {
+    use signature::SignatureError as E;
+    let mismatch = |field, claimed: &str, actual: &str| {
+        PackageError::Signature(E::ClaimMismatch {
+            path: v.signature.clone(),
+            field,
+            claimed: claimed.to_string(),
+            actual: actual.to_string(),
+        })
+    };
+    if v.digest != loaded_digest {
+        // The file changed between the signature check and the load.
+        return Err(PackageError::Signature(E::Changed {
+            path: archive.to_path_buf(),
+        }));
+    }
+    if let Some(name) = &v.claims.agent {
+        if *name != manifest.name {
+            return Err(mismatch("agent", name, &manifest.name));
+        }
+    }
+    if let Some(version) = &v.claims.version {
+        let actual = manifest.version.as_deref().unwrap_or("");
+        if version != actual {
+            return Err(mismatch("version", version, actual));
+        }
+    }
+    Ok(())
+}
+
+/// Sign the archive at `path` with `key`: validates it like [`inspect`],
+/// then writes `out` (normally [`signature::signature_path`]) with a
+/// trusted comment carrying the agent's name, version and digest.
+pub fn sign(
+    path: &Path,
+    out: &Path,
+    key: &signature::SecretKey,
+) -> Result<(Summary, signature::Verified), PackageError> {
+    let meta = fs::metadata(path).map_err(PackageError::io("opening", path))?;
+    if meta.is_dir() {
+        return Err(PackageError::UnsignableDirectory {
+            path: path.to_path_buf(),
+        });
+    }
+    let summary = inspect(path)?;
+    let claims = signature::Claims {
+        timestamp: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_secs()),
+        file: path.file_name().map(|n| n.to_string_lossy().into_owned()),
+        agent: Some(summary.manifest.name.clone()),
+        version: summary.manifest.version.clone().filter(|v| !v.is_empty()),
+        digest: Some(summary.digest.clone()),
+    };
+    let v = signature::sign_file(path, out, key, &claims, &summary.digest)?;
+    Ok((summary, v))
+}
+
 /// `sha256:<hex>` of a directory's canonical uncompressed tar (the digest
 /// `zot inspect DIR` prints). Validates the tree like [`open`].
 pub fn digest_dir(dir: &Path) -> Result<String, PackageError> {
@@ -268,21 +442,45 @@ pub fn digest_dir(dir: &Path) -> Result<String, PackageError> {
     digest_entries(&entries)
 }
 
-/// Pack `dir` into a deterministic `.zot` archive. `out` defaults to
-/// `<manifest name>.zot` in the current directory; `.zot` is appended when
-/// missing. The archive is written to a temp file next to `out` and renamed
-/// into place: a failed pack leaves nothing behind. When `out` lies inside
-/// `dir` it is left out of the archive.
-pub fn pack(dir: &Path, out: Option<&Path>) -> Result<PackOutcome, PackageError> {
-    pack_with(dir, out, &Limits::DEFAULT)
+/// How [`pack_with`] packs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PackOptions {
+    pub limits: Limits,
+    /// Pack files that look like credentials (`.env`, private keys,
+    /// credential stores) instead of refusing them.
+    pub include_secrets: bool,
 }
 
-/// [`pack`] with explicit limits.
+/// Pack `dir` into a deterministic `.zot` archive. `out` defaults to
+/// `<manifest name>.zot` in the current directory; an existing directory or
+/// a path ending in `/` receives `<manifest name>.zot`; `.zot` is appended
+/// when missing; a missing parent directory is created. The archive is
+/// written to a temp file next to `out` and renamed into place: a failed
+/// pack leaves nothing behind. When `out` lies inside `dir` it is left out
+/// of the archive; `.git` is never packed; files that look like credentials
+/// are refused (see [`PackOptions::include_secrets`]).
+pub fn pack(dir: &Path, out: Option<&Path>) -> Result<PackOutcome, PackageError> {
+    pack_with(dir, out, &PackOptions::default())
+}
+
+/// [`pack`] with explicit options.
 pub fn pack_with(
     dir: &Path,
     out: Option<&Path>,
-    limits: &Limits,
+    opts: &PackOptions,
 ) -> Result<PackOutcome, PackageError> {
+    pack_with_progress(dir, out, opts, &mut |_, _| {})
+}
+
+/// [`pack_with`], reporting `(file bytes packed, file bytes in all)` to
+/// `progress` as the archive is written.
+pub fn pack_with_progress(
+    dir: &Path,
+    out: Option<&Path>,
+    opts: &PackOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<PackOutcome, PackageError> {
+    let limits = &opts.limits;
     let meta = fs::metadata(dir).map_err(PackageError::io("opening", dir))?;
     if !meta.is_dir() {
         return Err(PackageError::NotAnAgent {
@@ -294,42 +492,91 @@ pub fn pack_with(
         .map_err(PackageError::io("resolving", dir))?;
     let (manifest, warnings) = read_dir_manifest(&root)?;
 
-    let out = match out {
-        Some(o) => {
-            let mut s = o.as_os_str().to_owned();
-            if !o.as_os_str().as_encoded_bytes().ends_with(b".zot") {
-                s.push(".zot");
-            }
-            PathBuf::from(s)
-        }
-        None => PathBuf::from(format!("{}.zot", manifest.name)),
-    };
-    let file_name = out
-        .file_name()
-        .ok_or_else(|| PackageError::BadName {
-            path: out.clone(),
-            reason: "output has no file name",
-        })?
-        .to_owned();
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let parent = parent
-        .canonicalize()
-        .map_err(PackageError::io("resolving output directory", &parent))?;
-    let out_abs = parent.join(&file_name);
-
+    let out = output::Output::resolve(out, &manifest.name, "zot")?;
+    let out_abs = out.abs.clone();
+    let file_name = out_abs.file_name().unwrap_or_default().to_owned();
     let entries = tree::walk(&root, Some(&out_abs), limits)?;
     check_tree_layout(&root, &entries)?;
+    if !opts.include_secrets {
+        let secrets = credential_files(&entries)?;
+        if !secrets.is_empty() {
+            return Err(PackageError::Secrets {
+                path: root,
+                files: secrets,
+            });
+        }
+    }
 
+    let created = out.create_parents()?;
+    let total: u64 = entries
+        .iter()
+        .map(|e| match e.kind {
+            tree::TreeKind::File { size, .. } => size,
+            tree::TreeKind::Dir => 0,
+        })
+        .sum();
+    let mut report = |done: u64| progress(done, total);
+    let (digest, size) = write_archive(&root, &entries, &out_abs, &file_name, limits, &mut report)?;
+    created.keep();
+    Ok(PackOutcome {
+        out: out.path,
+        digest,
+        size,
+        files: entries
+            .iter()
+            .filter(|e| matches!(e.kind, tree::TreeKind::File { .. }))
+            .count(),
+        warnings,
+    })
+}
+
+/// Bytes of each file read to look for a private key.
+const SNIFF_BYTES: u64 = 8 * 1024;
+
+/// Files of the tree that look like credentials: by name (the same rule
+/// agent.toml packages use) or by a PEM private key near their start.
+fn credential_files(entries: &[tree::TreeEntry]) -> Result<Vec<String>, PackageError> {
+    use zot_policy::agent_toml::paths::is_credential_path;
+    let mut found = Vec::new();
+    for e in entries {
+        if !matches!(e.kind, tree::TreeKind::File { .. }) {
+            continue;
+        }
+        if is_credential_path(&e.rel) || holds_private_key(&e.abs)? {
+            found.push(e.rel.clone());
+        }
+    }
+    Ok(found)
+}
+
+fn holds_private_key(path: &Path) -> Result<bool, PackageError> {
+    let f = File::open(path).map_err(PackageError::io("reading", path))?;
+    let mut head = Vec::with_capacity(SNIFF_BYTES as usize);
+    f.take(SNIFF_BYTES)
+        .read_to_end(&mut head)
+        .map_err(PackageError::io("reading", path))?;
+    let text = String::from_utf8_lossy(&head);
+    Ok(text.contains("-----BEGIN") && text.contains("PRIVATE KEY-----"))
+}
+
+/// Write the archive of `entries` to `out_abs` through a temp file in its
+/// directory. Returns the digest and the compressed size.
+fn write_archive(
+    root: &Path,
+    entries: &[tree::TreeEntry],
+    out_abs: &Path,
+    file_name: &std::ffi::OsStr,
+    limits: &Limits,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(String, u64), PackageError> {
+    let parent = out_abs.parent().unwrap_or(Path::new("."));
     let mut prefix = std::ffi::OsString::from(".");
-    prefix.push(&file_name);
+    prefix.push(file_name);
     prefix.push(".tmp");
     let temp = tempfile::Builder::new()
         .prefix(&prefix)
-        .tempfile_in(&parent)
-        .map_err(PackageError::io("creating a temporary file in", &parent))?;
+        .tempfile_in(parent)
+        .map_err(PackageError::io("creating a temporary file in", parent))?;
     let file = temp
         .as_file()
         .try_clone()
@@ -340,12 +587,12 @@ pub fn pack_with(
         count: 0,
     };
     let mut enc = zstd::stream::write::Encoder::new(sink, ZSTD_LEVEL)
-        .map_err(PackageError::io("compressing", &root))?;
+        .map_err(PackageError::io("compressing", root))?;
     enc.include_checksum(true)
-        .map_err(PackageError::io("compressing", &root))?;
+        .map_err(PackageError::io("compressing", root))?;
     enc.multithread(ZSTD_WORKERS)
-        .map_err(PackageError::io("compressing", &root))?;
-    let enc = tree::write_tar(&entries, enc)?;
+        .map_err(PackageError::io("compressing", root))?;
+    let enc = tree::write_tar(entries, enc, progress)?;
     let sink = enc.finish().map_err(PackageError::WriteArchive)?;
     let HashWriter {
         inner,
@@ -359,7 +606,7 @@ pub fn pack_with(
     })?;
     if count > limits.compressed {
         return Err(PackageError::PackTooLarge {
-            path: root,
+            path: root.to_path_buf(),
             limit: limits.compressed,
         });
     }
@@ -368,21 +615,12 @@ pub fn pack_with(
         .map_err(PackageError::io("writing", temp.path()))?;
     f.sync_all()
         .map_err(PackageError::io("writing", temp.path()))?;
-    temp.persist(&out_abs).map_err(|e| PackageError::Io {
+    temp.persist(out_abs).map_err(|e| PackageError::Io {
         action: "renaming into",
-        path: out_abs.clone(),
+        path: out_abs.to_path_buf(),
         source: e.error,
     })?;
-    Ok(PackOutcome {
-        out,
-        digest: format!("sha256:{}", hex::encode(hasher.finalize())),
-        size: count,
-        files: entries
-            .iter()
-            .filter(|e| matches!(e.kind, tree::TreeKind::File { .. }))
-            .count(),
-        warnings,
-    })
+    Ok((format!("sha256:{}", hex::encode(hasher.finalize())), count))
 }
 
 /// Extract `archive` into `dest` with the loader's safety and checks
@@ -467,7 +705,7 @@ fn digest_entries(entries: &[tree::TreeEntry]) -> Result<String, PackageError> {
         hasher: Sha256::new(),
         count: 0,
     };
-    let w = tree::write_tar(entries, w)?;
+    let w = tree::write_tar(entries, w, &mut |_| {})?;
     Ok(format!("sha256:{}", hex::encode(w.hasher.finalize())))
 }
 

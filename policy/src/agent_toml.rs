@@ -14,9 +14,10 @@ mod parse;
 pub mod paths;
 pub mod secrets;
 
+pub use crate::skill::{parse_skill_front_matter, SkillFrontMatter};
 pub use emit::to_toml;
 pub use model::*;
-pub use parse::{check_manifest, parse_manifest, parse_skill_front_matter, SkillFrontMatter};
+pub use parse::{check_manifest, parse_manifest};
 
 use std::fmt;
 

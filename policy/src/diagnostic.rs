@@ -22,3 +22,19 @@ impl fmt::Display for Diagnostic {
         }
     }
 }
+
+/// The known key closest to a misspelt `key` (case-insensitive Jaro-Winkler
+/// similarity above 0.85), for "did you mean" hints.
+pub fn suggest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| {
+            (
+                k,
+                strsim::jaro_winkler(&key.to_ascii_lowercase(), &k.to_ascii_lowercase()),
+            )
+        })
+        .filter(|(_, s)| *s > 0.85)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(k, _)| *k)
+}

@@ -1,10 +1,15 @@
 //! Pure data and decisions: manifest models and validation, permission
 //! expansion, sandbox modes compiled to a [`sandbox::SandboxPolicy`], and the
-//! shell risk gate. Nothing in this crate touches the system.
+//! shell risk gate, the user config file. Nothing in this crate touches the
+//! system.
 
 pub mod agent_toml;
+pub mod config;
 mod diagnostic;
 pub mod gate;
 pub mod sandbox;
+pub mod skill;
 mod strict_json;
 pub mod zotfile;
+
+pub use diagnostic::suggest;

@@ -20,6 +20,7 @@ use zot_policy::sandbox::{SandboxMode, SandboxPolicy};
 pub mod bwrap;
 pub mod check;
 pub mod explain;
+pub mod journal;
 mod output;
 pub mod plan;
 mod process;

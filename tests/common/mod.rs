@@ -26,3 +26,7 @@ pub fn require(feature: &str, available: bool, reason: &str) -> bool {
     eprintln!("SKIP: {feature} unavailable: {reason}");
     false
 }
+
+pub mod fake_llm;
+pub mod pty;
+pub mod run;

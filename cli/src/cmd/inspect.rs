@@ -95,9 +95,24 @@ pub fn load(reference: &str) -> anyhow::Result<Loaded> {
     let cwd = std::env::current_dir().context("reading the current directory")?;
     match reference::parse(reference, &cwd)? {
         Reference::Local(p) => load_local(&p),
-        Reference::GitHub { .. } => {
-            let loaded = reference::resolve(reference, &cwd)?;
-            Ok(match load_local(&loaded.root)? {
+        Reference::GitHub { .. } | Reference::GitHubRelease { .. } => {
+            let keys = zot_package::signature::KeySet::default();
+            let sigs = reference::Signatures {
+                keys: &keys,
+                required: false,
+            };
+            let mut bar = None;
+            let loaded =
+                reference::resolve_checked(reference, &cwd, &sigs, &mut Vec::new(), &mut |p| {
+                    crate::ui::progress::Bytes::follow(&mut bar, p)
+                })?;
+            // A downloaded archive is described as the archive (its own
+            // digest), a repository directory as the directory.
+            let local = match &loaded._package {
+                Some(p) if p.kind == zot_package::SourceKind::Archive => p.source.clone(),
+                _ => loaded.root.clone(),
+            };
+            Ok(match load_local(&local)? {
                 Loaded::Zotfile(mut s) => {
                     s.source = PathBuf::from(reference);
                     Loaded::Zotfile(s)
@@ -232,6 +247,21 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     writeln!(o, "permissions")?;
     for (label, value) in permission_lines(m) {
         writeln!(o, "  {label:<10} {value}")?;
+    }
+    let e = &m.entry;
+    for (label, value) in [
+        ("greeting", &e.greeting),
+        ("pre", &e.pre),
+        ("default prompt", &e.default_prompt),
+    ] {
+        if let Some(v) = value {
+            let note = if label == "pre" && v.starts_with('!') {
+                "   (runs as a bash command when the agent starts)"
+            } else {
+                ""
+            };
+            writeln!(o, "entry {label:<14} {v}{note}")?;
+        }
     }
     if m.replace_system_prompt {
         writeln!(o, "AGENT.md replaces the system prompt")?;

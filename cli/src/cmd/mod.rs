@@ -1,14 +1,19 @@
 //! One module per subcommand. Each exposes `Args` (clap) and
 //! `run(Args) -> anyhow::Result<u8>` returning the process exit code.
 
+pub mod completions;
 pub mod convert;
 pub mod debug;
 pub mod debug_command;
 pub mod debug_sandbox;
 pub mod inspect;
+pub mod keygen;
+pub mod models;
 pub mod pack;
+pub mod password;
 pub mod run;
 pub mod sandbox;
+pub mod sign;
 pub mod unpack;
 pub mod validate;
 pub mod verify;
@@ -21,4 +26,13 @@ pub const USAGE: u8 = 2;
 /// Print `zot: <message>: <cause>: <cause>` to stderr.
 pub fn print_error(err: &anyhow::Error) {
     eprintln!("zot: {err:#}");
+}
+
+/// Remove what killed zot runs left outside the state dir (temp dirs,
+/// placeholders), as their journals record. One directory read when there
+/// is nothing to do; never fatal.
+pub fn sweep_leftovers() {
+    if let Ok(home) = zot_agent::home::zot_home() {
+        zot_supervisor::journal::sweep(&home);
+    }
 }

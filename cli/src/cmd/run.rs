@@ -1,7 +1,9 @@
-//! `zot run REF [PROMPT...]`: run an agent (see docs/run.md).
+//! `zot run REF [PROMPT...]`: run an agent (see docs/run.md and
+//! docs/providers.md).
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use zot_agent::{OutputMode, RunOptions, SessionChoice};
 
 #[derive(clap::Args)]
@@ -27,9 +29,21 @@ pub struct Args {
     /// Print NDJSON events (schema in docs/run.md)
     #[arg(long)]
     pub json: bool,
-    /// Model id (default: the agent's preference, else a compatible model)
+    /// Model id (default: the configured default, else the agent's
+    /// preference, else a compatible available model; `zot models` lists them)
     #[arg(long)]
     pub model: Option<String>,
+    /// Provider: sim, openai, anthropic, or one from the config file
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Reasoning effort (OpenAI reasoning_effort, Anthropic extended
+    /// thinking); the model must support reasoning
+    #[arg(long, value_name = "EFFORT", value_parser = ["low", "medium", "high"])]
+    pub reasoning: Option<String>,
+    /// Offer only these tools (comma-separated; can only narrow what the
+    /// agent allows): read, write, edit, glob, grep, bash, skill
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
     /// Replay this JSON script with the sim model
     #[arg(long, value_name = "FILE")]
     pub sim_script: Option<PathBuf>,
@@ -51,6 +65,11 @@ pub struct Args {
     /// Sandbox backend for bash: auto, bwrap, native, landlock
     #[arg(long, value_name = "B", value_parser = parse_backend)]
     pub backend: Option<String>,
+    /// Refuse the agent unless it is a .zot archive with a valid signature
+    /// (ARCHIVE.minisig) by a key in $ZOT_HOME/trusted-keys/ (also
+    /// `[trust] require_signature = true` in the config file)
+    #[arg(long)]
+    pub require_signature: bool,
 }
 
 fn parse_backend(s: &str) -> Result<String, String> {
@@ -88,11 +107,40 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         },
         yes: a.yes,
         model: a.model,
+        provider: a.provider,
+        reasoning: a
+            .reasoning
+            .as_deref()
+            .and_then(zot_agent::providers::ReasoningEffort::parse),
+        tools: a.tools.map(|t| {
+            t.into_iter()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect()
+        }),
         sim_script: a.sim_script,
         output,
         cwd: a.cwd,
         session,
         backend: a.backend,
+        cancel: None,
+        require_signature: a.require_signature,
     };
-    Ok(zot_agent::run(opts)?)
+    let mut opts = opts;
+    let mut ui = if output == OutputMode::Interactive {
+        // Ctrl-C cancels the running turn, not zot.
+        let cancel = zot_agent::Cancel::new().context("cancellation pipe")?;
+        opts.cancel = Some(cancel.clone());
+        crate::ui::TermUi::interactive(&cancel)
+    } else {
+        crate::ui::TermUi::new(output)
+    };
+    match zot_agent::run(opts, &mut ui) {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            let code = e.exit_code();
+            super::print_error(&anyhow::Error::from(e));
+            Ok(code)
+        }
+    }
 }

@@ -77,14 +77,24 @@ fn check(path: &Path) -> Output {
         );
     }
     if is_zotfile(path) {
-        return match zot_package::inspect(path) {
-            Ok(s) => Output {
-                valid: true,
-                format: "zotfile",
-                name: Some(s.manifest.name.clone()),
-                files: s.files.len(),
-                diagnostics: Vec::new(),
-            },
+        return match zot_package::open(path) {
+            Ok(agent) => {
+                let diagnostics: Vec<Diag> = agent
+                    .skill_problems()
+                    .into_iter()
+                    .map(|d| Diag {
+                        path: d.path,
+                        message: d.message,
+                    })
+                    .collect();
+                Output {
+                    valid: diagnostics.is_empty(),
+                    format: "zotfile",
+                    name: Some(agent.manifest.name.clone()),
+                    files: agent.files.len(),
+                    diagnostics,
+                }
+            }
             Err(zot_package::PackageError::Manifest { source, .. }) => Output {
                 valid: false,
                 format: "zotfile",

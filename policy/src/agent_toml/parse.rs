@@ -8,13 +8,15 @@ use base64::Engine as _;
 use serde_json::{Map, Value};
 
 use super::model::*;
-use crate::strict_json::StrictValue;
+use crate::diagnostic::suggest;
 use super::paths::{check_agent_name, check_relative, is_credential_path, is_glob, normalize_dest};
 use super::secrets::{
     check_public_url, is_credential_key, is_env_binding, is_id_key, looks_like_resource_id,
     looks_like_secret,
 };
 use super::{Diagnostics, ManifestFormat, MAX_CHANNELS, MAX_FILE_BYTES};
+use crate::skill::split_front_matter;
+use crate::strict_json::StrictValue;
 
 /// Top-level fields of a versioned manifest.
 const TOP_KEYS: [&str; 24] = [
@@ -129,54 +131,6 @@ pub fn check_manifest(text: &str, format: ManifestFormat) -> (Option<Manifest>, 
     };
     let m = p.manifest(&top, body);
     (Some(m), p.d)
-}
-
-/// Front matter of a `SKILL.md`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SkillFrontMatter {
-    pub name: String,
-    pub description: String,
-}
-
-/// Parse the YAML front matter of a `SKILL.md`: `name` and `description`
-/// are required nonempty strings; other keys are the skill's own business.
-pub fn parse_skill_front_matter(text: &str) -> Result<SkillFrontMatter, String> {
-    let (yaml, _) =
-        split_front_matter(text).ok_or("SKILL.md needs YAML front matter between `---` lines")?;
-    let v: Value = serde_norway::from_str::<StrictValue>(yaml)
-        .map(|s| s.0)
-        .map_err(|e| format!("invalid YAML front matter: {e}"))?;
-    let Value::Object(map) = v else {
-        return Err("front matter must be a mapping".into());
-    };
-    let get = |k: &str| match map.get(k) {
-        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
-        Some(_) => Err(format!("front matter `{k}` must be a nonempty string")),
-        None => Err(format!("front matter is missing `{k}`")),
-    };
-    Ok(SkillFrontMatter {
-        name: get("name")?,
-        description: get("description")?,
-    })
-}
-
-/// Split `---\n<yaml>\n---\n<body>`.
-fn split_front_matter(text: &str) -> Option<(&str, &str)> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let rest = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))?;
-    let mut offset = 0;
-    for line in rest.split_inclusive('\n') {
-        if line.trim_end_matches(['\r', '\n']) == "---" {
-            return Some((&rest[..offset], &rest[offset + line.len()..]));
-        }
-        offset += line.len();
-    }
-    if rest[offset..].trim_end() == "---" {
-        return Some((&rest[..offset], ""));
-    }
-    None
 }
 
 fn decode(text: &str, format: ManifestFormat) -> Result<(Value, Option<String>), String> {
@@ -1383,19 +1337,5 @@ impl P {
         }
         out
     }
-}
-
-fn suggest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
-    known
-        .iter()
-        .map(|k| {
-            (
-                k,
-                strsim::jaro_winkler(&key.to_ascii_lowercase(), &k.to_ascii_lowercase()),
-            )
-        })
-        .filter(|(_, s)| *s > 0.85)
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(k, _)| *k)
 }
 

@@ -8,10 +8,17 @@
 //! does not fully understand is `ask` in ask mode and `deny` in allowlist
 //! mode, never `allow`.
 
+mod grammars;
+mod opts;
+mod paths;
 mod rules;
+mod syntax;
 mod walk;
 mod word;
 mod wrappers;
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
 
 use serde::{Deserialize, Serialize};
 
@@ -80,6 +87,31 @@ pub struct ParsedCommand {
     pub argv: Vec<String>,
     /// Wrapper programs this command was reached through, outermost first.
     pub via: Vec<String>,
+    /// What the gate knows of this program's options (see [`Rules`]).
+    #[serde(default)]
+    pub rules: Rules,
+}
+
+/// How much the gate knows about a program's arguments.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rules {
+    /// No rules: in allowlist mode the program is allowed by its name alone
+    /// (the spec's basename semantics).
+    #[default]
+    None,
+    /// An option grammar: in allowlist mode only known, safe options and
+    /// subcommands pass.
+    Grammar,
+    /// A wrapper or shell whose options the gate parses to find the
+    /// command it runs.
+    Wrapper,
+    /// Runs code or opens an interactive escape by design (interpreters,
+    /// editors, pagers, `ssh`, `make`): denied in allowlist mode unless
+    /// inert (`--version`, `--help`).
+    RunsCode,
+    /// A shell builtin or keyword.
+    Builtin,
 }
 
 /// The gate's verdict on one command string.
@@ -108,7 +140,9 @@ pub(crate) enum Kind {
 pub(crate) struct Ctx<'a> {
     pub mode: GateMode,
     pub allow: &'a [String],
-    pub findings: Vec<(Kind, String)>,
+    /// Each distinct reason once, with the order it was first found in,
+    /// de-duplicated in constant time.
+    findings: Findings,
     pub commands: Vec<ParsedCommand>,
     /// Literal text that holds `$(` or a backtick (first one seen).
     pub code_text: Option<String>,
@@ -119,21 +153,33 @@ pub(crate) struct Ctx<'a> {
     /// A `cd` to `/`, home or a system directory was seen (relative paths
     /// after it may point there).
     pub cd_danger: Option<String>,
+    /// Functions defined, with the programs their bodies call (for
+    /// recursion through several functions: `a(){ b|b& }; b(){ a|a& }`).
+    pub functions: Vec<(String, Vec<String>)>,
 }
 
 impl Ctx<'_> {
     pub fn unknown(&mut self, why: impl Into<String>) {
-        self.add(Kind::Unknown, format!("not understood: {}", why.into()));
+        self.add(Kind::Unknown, "not understood: ", why.into());
     }
 
     pub fn danger(&mut self, why: impl Into<String>) {
-        self.add(Kind::Danger, format!("dangerous: {}", why.into()));
+        self.add(Kind::Danger, "dangerous: ", why.into());
     }
 
     /// Only recorded in allowlist mode.
     pub fn restrict(&mut self, why: impl Into<String>) {
         if self.mode == GateMode::Allowlist {
-            self.add(Kind::Restricted, format!("not allowed: {}", why.into()));
+            self.add(Kind::Restricted, "not allowed: ", why.into());
+        }
+    }
+
+    /// Something that runs code or writes outside the command's obvious
+    /// target: asks in ask mode, denied in allowlist mode.
+    pub fn risky(&mut self, why: impl Into<String>) {
+        match self.mode {
+            GateMode::Allowlist => self.restrict(why),
+            _ => self.danger(why),
         }
     }
 
@@ -141,9 +187,84 @@ impl Ctx<'_> {
         self.mode == GateMode::Allowlist
     }
 
-    fn add(&mut self, kind: Kind, reason: String) {
-        if !self.findings.iter().any(|(_, r)| *r == reason) {
-            self.findings.push((kind, reason));
+    /// Records the reason `prefix` + `why` unless it is already recorded.
+    fn add(&mut self, kind: Kind, prefix: &str, why: String) {
+        let mut text = why;
+        text.insert_str(0, prefix);
+        self.findings.add(kind, text);
+    }
+}
+
+/// Distinct reasons with the order each was first found in. A reason is
+/// hashed once, with std's randomly keyed hasher (crafted reasons cannot
+/// be made to collide); the map keeps that hash, so growing it does not
+/// hash every reason again.
+#[derive(Default)]
+struct Findings {
+    keys: RandomState,
+    map: HashMap<Reason, (usize, Kind), BuildHasherDefault<KeptHash>>,
+}
+
+impl Findings {
+    fn add(&mut self, kind: Kind, text: String) {
+        let reason = Reason {
+            hash: self.keys.hash_one(&text),
+            text,
+        };
+        let next = self.map.len();
+        self.map.entry(reason).or_insert((next, kind));
+    }
+
+    /// The reasons, in the order they were first found.
+    fn into_reasons(self) -> Vec<String> {
+        let mut all: Vec<(usize, String)> = self
+            .map
+            .into_iter()
+            .map(|(reason, (order, _))| (order, reason.text))
+            .collect();
+        all.sort_unstable_by_key(|(order, _)| *order);
+        all.into_iter().map(|(_, text)| text).collect()
+    }
+}
+
+/// A reason and its hash. Equal reasons have equal hashes; different
+/// ones are told apart by their text.
+struct Reason {
+    hash: u64,
+    text: String,
+}
+
+impl PartialEq for Reason {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.text == other.text
+    }
+}
+
+impl Eq for Reason {}
+
+impl Hash for Reason {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+/// The hasher of [`Findings`]' map: a [`Reason`]'s hash, as it is.
+#[derive(Default)]
+struct KeptHash(u64);
+
+impl Hasher for KeptHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used (by `Reason`); fold anything else in.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
         }
     }
 }
@@ -154,7 +275,8 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
     let mut ctx = Ctx {
         mode,
         allow,
-        findings: Vec::new(),
+        findings: Findings::default(),
+        functions: Vec::new(),
         commands: Vec::new(),
         code_text: None,
         cd_danger: None,
@@ -166,6 +288,7 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
     } else if !empty {
         walk::check_text(&mut ctx, command);
         walk::parse_and_walk(&mut ctx, command, &[], 0);
+        walk::check_recursion(&mut ctx);
         if ctx.evaluator {
             if let Some(text) = ctx.code_text.take() {
                 ctx.unknown(format!(
@@ -188,7 +311,7 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
             Decision::Deny
         }
         GateMode::Ask => {
-            reasons.extend(findings.into_iter().map(|(_, r)| r));
+            reasons.extend(findings.into_reasons());
             if reasons.is_empty() {
                 Decision::Allow
             } else {
@@ -199,7 +322,7 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
             if allow.is_empty() {
                 reasons.push("the allowlist is empty".into());
             }
-            reasons.extend(findings.into_iter().map(|(_, r)| r));
+            reasons.extend(findings.into_reasons());
             if commands.is_empty() && reasons.is_empty() {
                 reasons.push("no command to run".into());
             }

@@ -1,7 +1,10 @@
 //! The danger list, the allowlist, and program-specific rules.
 
+use super::grammars;
+use super::opts::{self, Effect, Grammar, Parsed};
+use super::paths;
 use super::word::Word;
-use super::{Ctx, ParsedCommand};
+use super::{Ctx, ParsedCommand, Rules};
 
 /// Directories whose programs may match the allowlist by their basename.
 const SYSTEM_BIN_DIRS: &[&str] = &[
@@ -11,12 +14,6 @@ const SYSTEM_BIN_DIRS: &[&str] = &[
     "/usr/sbin",
     "/usr/local/bin",
     "/usr/local/sbin",
-];
-
-/// Top-level directories whose recursive removal is on the danger list.
-const SYSTEM_DIRS: &[&str] = &[
-    "bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "media", "mnt", "nix",
-    "opt", "proc", "root", "run", "sbin", "snap", "srv", "sys", "usr", "var",
 ];
 
 pub(crate) fn basename(program: &str) -> &str {
@@ -30,31 +27,134 @@ pub(crate) fn is_downloader(base: &str) -> bool {
     )
 }
 
-/// Shells and interpreters that run code read from stdin or a string.
+/// Shells and interpreters that run code read from stdin or a string
+/// (`python3.12` is `python`, `perl5.36` is `perl`).
 pub(crate) fn runs_code(base: &str) -> bool {
+    let family = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
     matches!(
-        base,
+        family,
         "sh" | "bash"
             | "dash"
             | "zsh"
             | "ksh"
             | "mksh"
             | "ash"
+            | "yash"
             | "fish"
             | "csh"
             | "tcsh"
             | "python"
-            | "python2"
-            | "python3"
+            | "pypy"
             | "perl"
             | "ruby"
             | "node"
+            | "nodejs"
+            | "deno"
+            | "bun"
             | "php"
             | "lua"
+            | "luajit"
+            | "tclsh"
+            | "wish"
+            | "Rscript"
+            | "julia"
+            | "pwsh"
+            | "osascript"
             | "eval"
             | "source"
             | "."
-    )
+    ) || base == "."
+}
+
+/// Programs that run code or open an interactive escape by design:
+/// interpreters, editors, pagers, remote shells, build tools and package
+/// managers' script runners. Allowlist mode denies them (even listed)
+/// unless their use is inert (`--version`, `--help`).
+pub(crate) fn runs_code_by_design(base: &str) -> bool {
+    let family = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    (runs_code(base) && !super::wrappers::is_shell(base))
+        || matches!(
+            family,
+            "irb"
+                | "ghci"
+                | "racket"
+                | "guile"
+                | "sbcl"
+                | "ocaml"
+                | "erl"
+                | "elixir"
+                | "iex"
+                | "jshell"
+                | "groovy"
+                | "scala"
+                | "octave"
+                | "gnuplot"
+                | "R"
+                | "vi"
+                | "vim"
+                | "nvim"
+                | "view"
+                | "vimdiff"
+                | "gvim"
+                | "ex"
+                | "rvim"
+                | "emacs"
+                | "emacsclient"
+                | "nano"
+                | "pico"
+                | "micro"
+                | "joe"
+                | "jed"
+                | "mcedit"
+                | "kak"
+                | "hx"
+                | "helix"
+                | "ed"
+                | "red"
+                | "less"
+                | "more"
+                | "most"
+                | "pg"
+                | "man"
+                | "info"
+                | "w3m"
+                | "lynx"
+                | "links"
+                | "elinks"
+                | "ssh"
+                | "scp"
+                | "sftp"
+                | "mosh"
+                | "telnet"
+                | "make"
+                | "gmake"
+                | "bmake"
+                | "cmake"
+                | "ninja"
+                | "npm"
+                | "npx"
+                | "yarn"
+                | "pnpm"
+                | "pnpx"
+                | "bunx"
+                | "pipx"
+                | "uvx"
+                | "sqlite"
+                | "mysql"
+                | "mariadb"
+                | "psql"
+                | "dc"
+                | "m"
+                | "tmux"
+                | "screen"
+                | "xdg-open"
+                | "sensible-editor"
+                | "sensible-pager"
+                | "sensible-browser"
+                | "x-www-browser"
+                | "editor"
+                | "pager"
+        )
 }
 
 /// Builtins that evaluate arguments as arithmetic or variable names (where
@@ -167,8 +267,36 @@ pub(crate) fn is_dangerous_var(name: &str) -> bool {
     EXACT.contains(&name) || PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
+/// Variables whose value the shell itself (or the dynamic loader) runs
+/// or loads as code: dangerous in every mode.
+pub(crate) fn is_code_var(name: &str) -> bool {
+    let name = name.split('[').next().unwrap_or(name);
+    matches!(
+        name,
+        "BASH_ENV"
+            | "ENV"
+            | "PS0"
+            | "PS1"
+            | "PS2"
+            | "PS3"
+            | "PS4"
+            | "PROMPT_COMMAND"
+            | "SHELLOPTS"
+            | "BASHOPTS"
+            | "BASH_LOADABLES_PATH"
+            | "LD_PRELOAD"
+            | "LD_AUDIT"
+            | "LD_LIBRARY_PATH"
+            | "GCONV_PATH"
+    ) || name.starts_with("BASH_FUNC_")
+}
+
 pub(crate) fn check_assignment(ctx: &mut Ctx, name: &str) {
-    if ctx.allowlist() && is_dangerous_var(name) {
+    if is_code_var(name) {
+        ctx.risky(format!(
+            "assignment to `{name}` makes the shell or the loader run code"
+        ));
+    } else if ctx.allowlist() && is_dangerous_var(name) {
         ctx.restrict(format!("assignment to `{name}` can change which code runs"));
     }
 }
@@ -245,79 +373,28 @@ pub(crate) fn check_listed(ctx: &mut Ctx, cmd: &ParsedCommand) {
     }
 }
 
-/// Does `text` name a device that writing to would damage (a disk, memory)?
-pub(crate) fn is_device_write_target(text: &str) -> bool {
-    let Some(dev) = text.strip_prefix("/dev/") else {
-        return false;
-    };
-    let harmless = [
-        "null", "zero", "full", "random", "urandom", "tty", "stdout", "stderr", "stdin", "ptmx",
-    ];
-    !(harmless.contains(&dev)
-        || dev.starts_with("fd/")
-        || dev.starts_with("pts/")
-        || dev.starts_with("shm/"))
-}
+pub(crate) use super::paths::is_dangerous_path;
 
-/// `/`, `~`, `$HOME` or a top-level system directory (also as glob).
-pub(crate) fn is_dangerous_path(w: &Word) -> bool {
-    let unquoted = w.text.replace('"', "");
-    let t = unquoted.as_str();
-    let home_forms = ["~", "$HOME", "${HOME}"];
-    for h in home_forms {
-        if let Some(rest) = t.strip_prefix(h) {
-            let rest = rest.trim_start_matches('/');
-            if rest.is_empty() || rest == "*" || rest == ".*" || rest == "." {
-                return true;
-            }
-        }
-    }
-    // `~user`, `~user/`, `~user/*`: another user's home.
-    if w.pattern && t.starts_with('~') {
-        let (user, rest) = t[1..].split_once('/').unwrap_or((&t[1..], ""));
-        if user
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-            && matches!(rest, "" | "*" | ".*" | ".")
-        {
-            return true;
-        }
-    }
-    if !t.starts_with('/') {
-        return false;
-    }
-    let mut parts: Vec<&str> = Vec::new();
-    for p in t.split('/') {
-        match p {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            p => parts.push(p),
-        }
-    }
-    let glob = |p: &str| p.contains(['*', '?', '[']);
-    match parts.as_slice() {
-        [] => true,
-        [one] => SYSTEM_DIRS.contains(one) || glob(one),
-        [one, two] => (SYSTEM_DIRS.contains(one) || glob(one)) && glob(two),
-        _ => false,
-    }
+fn is_short_cluster(t: &str) -> bool {
+    t.len() > 1 && t.starts_with('-') && !t.starts_with("--")
 }
 
 fn short_flag(args: &[Word], c: char) -> bool {
-    args.iter().any(|w| {
-        let t = w.text.as_str();
-        t.len() > 1 && t.starts_with('-') && !t.starts_with("--") && t[1..].contains(c)
-    })
+    args.iter()
+        .take_while(|w| w.text != "--")
+        .any(|w| is_short_cluster(&w.text) && w.text[1..].contains(c))
 }
 
-fn long_flag(args: &[Word], name: &str) -> bool {
-    args.iter().any(|w| {
-        w.text == name
-            || w.text
-                .strip_prefix(name)
-                .is_some_and(|r| r.starts_with('='))
+/// `--name`, `--name=...` or a unique getopt abbreviation of it (at least
+/// `min` characters), before `--`.
+fn long_flag(args: &[Word], name: &str, min: usize) -> bool {
+    let bare = name.trim_start_matches('-');
+    args.iter().take_while(|w| w.text != "--").any(|w| {
+        let Some(long) = w.text.strip_prefix("--") else {
+            return false;
+        };
+        let n = long.split('=').next().unwrap_or(long);
+        n == bare || (n.len() >= min && bare.starts_with(n))
     })
 }
 
@@ -335,14 +412,45 @@ fn operands(args: &[Word]) -> Vec<&Word> {
     out
 }
 
-/// Danger list (every mode) and allowlist rules for one resolved command.
-pub(crate) fn check_command(ctx: &mut Ctx, words: &[Word], open: bool) {
+/// Danger list (every mode) and program rules for one resolved command.
+/// Returns what the gate knows of the program's arguments.
+pub(crate) fn check_command(ctx: &mut Ctx, words: &[Word], open: bool) -> Rules {
     let base = basename(&words[0].text).to_string();
     let args = &words[1..];
     danger(ctx, &base, args, open);
     if ctx.allowlist() {
-        allowlist_rules(ctx, &base, args, open);
+        // `rg x {--pre=sh,y}` is `rg x --pre=sh y` to bash.
+        if let Some(w) = args.iter().find(|w| w.multi && w.text.contains(['{', '}'])) {
+            ctx.restrict(format!("brace expansion `{}`", w.text));
+        }
     }
+    let rules = program_rules(ctx, &base, args, open);
+    if rules == Rules::Grammar && ctx.allowlist() {
+        if open {
+            ctx.restrict(format!("`{base}` run by xargs gets options from stdin"));
+        }
+        // A file named `--checkpoint-action=exec=sh` turns `tar cf a.tar *`
+        // into code execution.
+        let before_end = args.iter().take_while(|w| w.text != "--");
+        if let Some(w) = before_end.into_iter().find(|w| w.multi) {
+            ctx.restrict(format!(
+                "unquoted glob `{}` for `{base}` (file names could be options); quote it or put it after `--`",
+                w.text
+            ));
+        }
+    }
+    if rules == Rules::RunsCode && ctx.allowlist() {
+        let inert = matches!(
+            args.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().as_slice(),
+            ["--version" | "-V" | "--help" | "-h" | "-version"]
+        );
+        if !inert {
+            ctx.restrict(format!(
+                "`{base}` runs code or opens an interactive escape by design"
+            ));
+        }
+    }
+    rules
 }
 
 fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
@@ -351,7 +459,9 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
         let target = operands(args).into_iter().next();
         let risky = match target {
             None => true,
-            Some(w) => is_dangerous_path(w) || w.text.split('/').all(|p| p == ".." || p.is_empty()),
+            Some(w) => {
+                is_dangerous_path(w) || w.text.split('/').all(|p| p == ".." || p.is_empty())
+            }
         };
         if risky {
             ctx.cd_danger = Some(target.map_or("~".to_string(), |w| w.text.clone()));
@@ -370,8 +480,11 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
             | "shred"
             | "install"
             | "truncate"
+            | "ln"
             | "git"
             | "systemctl"
+            | "rsync"
+            | "kill"
     );
     if checked {
         if let Some(w) = args.iter().find(|w| w.multi && w.text.contains(['{', '}'])) {
@@ -381,14 +494,21 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
             ));
         }
     }
+    let family = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
     match base {
-        "rm" => {
-            if long_flag(args, "--no-preserve-root") {
-                ctx.danger("`rm --no-preserve-root`");
+        "rm" | "unlink" | "shred" => {
+            if long_flag(args, "--no-preserve-root", 6) {
+                ctx.danger(format!("`{base} --no-preserve-root`"));
             }
-            let recursive =
-                short_flag(args, 'r') || short_flag(args, 'R') || long_flag(args, "--recursive");
-            if recursive {
+            let recursive = short_flag(args, 'r')
+                || short_flag(args, 'R')
+                || long_flag(args, "--recursive", 4);
+            for w in operands(args) {
+                if paths::is_dangerous_glob(w) {
+                    ctx.danger(format!("`{base}` of `{}` wipes a system or home directory", w.text));
+                }
+            }
+            if recursive && base == "rm" {
                 if let Some(dir) = ctx.cd_danger.clone() {
                     if let Some(w) = operands(args)
                         .into_iter()
@@ -412,317 +532,778 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
                 }
             }
         }
-        "chmod" | "chown" | "chgrp" => {
-            if short_flag(args, 'R') || long_flag(args, "--recursive") {
+        "chmod" | "chown" | "chgrp" | "chattr" | "setfacl" => {
+            if short_flag(args, 'R') || long_flag(args, "--recursive", 3) {
                 if let Some(w) = operands(args).into_iter().find(|w| is_dangerous_path(w)) {
                     ctx.danger(format!("recursive `{base}` of `{}`", w.text));
                 }
             }
         }
-        "mkswap" | "wipefs" | "mke2fs" | "blkdiscard" | "sfdisk" | "fdisk" | "parted"
-        | "sgdisk" => ctx.danger(format!("`{base}` rewrites disks or filesystems")),
-        b if b.starts_with("mkfs") => ctx.danger(format!("`{base}` formats a filesystem")),
+        "mkswap" | "wipefs" | "blkdiscard" | "sfdisk" | "fdisk" | "cfdisk" | "parted"
+        | "sgdisk" | "gdisk" | "mformat" | "sg_format" | "sg_sanitize" | "flashrom"
+        | "killall5" => ctx.danger(format!("`{base}` rewrites disks, firmware or every process")),
+        _ if base.starts_with("mkfs")
+            || base.starts_with("mke2fs")
+            || base.starts_with("newfs")
+            || matches!(
+                base,
+                "mkdosfs" | "mkexfatfs" | "mkntfs" | "mkudffs" | "mkreiserfs" | "mke4fs"
+                    | "mkhfs" | "mkjfs" | "mkxfs"
+            ) =>
+        {
+            ctx.danger(format!("`{base}` formats a filesystem"))
+        }
+        "cryptsetup" => {
+            if operands(args).iter().any(|w| {
+                matches!(
+                    w.text.to_ascii_lowercase().as_str(),
+                    "luksformat" | "erase" | "lukserase" | "reencrypt" | "luksremovekey" | "lukskillslot"
+                )
+            }) {
+                ctx.danger("`cryptsetup` destroys an encrypted volume's keys");
+            }
+        }
+        "nvme" => {
+            if operands(args)
+                .first()
+                .is_some_and(|w| matches!(w.text.as_str(), "format" | "sanitize" | "delete-ns"))
+            {
+                ctx.danger("`nvme` erases a disk");
+            }
+        }
+        "hdparm" => {
+            if args.iter().any(|w| {
+                w.text.starts_with("--security-erase")
+                    || w.text.starts_with("--trim-sector")
+                    || w.text.starts_with("--write-sector")
+                    || w.text.starts_with("--make-bad-sector")
+                    || w.text == "--dco-restore"
+            }) {
+                ctx.danger("`hdparm` erases or damages a disk");
+            }
+        }
+        "badblocks" if short_flag(args, 'w') => ctx.danger("`badblocks -w` overwrites a disk"),
+        "zpool" | "zfs" | "lvremove" | "vgremove" | "pvremove" | "dmsetup" | "mdadm" => {
+            if args.iter().any(|w| {
+                matches!(
+                    w.text.as_str(),
+                    "destroy" | "labelclear" | "remove" | "wipe_table" | "--zero-superblock"
+                )
+            }) || matches!(base, "lvremove" | "vgremove" | "pvremove")
+            {
+                ctx.danger(format!("`{base}` destroys storage"));
+            }
+        }
         "dd" => {
             for w in args {
                 if let Some(target) = w.text.strip_prefix("of=") {
-                    if is_device_write_target(target) {
-                        ctx.danger(format!("`dd` writes to device `{target}`"));
+                    if let Some(why) = paths::write_target_danger(target) {
+                        ctx.danger(format!("`dd` {why}"));
                     } else if w.dynamic {
                         ctx.danger(format!("`dd` output `{target}` depends on expansion"));
                     }
                 }
             }
         }
-        "cp" | "mv" | "tee" | "shred" | "install" | "truncate" | "cat" | "pv" => {
-            if base != "cat" && base != "pv" {
-                if let Some(w) = operands(args)
-                    .into_iter()
-                    .find(|w| is_device_write_target(&w.text))
-                {
-                    ctx.danger(format!("`{base}` writes to device `{}`", w.text));
-                }
-            }
-        }
-        "git" => {
-            if let Some((sub, rest)) = git_subcommand(args) {
-                if sub == "push" {
-                    let force = long_flag(rest, "--force")
-                        || long_flag(rest, "--force-with-lease")
-                        || long_flag(rest, "--mirror")
-                        || short_flag(rest, 'f')
-                        || rest.iter().any(|w| w.text.starts_with('+'));
-                    if force {
-                        ctx.danger("`git push --force` rewrites remote history");
+        "cp" | "mv" | "install" | "ln" | "tee" | "truncate" | "touch" => {
+            let ops = operands(args);
+            // tee, truncate, touch write every operand; the others their
+            // last one, or the directory of `-t`.
+            let mut targets: Vec<&str> = match base {
+                "tee" | "truncate" | "touch" => ops.iter().map(|w| w.text.as_str()).collect(),
+                _ if ops.len() >= 2 => vec![ops[ops.len() - 1].text.as_str()],
+                _ => vec![],
+            };
+            for (i, w) in args.iter().enumerate() {
+                if w.text == "-t" || w.text == "--target-directory" {
+                    if let Some(v) = args.get(i + 1) {
+                        targets.push(&v.text);
                     }
+                } else if let Some(v) = w.text.strip_prefix("--target-directory=") {
+                    targets.push(v);
+                }
+            }
+            for t in targets {
+                let probe = if base == "tee" || base == "truncate" || base == "touch" {
+                    t.to_string()
+                } else {
+                    t.to_string()
+                };
+                if let Some(why) = paths::write_target_danger(&probe) {
+                    ctx.danger(format!("`{base}` {why}"));
+                }
+            }
+            if base == "mv" {
+                if let Some(w) = ops.iter().rev().skip(1).find(|w| is_dangerous_path(w)) {
+                    ctx.danger(format!("`mv` of `{}` moves a system or home directory", w.text));
                 }
             }
         }
-        "shutdown" | "reboot" | "halt" | "poweroff" => {
+        "git" => git_danger(ctx, args),
+        "shutdown" | "reboot" | "halt" | "poweroff" | "kexec" => {
             ctx.danger(format!("`{base}` stops the machine"))
         }
-        "systemctl" => {
+        "init" | "telinit" => {
+            if operands(args)
+                .first()
+                .is_some_and(|w| matches!(w.text.as_str(), "0" | "1" | "6" | "s" | "S" | "q"))
+            {
+                ctx.danger(format!("`{base}` changes the runlevel (stops the machine)"));
+            }
+        }
+        "systemctl" | "loginctl" => {
             if args.iter().any(|w| {
                 matches!(
                     w.text.as_str(),
-                    "poweroff" | "reboot" | "halt" | "kexec" | "suspend" | "hibernate"
+                    "poweroff"
+                        | "reboot"
+                        | "halt"
+                        | "kexec"
+                        | "suspend"
+                        | "hibernate"
+                        | "hybrid-sleep"
+                        | "suspend-then-hibernate"
+                        | "soft-reboot"
+                        | "rescue"
+                        | "emergency"
+                        | "isolate"
+                        | "default"
+                        | "kill-session"
+                        | "kill-user"
+                        | "terminate-session"
+                        | "terminate-user"
                 )
             }) {
-                ctx.danger("`systemctl` stops the machine");
+                ctx.danger(format!("`{base}` stops the machine or the user's sessions"));
             }
+        }
+        "kill" | "pkill" | "killall" => {
+            // `kill -9 -1`, `kill -- -1`: every process; `kill 1`: init.
+            let mut rest = args;
+            if let Some(first) = rest.first() {
+                let t = first.text.as_str();
+                if t == "-s" || t == "-n" || t == "--signal" {
+                    rest = rest.get(2..).unwrap_or(&[]);
+                } else if t.starts_with('-') && t != "--" && t != "-1" {
+                    rest = &rest[1..];
+                } else if t == "-1" && rest.len() > 1 {
+                    rest = &rest[1..]; // `-1` is SIGHUP when a pid follows
+                }
+            }
+            if base == "kill"
+                && rest
+                    .iter()
+                    .any(|w| matches!(w.text.as_str(), "-1" | "1"))
+            {
+                ctx.danger("`kill` of every process (`-1`) or of init (`1`)");
+            }
+            if base != "kill" && args.iter().any(|w| matches!(w.text.as_str(), "init" | "systemd" | "." | "-1")) {
+                ctx.danger(format!("`{base}` of init or of every process"));
+            }
+        }
+        "sysctl" => {
+            if short_flag(args, 'w')
+                || short_flag(args, 'p')
+                || operands(args).iter().any(|w| w.text.contains('='))
+            {
+                ctx.danger("`sysctl` changes kernel settings");
+            }
+        }
+        "rsync" => {
+            let deletes = args.iter().any(|w| w.text.starts_with("--del"));
+            if let Some(dest) = operands(args).last() {
+                if deletes && is_dangerous_path(dest) {
+                    ctx.danger(format!("`rsync --delete` into `{}`", dest.text));
+                }
+                if let Some(why) = paths::write_target_danger(&dest.text) {
+                    ctx.danger(format!("`rsync` {why}"));
+                }
+            }
+        }
+        _ if family == "su" || base == "runuser" => {}
+        _ => {}
+    }
+}
+
+fn git_danger(ctx: &mut Ctx, args: &[Word]) {
+    let global = opts::parse_with(&grammars::GIT, args, true);
+    let Some(first) = global.first_operand else {
+        return;
+    };
+    let Some(sub) = args.get(first).map(|w| w.text.as_str()) else {
+        return;
+    };
+    let rest = &args[first + 1..];
+    let Some(g) = grammars::git_sub(sub) else {
+        return;
+    };
+    let p = opts::parse(g, rest);
+    match sub {
+        "push" => {
+            // `--forc` is ambiguous to the gate's table; git may read it as
+            // `--force`.
+            let maybe_force = p.problems.iter().any(|pr| {
+                matches!(pr, opts::Problem::Ambiguous(_, c) if c.iter().any(|o| o.name.starts_with("force")))
+            });
+            let force = maybe_force
+                || p.has("force")
+                || p.has("force-with-lease")
+                || p.has("mirror")
+                || p.operands.iter().any(|w| w.text.starts_with('+'));
+            if force {
+                ctx.danger("`git push --force` rewrites remote history");
+            }
+            if p.has("delete") || p.has("prune") || p.operands.iter().any(|w| w.text.starts_with(':') || w.text.contains(":") && w.text.starts_with("+:")) {
+                ctx.danger("`git push --delete` (or `:branch`, `--prune`) deletes remote branches");
+            }
+        }
+        "reset" if p.has("hard") || p.has("merge") || p.has("keep") => {
+            ctx.danger("`git reset --hard` discards uncommitted work")
+        }
+        "clean" if (p.has("force") || p.has("d") || p.has("x") || p.has("X")) && !p.has("dry-run") => {
+            ctx.danger("`git clean` deletes untracked files for good")
+        }
+        "checkout" | "restore" | "switch" if p.has("force") && sub != "restore" => {
+            ctx.danger(format!("`git {sub} --force` discards uncommitted work"))
+        }
+        "stash" if p.operands.first().is_some_and(|w| w.text == "clear") => {
+            ctx.danger("`git stash clear` drops every stash")
         }
         _ => {}
     }
 }
 
-/// Splits `git [global options] SUBCOMMAND ARGS`.
-fn git_subcommand(args: &[Word]) -> Option<(&str, &[Word])> {
-    let mut i = 0;
-    while i < args.len() {
-        let t = args[i].text.as_str();
-        if !t.starts_with('-') {
-            return Some((t, &args[i + 1..]));
+/// Program-specific rules (both modes: options that run code ask in ask
+/// mode; allowlist mode also denies what is unknown).
+fn program_rules(ctx: &mut Ctx, base: &str, args: &[Word], _open: bool) -> Rules {
+    match base {
+        "git" => git_rules(ctx, args),
+        "tar" => tar_rules(ctx, args),
+        "sed" | "gsed" => sed_rules(ctx, args),
+        "awk" | "gawk" | "mawk" | "nawk" | "original-awk" => awk_rules(ctx, base, args),
+        "sort" => generic(ctx, &grammars::SORT, "sort", args),
+        "rg" => generic(ctx, &grammars::RG, "rg", args),
+        "fd" | "fdfind" => generic(ctx, &grammars::FD, base, args),
+        "split" => generic(ctx, &grammars::SPLIT, "split", args),
+        "zip" => {
+            if let Some(w) = args.iter().find(|w| w.text.starts_with("-TT")) {
+                ctx.risky(format!("`zip {}` sets the program that tests the archive", w.text));
+            }
+            let args: Vec<Word> = args.iter().filter(|w| !w.text.starts_with("-TT")).cloned().collect();
+            generic(ctx, &grammars::ZIP, "zip", &args)
         }
-        // Global options taking a separate value.
-        if matches!(
-            t,
-            "-C" | "-c"
-                | "--git-dir"
-                | "--work-tree"
-                | "--namespace"
-                | "--config-env"
-                | "--super-prefix"
-                | "--list-cmds"
-        ) {
-            i += 2;
-        } else {
-            i += 1;
+        "rsync" => {
+            let p = apply(ctx, &grammars::RSYNC, "rsync", args);
+            if let Some(w) = p.operands.iter().find(|w| remote_spec(&w.text)) {
+                ctx.risky(format!(
+                    "`rsync` to or from `{}` runs a remote shell (ssh, with its configuration)",
+                    w.text
+                ));
+            }
+            Rules::Grammar
         }
+        "printf" => {
+            let mut i = 0;
+            while let Some(w) = args.get(i) {
+                if w.text == "-v" {
+                    if let Some(v) = args.get(i + 1) {
+                        check_assignment(ctx, &v.text);
+                    }
+                    i += 2;
+                } else if let Some(v) = w.text.strip_prefix("-v") {
+                    check_assignment(ctx, v);
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+            Rules::Builtin
+        }
+        "read" | "mapfile" | "readarray" | "getopts" => {
+            // The names these builtins assign.
+            let mut names: Vec<&str> = Vec::new();
+            let mut i = 0;
+            let with_value = |c: char| match base {
+                "read" => "adinNptu".contains(c),
+                "getopts" => false,
+                _ => "dnOsuCc".contains(c),
+            };
+            while let Some(w) = args.get(i) {
+                let t = w.text.as_str();
+                if t == "--" {
+                    i += 1;
+                    break;
+                }
+                if !is_short_cluster(t) {
+                    break;
+                }
+                let last = t.chars().last().unwrap_or(' ');
+                if t.contains('C') && base != "read" && base != "getopts" {
+                    ctx.risky(format!("`{base} -C` runs a callback"));
+                }
+                if last == 'a' && base == "read" {
+                    if let Some(v) = args.get(i + 1) {
+                        names.push(&v.text);
+                    }
+                }
+                i += if with_value(last) { 2 } else { 1 };
+            }
+            let ops: Vec<&str> = args[i.min(args.len())..].iter().map(|w| w.text.as_str()).collect();
+            match base {
+                "read" => names.extend(ops),
+                "getopts" => names.extend(ops.get(1)),
+                _ => names.extend(ops.last()),
+            }
+            for n in names {
+                check_assignment(ctx, n);
+            }
+            Rules::Builtin
+        }
+        "vi" | "vim" | "nvim" | "view" | "vimdiff" | "gvim" | "ex" | "rvim" => {
+            if let Some(w) = args.iter().find(|w| {
+                w.text.starts_with('+') || matches!(w.text.as_str(), "-c" | "--cmd" | "-S" | "-s" | "-W" | "-w")
+            }) {
+                ctx.risky(format!("`{base} {}` runs editor commands", w.text));
+            }
+            Rules::RunsCode
+        }
+        _ if family_of(base) == "sqlite" => {
+            let dot = args.iter().find(|w| w.text.trim_start().starts_with('.') && w.text.len() > 1 && !w.text.starts_with("./"));
+            if let Some(w) = dot {
+                ctx.risky(format!("`{base}` dot-command `{}` (`.shell`, `.system`, `.output` run programs or write files)", w.text));
+            } else if args.iter().any(|w| w.text == "-cmd" || w.text == "-init") {
+                ctx.risky(format!("`{base} -cmd`/`-init` runs dot-commands"));
+            } else if operands(args).len() < 2 {
+                ctx.unknown(format!("`{base}` reads commands from stdin (`.shell` runs programs)"));
+            }
+            Rules::RunsCode
+        }
+        "ed" | "red" => {
+            ctx.unknown(format!("`{base}` reads commands from stdin (`!` runs programs)"));
+            Rules::RunsCode
+        }
+        _ if runs_code_by_design(base) => Rules::RunsCode,
+        _ => Rules::None,
     }
-    None
 }
 
-/// Programs whose options can make them run programs or write files; when
-/// xargs adds unknown arguments from stdin, they are not allowed.
-const RULED: &[&str] = &[
-    "git", "rg", "awk", "gawk", "mawk", "nawk", "busybox", "sed", "tar", "find", "sort", "time",
-];
+fn family_of(base: &str) -> &str {
+    base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.')
+}
 
-fn allowlist_rules(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
-    if open && RULED.contains(&base) {
-        ctx.restrict(format!("`{base}` run by xargs gets options from stdin"));
+/// `host:path`, `user@host:path`, `host::module`, `rsync://`: the remote
+/// side of an rsync or scp transfer.
+fn remote_spec(t: &str) -> bool {
+    if t.starts_with("rsync://") {
+        return false;
     }
-    // `rg x {--pre=sh,y}` and `tar cf a.tar *` (with a file named
-    // `--checkpoint-action=exec=sh`) smuggle options past the rules below.
-    if let Some(w) = args.iter().find(|w| w.multi && w.text.contains(['{', '}'])) {
-        ctx.restrict(format!("brace expansion `{}`", w.text));
+    match t.find(':') {
+        Some(i) => !t[..i].contains('/') && i > 0,
+        None => false,
     }
-    if RULED.contains(&base) {
-        let before_end = args.iter().take_while(|w| w.text != "--");
-        if let Some(w) = before_end.into_iter().find(|w| w.multi) {
-            ctx.restrict(format!(
-                "unquoted glob `{}` for `{base}` (file names could be options); quote it or put it after `--`",
-                w.text
+}
+
+/// Reads `args` with `g` and records what the grammar says: options that
+/// run code (`!x`) ask in ask mode and are denied in allowlist mode;
+/// options that write files (`!w`) are denied in allowlist mode, and on
+/// the danger list when the file is a system or start-up file; unknown
+/// options and ambiguous abbreviations are denied in allowlist mode (an
+/// ambiguous one that could be an exec option also asks).
+fn apply<'g>(ctx: &mut Ctx, g: &'g Grammar, what: &str, args: &[Word]) -> Parsed<'g> {
+    let p = opts::parse(g, args);
+    record(ctx, &p, what);
+    p
+}
+
+fn record(ctx: &mut Ctx, p: &Parsed, what: &str) {
+    for prob in &p.problems {
+        if let Some(o) = prob.maybe_effect() {
+            ctx.risky(format!(
+                "{}; one of them, `--{}`, runs a program or writes a file",
+                prob.describe(what),
+                o.name
+            ));
+        } else {
+            ctx.restrict(prob.describe(what));
+        }
+    }
+    for h in &p.hits {
+        if h.negated {
+            continue;
+        }
+        let shown = if h.written.trim_start_matches('-').split('=').next() == Some(h.opt.name) {
+            format!("`{what} {}`", h.written)
+        } else {
+            format!("`{what} {}` (`--{}`)", h.written, h.opt.name)
+        };
+        match h.opt.effect {
+            Effect::Safe => {}
+            Effect::Exec => ctx.risky(format!("{shown} runs a program or code")),
+            Effect::Write => {
+                ctx.restrict(format!("{shown} writes a file"));
+                if let Some(why) = h.value.as_ref().and_then(|v| paths::write_target_danger(&v.text)) {
+                    ctx.danger(format!("{shown} {why}"));
+                }
+            }
+        }
+    }
+}
+
+fn generic(ctx: &mut Ctx, g: &Grammar, what: &str, args: &[Word]) -> Rules {
+    apply(ctx, g, what, args);
+    Rules::Grammar
+}
+
+/// `git -c KEY=VALUE` keys that are plain settings (no program, path,
+/// URL rewrite or trust decision).
+fn git_key_safe(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    let exact = [
+        "user.name",
+        "user.email",
+        "core.quotepath",
+        "core.autocrlf",
+        "core.safecrlf",
+        "core.abbrev",
+        "init.defaultbranch",
+        "color.ui",
+        "column.ui",
+        "pull.rebase",
+        "pull.ff",
+        "push.default",
+        "push.autosetupremote",
+        "merge.ff",
+        "fetch.prune",
+        "log.date",
+        "log.decorate",
+        "diff.renames",
+        "status.short",
+        "advice.detachedhead",
+        "commit.gpgsign",
+        "tag.gpgsign",
+        "rebase.autostash",
+        "core.filemode",
+    ];
+    let gpg_off = (k == "commit.gpgsign" || k == "tag.gpgsign") && !key.contains('=');
+    exact.contains(&k.as_str()) && !gpg_off
+        || k.starts_with("color.") && !k.contains("cmd")
+        || k.starts_with("advice.")
+}
+
+fn git_rules(ctx: &mut Ctx, args: &[Word]) -> Rules {
+    let global = opts::parse_with(&grammars::GIT, args, true);
+    for prob in &global.problems {
+        ctx.restrict(prob.describe("git"));
+    }
+    for h in &global.hits {
+        match h.opt.name {
+            "c" => {
+                let kv = h.value.as_ref().map(|w| w.text.clone()).unwrap_or_default();
+                let (key, value) = kv.split_once('=').unwrap_or((&kv, "true"));
+                let off = (key.eq_ignore_ascii_case("commit.gpgsign")
+                    || key.eq_ignore_ascii_case("tag.gpgsign"))
+                    && value == "false";
+                let safe = if key.to_ascii_lowercase().ends_with("gpgsign") {
+                    off
+                } else {
+                    git_key_safe(key)
+                };
+                if !safe {
+                    ctx.risky(format!(
+                        "`git -c {key}` sets an option that can run programs"
+                    ));
+                }
+            }
+            "config-env" => ctx.risky("`git --config-env` sets options that can run programs"),
+            "exec-path" if h.value.is_some() => {
+                ctx.risky("`git --exec-path` changes where git finds its programs")
+            }
+            "exec-path" => {}
+            "git-dir" => ctx.risky("`git --git-dir` can point at a repository whose config runs programs"),
+            _ => {
+                let one = Parsed {
+                    hits: vec![opts::Hit {
+                        opt: h.opt,
+                        written: h.written.clone(),
+                        value: h.value.clone(),
+                        negated: h.negated,
+                    }],
+                    ..Default::default()
+                };
+                record(ctx, &one, "git");
+            }
+        }
+    }
+    let Some(first) = global.first_operand else {
+        return Rules::Grammar;
+    };
+    let Some(sub_word) = args.get(first) else {
+        return Rules::Grammar;
+    };
+    let sub = sub_word.text.as_str();
+    let rest = &args[first + 1..];
+    for w in rest {
+        if w.text.starts_with("ext::") || w.text.starts_with("fd::") {
+            ctx.risky("`ext::` remote URLs run programs");
+        }
+    }
+    if matches!(
+        sub,
+        "difftool"
+            | "mergetool"
+            | "filter-branch"
+            | "filter-repo"
+            | "instaweb"
+            | "send-email"
+            | "daemon"
+            | "credential"
+            | "web--browse"
+            | "submodule--helper"
+            | "upload-pack"
+            | "receive-pack"
+            | "upload-archive"
+            | "shell"
+            | "remote-ext"
+            | "remote-fd"
+            | "p4"
+            | "svn"
+            | "cvsimport"
+            | "cvsserver"
+            | "archimport"
+            | "quiltimport"
+            | "jump"
+            | "alias"
+    ) || sub.starts_with("credential-")
+    {
+        ctx.risky(format!("`git {sub}` runs other programs"));
+        return Rules::Grammar;
+    }
+    let Some(g) = grammars::git_sub(sub) else {
+        ctx.restrict(format!(
+            "`git {sub}` is not a subcommand the gate has reviewed (or an alias)"
+        ));
+        return Rules::Grammar;
+    };
+    let what = format!("git {sub}");
+    let p = apply(ctx, g, &what, rest);
+    let action = p.operands.first().map(|w| w.text.as_str()).unwrap_or("");
+    if grammars::git_sub_action_exec(sub, action) {
+        ctx.risky(format!("`git {sub} {action}` runs a program"));
+    }
+    match sub {
+        "config" => {
+            let reads = p.has("get")
+                || p.has("get-all")
+                || p.has("get-regexp")
+                || p.has("get-urlmatch")
+                || p.has("list")
+                || matches!(action, "get" | "list")
+                || (p.operands.len() == 1 && !action.is_empty());
+            if !reads {
+                let key = if matches!(action, "set" | "unset" | "edit" | "rename-section" | "remove-section") {
+                    p.operands.get(1).map(|w| w.text.as_str()).unwrap_or("")
+                } else {
+                    action
+                };
+                if !git_key_safe(key) {
+                    ctx.risky(format!(
+                        "`git config {key}` sets an option that can run programs"
+                    ));
+                } else {
+                    ctx.restrict("`git config` that is not a read");
+                }
+            }
+        }
+        "commit" if ctx.allowlist() => {
+            let message = p.has("message")
+                || p.has("file")
+                || p.has("reuse-message")
+                || p.has("fixup")
+                || p.has("no-edit")
+                || p.hits.iter().any(|h| h.opt.name == "edit" && h.negated);
+            if !message {
+                ctx.restrict("`git commit` without `-m`/`-F`/`--no-edit` opens an editor");
+            }
+        }
+        "tag" if ctx.allowlist() && p.has("annotate") && !p.has("message") && !p.has("file") => {
+            ctx.restrict("`git tag -a` without `-m` opens an editor");
+        }
+        "merge" | "pull" | "cherry-pick" | "revert" if ctx.allowlist() => {
+            // These open an editor for the message unless told not to.
+            let no_edit = p.hits.iter().any(|h| h.opt.name == "edit" && h.negated)
+                || p.has("ff-only")
+                || p.has("abort")
+                || p.has("quit")
+                || p.has("no-commit")
+                || p.has("n");
+            if matches!(sub, "revert" | "merge") && !no_edit && !p.has("m") && !p.has("message") {
+                ctx.restrict(format!("`git {sub}` without `--no-edit` opens an editor"));
+            }
+        }
+        _ => {}
+    }
+    Rules::Grammar
+}
+
+fn tar_rules(ctx: &mut Ctx, args: &[Word]) -> Rules {
+    // Old-style first argument (`tar xzf a.tgz`): letters are short
+    // options, values taken from the next words in order.
+    let mut words: Vec<Word> = Vec::new();
+    let mut rest = args;
+    if let Some(first) = args.first() {
+        let t = first.text.as_str();
+        if !t.starts_with('-') && !t.is_empty() && t.chars().all(|c| c.is_ascii_alphabetic()) {
+            let mut k = 1;
+            for c in t.chars() {
+                words.push(Word::literal(format!("-{c}")));
+                let takes = grammars::TAR
+                    .opts
+                    .iter()
+                    .any(|o| o.shorts.contains(&c) && o.arity == opts::Arity::Value);
+                if takes {
+                    if let Some(v) = args.get(k) {
+                        words.push(v.clone());
+                        k += 1;
+                    }
+                }
+            }
+            rest = &args[k.min(args.len())..];
+        }
+    }
+    words.extend(rest.iter().cloned());
+    let p = apply(ctx, &grammars::TAR, "tar", &words);
+    let extract = p.has("extract");
+    if !p.has("force-local") {
+        if let Some(f) = p.values("file").find(|v| remote_spec(&v.text)) {
+            ctx.risky(format!(
+                "`tar -f {}` is a remote archive: tar runs a remote shell for it",
+                f.text
             ));
         }
     }
-    match base {
-        "git" => git_rules(ctx, args),
-        "rg" => {
-            if long_flag(args, "--pre") {
-                ctx.restrict("`rg --pre` runs a program on every file");
-            }
+    if extract {
+        if let Some(d) = p.values("directory").find(|d| {
+            is_dangerous_path(d) || paths::write_target_danger(&format!("{}/x", d.text)).is_some()
+        }) {
+            ctx.danger(format!("`tar` extracts into `{}`", d.text));
         }
-        "awk" | "gawk" | "mawk" | "nawk" => awk_rules(ctx, base, args),
-        "sed" => sed_rules(ctx, args),
-        "tar" => tar_rules(ctx, args),
-        "sort" => {
-            if short_flag(args, 'o')
-                || long_flag(args, "--output")
-                || long_flag(args, "--compress-program")
-            {
-                ctx.restrict("`sort -o`/`--compress-program` writes a file or runs a program");
-            }
-        }
-        _ => {}
     }
+    Rules::Grammar
 }
 
-fn git_rules(ctx: &mut Ctx, args: &[Word]) {
-    // Global options.
-    let mut i = 0;
-    while i < args.len() {
-        let t = args[i].text.as_str();
-        if !t.starts_with('-') {
-            break;
-        }
-        if t == "-c" || t.starts_with("-c") || t.starts_with("--config-env") {
-            ctx.restrict("`git -c`/`--config-env` can set options that run programs");
-        }
-        if t.starts_with("--exec-path") {
-            ctx.restrict("`git --exec-path` changes where git finds its programs");
-        }
-        if t == "--git-dir" || t.starts_with("--git-dir=") {
-            ctx.restrict("`git --git-dir` can point at a repository whose config runs programs");
-        }
-        i += if matches!(
-            t,
-            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--config-env"
-        ) {
-            2
-        } else {
-            1
-        };
-    }
-    let Some(sub) = args.get(i).map(|w| w.text.as_str()) else {
-        return;
-    };
-    let rest = &args[i + 1..];
-    for w in rest {
-        let t = w.text.as_str();
-        for bad in [
-            "--upload-pack",
-            "--receive-pack",
-            "--exec",
-            "--output",
-            "--extcmd",
-            "--open-files-in-pager",
-            "--config",
-        ] {
-            if t == bad || t.strip_prefix(bad).is_some_and(|r| r.starts_with('=')) {
-                ctx.restrict(format!("`git {sub} {bad}` runs a program or writes a file"));
-            }
-        }
-        if t.starts_with("ext::") || t.contains("::") && t.starts_with("fd::") {
-            ctx.restrict("`ext::` remote URLs run programs");
+fn sed_rules(ctx: &mut Ctx, args: &[Word]) -> Rules {
+    let p = apply(ctx, &grammars::SED, "sed", args);
+    let mut scripts: Vec<&Word> = p.values("expression").collect();
+    let from_file = p.has("file");
+    let mut files: &[Word] = &p.operands;
+    if scripts.is_empty() && !from_file {
+        if let Some((s, f)) = p.operands.split_first() {
+            scripts.push(s);
+            files = f;
         }
     }
-    let short = |c: char| short_flag(rest, c);
-    match sub {
-        "clone" | "fetch" | "ls-remote" | "pull" | "archive" if short('u') => {
-            ctx.restrict(format!("`git {sub} -u` sets a program to run"))
-        }
-        "rebase" if short('x') => ctx.restrict("`git rebase -x` runs a program"),
-        "grep" if short('O') => ctx.restrict("`git grep -O` runs a pager"),
-        "difftool" | "mergetool" | "filter-branch" | "instaweb" | "send-email" | "daemon"
-        | "credential" | "web--browse" => ctx.restrict(format!("`git {sub}` runs other programs")),
-        "bisect" if rest.first().is_some_and(|w| w.text == "run") => {
-            ctx.restrict("`git bisect run` runs a program")
-        }
-        "submodule" if rest.iter().any(|w| w.text == "foreach") => {
-            ctx.restrict("`git submodule foreach` runs a program")
-        }
-        "config" => {
-            let reads = rest.iter().any(|w| {
-                matches!(
-                    w.text.as_str(),
-                    "--get"
-                        | "--get-all"
-                        | "--get-regexp"
-                        | "--list"
-                        | "-l"
-                        | "get"
-                        | "list"
-                        | "--get-urlmatch"
-                )
-            });
-            if !reads {
-                ctx.restrict("`git config` that is not a read can set options that run programs");
+    if p.has("in-place") {
+        ctx.restrict("`sed -i` writes files");
+        for f in files {
+            if let Some(why) = paths::write_target_danger(&f.text) {
+                ctx.danger(format!("`sed -i` {why}"));
             }
         }
-        "alias" => ctx.restrict("`git alias` defines commands"),
-        _ => {}
     }
-}
-
-fn awk_rules(ctx: &mut Ctx, base: &str, args: &[Word]) {
-    let mut program: Option<&str> = None;
-    let mut i = 0;
-    while i < args.len() {
-        let t = args[i].text.as_str();
-        if t == "--" {
-            i += 1;
-            break;
+    let sandbox = p.has("sandbox");
+    for s in scripts {
+        if s.dynamic {
+            ctx.risky(format!("the `sed` script `{}` depends on expansion", s.text));
+            continue;
         }
-        if !t.starts_with('-') || t == "-" {
-            break;
-        }
-        let takes_value = matches!(
-            t,
-            "-F" | "-v"
-                | "-f"
-                | "-e"
-                | "-i"
-                | "-l"
-                | "-E"
-                | "-W"
-                | "--source"
-                | "--file"
-                | "--include"
-                | "--load"
-                | "--exec"
-                | "--field-separator"
-                | "--assign"
-        );
-        let flag = t.trim_start_matches('-');
-        let letter = flag.chars().next().unwrap_or(' ');
-        if t.starts_with("--") {
-            let name = flag.split('=').next().unwrap_or(flag);
-            if matches!(
-                name,
-                "file"
-                    | "include"
-                    | "load"
-                    | "exec"
-                    | "dump-variables"
-                    | "pretty-print"
-                    | "profile"
-                    | "debug"
-            ) {
-                ctx.restrict(format!("`{base} --{name}` loads or writes files"));
-            }
-            if name == "source" {
-                program = args
-                    .get(i + 1)
-                    .map(|w| w.text.as_str())
-                    .or(flag.split_once('=').map(|(_, v)| v));
-            }
-        } else {
-            match letter {
-                'f' | 'i' | 'l' | 'E' | 'o' | 'p' | 'd' | 'W' => {
-                    ctx.restrict(format!("`{base} -{letter}` loads or writes files"));
+        match sed_script_issues(&s.text) {
+            Err(e) => {
+                if ctx.allowlist() {
+                    ctx.restrict(format!("`sed` script {e}"));
+                } else if !sandbox && s.text.contains(['e', 'w', 'W']) {
+                    ctx.unknown(format!("`sed` script {e}"));
                 }
-                'e' => program = args.get(i + 1).map(|w| w.text.as_str()),
-                'F' | 'v' => {}
-                _ => {}
             }
+            Ok(issues) if !sandbox => {
+                for i in issues {
+                    match i {
+                        SedIssue::Exec(what) => {
+                            ctx.risky(format!("`sed` script uses {what}, which runs commands"))
+                        }
+                        SedIssue::Write(target) => {
+                            ctx.restrict(format!("`sed` script writes the file `{target}`"));
+                            if let Some(why) = paths::write_target_danger(&target) {
+                                ctx.danger(format!("`sed` script {why}"));
+                            }
+                        }
+                    }
+                }
+            }
+            Ok(_) => {}
         }
-        i += if takes_value && !t.contains('=') {
-            2
-        } else {
-            1
-        };
     }
-    let text = match program {
-        Some(p) => Some(p),
-        None => args.get(i).map(|w| w.text.as_str()),
-    };
-    let Some(text) = text else { return };
-    if text.contains("system")
-        || text.contains('|')
-        || text.contains("@load")
-        || text.contains("@include")
-    {
-        ctx.restrict(format!(
-            "`{base}` program runs commands (`system`, pipes or extensions)"
-        ));
-    }
-    if awk_output_redirect(text) {
-        ctx.restrict(format!("`{base}` program writes files (`print >`)"));
-    }
+    Rules::Grammar
 }
 
-/// `print ... > file` / `printf ... >> file` outside parentheses.
-fn awk_output_redirect(text: &str) -> bool {
+fn awk_rules(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
+    let p = apply(ctx, &grammars::AWK, base, args);
+    for v in p.values("W") {
+        for item in v.text.split(',') {
+            let name = item.split('=').next().unwrap_or(item);
+            match opts::match_long(&grammars::MAWK_W, name) {
+                opts::LongMatch::Found { opt, .. } if opt.effect == Effect::Exec => {
+                    ctx.risky(format!("`{base} -W {item}` runs a program file"))
+                }
+                opts::LongMatch::Found { .. } => {}
+                _ => ctx.restrict(format!("`{base} -W {item}` is not an option the gate knows")),
+            }
+        }
+    }
+    let sandbox = p.has("sandbox");
+    let mut programs: Vec<&Word> = p.values("source").collect();
+    if programs.is_empty() && !p.has("file") && !p.has("exec") {
+        programs.extend(p.operands.first());
+    }
+    if sandbox {
+        return Rules::Grammar;
+    }
+    for prog in programs {
+        let text = prog.text.as_str();
+        if prog.dynamic {
+            ctx.risky(format!("the `{base}` program `{text}` depends on expansion"));
+            continue;
+        }
+        if text.contains("system")
+            || text.contains('|')
+            || text.contains("@load")
+            || text.contains("@include")
+            || awk_indirect_call(text)
+        {
+            ctx.risky(format!(
+                "`{base}` program runs commands (`system`, pipes, indirect calls or extensions)"
+            ));
+        }
+        if let Some(target) = awk_output_redirect(text) {
+            ctx.restrict(format!("`{base}` program writes files (`print >`)"));
+            if let Some(why) = target.as_deref().and_then(paths::write_target_danger) {
+                ctx.danger(format!("`{base}` program {why}"));
+            }
+        }
+    }
+    Rules::Grammar
+}
+
+/// gawk's indirect function calls (`@f()`), which can call `system`.
+fn awk_indirect_call(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.iter().enumerate().any(|(i, &c)| {
+        c == b'@' && b.get(i + 1).is_some_and(|n| n.is_ascii_alphabetic() || *n == b'_')
+    })
+}
+
+/// `print ... > file` / `printf ... >> file` outside parentheses: Some,
+/// with the target when it is a string literal.
+fn awk_output_redirect(text: &str) -> Option<Option<String>> {
     let bytes = text.as_bytes();
     let mut i = 0;
     while let Some(pos) = text[i..].find("print") {
@@ -732,7 +1313,14 @@ fn awk_output_redirect(text: &str) -> bool {
             match bytes[j] {
                 b'(' => depth += 1,
                 b')' => depth -= 1,
-                b'>' if depth <= 0 => return true,
+                b'>' if depth <= 0 => {
+                    let rest = text[j..].trim_start_matches('>').trim_start();
+                    let target = rest
+                        .strip_prefix('"')
+                        .and_then(|r| r.split_once('"'))
+                        .map(|(t, _)| t.to_string());
+                    return Some(target);
+                }
                 b';' | b'}' | b'\n' if depth <= 0 => break,
                 _ => {}
             }
@@ -743,106 +1331,32 @@ fn awk_output_redirect(text: &str) -> bool {
             break;
         }
     }
-    false
+    None
 }
 
-fn sed_rules(ctx: &mut Ctx, args: &[Word]) {
-    let mut scripts: Vec<&str> = Vec::new();
-    let mut i = 0;
-    let mut operands_start = None;
-    while i < args.len() {
-        let t = args[i].text.as_str();
-        if t == "--" {
-            operands_start = Some(i + 1);
-            break;
-        }
-        if let Some(long) = t.strip_prefix("--") {
-            let (name, value) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v)),
-                None => (long, None),
-            };
-            match name {
-                "expression" => match value {
-                    Some(v) => scripts.push(v),
-                    None => {
-                        if let Some(w) = args.get(i + 1) {
-                            scripts.push(&w.text);
-                        }
-                        i += 1;
-                    }
-                },
-                "file" => ctx.restrict("`sed -f` runs a script file the gate cannot inspect"),
-                "in-place" => ctx.restrict("`sed -i` writes files"),
-                "line-length" if value.is_none() => i += 1,
-                "quiet" | "silent" | "regexp-extended" | "separate" | "unbuffered"
-                | "null-data" | "posix" | "debug" | "sandbox" | "follow-symlinks" | "binary"
-                | "line-length" | "help" | "version" => {}
-                _ => ctx.restrict(format!("unknown `sed` option `{t}`")),
-            }
-            i += 1;
-            continue;
-        }
-        if t.len() > 1 && t.starts_with('-') {
-            let rest: Vec<char> = t.chars().skip(1).collect();
-            let mut k = 0;
-            while k < rest.len() {
-                match rest[k] {
-                    'n' | 'E' | 'r' | 's' | 'u' | 'z' | 'b' => k += 1,
-                    'e' => {
-                        let attached = &t[1 + k + 1..];
-                        if attached.is_empty() {
-                            if let Some(w) = args.get(i + 1) {
-                                scripts.push(&w.text);
-                            }
-                            i += 1;
-                        } else {
-                            scripts.push(attached);
-                        }
-                        break;
-                    }
-                    'f' => {
-                        ctx.restrict("`sed -f` runs a script file the gate cannot inspect");
-                        break;
-                    }
-                    'i' => {
-                        ctx.restrict("`sed -i` writes files");
-                        break;
-                    }
-                    'l' => {
-                        if k + 1 == rest.len() {
-                            i += 1;
-                        }
-                        break;
-                    }
-                    c => {
-                        ctx.restrict(format!("unknown `sed` option `-{c}`"));
-                        break;
-                    }
-                }
-            }
-            i += 1;
-            continue;
-        }
-        operands_start = Some(i);
-        break;
-    }
-    if scripts.is_empty() {
-        if let Some(w) = operands_start.and_then(|s| args.get(s)) {
-            scripts.push(&w.text);
-        }
-    }
-    for s in scripts {
-        if let Err(e) = sed_script_safe(s) {
-            ctx.restrict(format!("`sed` script {e}"));
-        }
-    }
+/// What a sed script does beyond editing its input.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum SedIssue {
+    /// `e`, `s///e`: runs a command.
+    Exec(&'static str),
+    /// `w`, `W`, `s///w`: writes this file.
+    Write(String),
 }
 
-/// Scans a GNU sed script; Err when it can run commands (`e`, `s///e`),
-/// write files (`w`, `W`, `s///w`) or is not understood.
-pub(crate) fn sed_script_safe(script: &str) -> Result<(), String> {
+/// Scans a GNU sed script command by command, as GNU sed reads it: the
+/// commands that run programs or write files, or Err when the script is
+/// not understood.
+pub(crate) fn sed_script_issues(script: &str) -> Result<Vec<SedIssue>, String> {
     let b: Vec<char> = script.chars().collect();
     let mut i = 0;
+    let mut issues = Vec::new();
+    let rest_of_line = |i: &mut usize| -> String {
+        let start = *i;
+        while *i < b.len() && b[*i] != '\n' {
+            *i += 1;
+        }
+        b[start..*i].iter().collect::<String>().trim().to_string()
+    };
     let skip_ws = |i: &mut usize| {
         while *i < b.len() && (b[*i] == ' ' || b[*i] == '\t') {
             *i += 1;
@@ -949,8 +1463,14 @@ pub(crate) fn sed_script_safe(script: &str) -> Result<(), String> {
                 while i < b.len() {
                     match b[i] {
                         'g' | 'p' | 'i' | 'I' | 'm' | 'M' | '0'..='9' => i += 1,
-                        'e' => return Err("uses the `e` flag, which runs commands".into()),
-                        'w' => return Err("uses the `w` flag, which writes a file".into()),
+                        'e' => {
+                            issues.push(SedIssue::Exec("the `e` flag of `s`"));
+                            i += 1;
+                        }
+                        'w' => {
+                            i += 1;
+                            issues.push(SedIssue::Write(rest_of_line(&mut i)));
+                        }
                         _ => break,
                     }
                 }
@@ -977,8 +1497,11 @@ pub(crate) fn sed_script_safe(script: &str) -> Result<(), String> {
                     i += 1;
                 }
             }
-            'e' => return Err("uses the `e` command, which runs commands".into()),
-            'w' | 'W' => return Err("uses the `w` command, which writes a file".into()),
+            'e' => {
+                issues.push(SedIssue::Exec("the `e` command"));
+                to_eol(&mut i);
+            }
+            'w' | 'W' => issues.push(SedIssue::Write(rest_of_line(&mut i))),
             c => {
                 return Err(format!(
                     "uses the command `{c}`, which the gate does not know"
@@ -986,33 +1509,6 @@ pub(crate) fn sed_script_safe(script: &str) -> Result<(), String> {
             }
         }
     }
-    Ok(())
+    Ok(issues)
 }
 
-fn tar_rules(ctx: &mut Ctx, args: &[Word]) {
-    for (n, w) in args.iter().enumerate() {
-        let t = w.text.as_str();
-        for bad in [
-            "--to-command",
-            "--use-compress-program",
-            "--checkpoint-action",
-            "--info-script",
-            "--new-volume-script",
-            "--rmt-command",
-            "--rsh-command",
-            "--index-file",
-        ] {
-            if t == bad || t.strip_prefix(bad).is_some_and(|r| r.starts_with('=')) {
-                ctx.restrict(format!("`tar {bad}` runs a program or writes a file"));
-            }
-        }
-        let old_style = n == 0 && !t.starts_with('-');
-        let short = t.starts_with('-') && !t.starts_with("--");
-        if (short || old_style) && (t.contains('I') || t.contains('F')) {
-            ctx.restrict("`tar -I`/`-F` runs a program");
-        }
-        if ((short || old_style) && t.contains('x')) || t == "--extract" || t == "--get" {
-            ctx.restrict("`tar` extraction writes files");
-        }
-    }
-}

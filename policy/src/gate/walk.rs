@@ -1,21 +1,14 @@
 //! Walks the tree-sitter-bash syntax tree and finds every simple command.
 
-use std::cell::RefCell;
-
-use tree_sitter::{Node, Parser, Tree};
-
 use super::rules;
-use super::word::{decode, node_text, Word};
+use super::syntax::{self, Field, Node, K};
+use super::word::{decode, Word};
 use super::Ctx;
 
 /// Deeper syntax trees are not walked.
 const MAX_DEPTH: usize = 256;
 /// How many times a string may be parsed again (`sh -c 'sh -c ...'`).
 pub(crate) const MAX_REPARSE: usize = 8;
-
-thread_local! {
-    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
-}
 
 /// The text handed to the parser: every non-ASCII character replaced by as
 /// many `^` bytes as it has, so byte offsets stay the same and node text is
@@ -39,25 +32,65 @@ fn ascii_shadow(src: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-fn parse(src: &str) -> Option<Tree> {
-    let src = ascii_shadow(src);
-    let src: &str = &src;
-    PARSER.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            let mut parser = Parser::new();
-            parser
-                .set_language(&tree_sitter_bash::LANGUAGE.into())
-                .ok()?;
-            *slot = Some(parser);
+fn parse(src: &str) -> Option<syntax::Syntax> {
+    syntax::parse(&ascii_shadow(src))
+}
+
+/// Functions that call each other in a cycle (`a(){ b|b& }; b(){ a|a& }`)
+/// are a fork bomb as much as one that calls itself.
+pub(crate) fn check_recursion(ctx: &mut Ctx) {
+    use std::collections::HashMap;
+    if ctx.functions.len() < 2 {
+        return;
+    }
+    let mut graph: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (name, calls) in &ctx.functions {
+        graph
+            .entry(name.as_str())
+            .or_default()
+            .extend(calls.iter().map(String::as_str));
+    }
+    // Iterative depth-first search for a cycle (0 new, 1 on stack, 2 done).
+    let mut state: HashMap<&str, u8> = HashMap::new();
+    let mut cycle: Option<String> = None;
+    let names: Vec<&str> = graph.keys().copied().collect();
+    'outer: for start in names {
+        if state.get(start).copied().unwrap_or(0) != 0 {
+            continue;
         }
-        let parser = slot.as_mut()?;
-        let tree = parser.parse(src, None);
-        if tree.is_none() {
-            parser.reset();
+        let mut stack: Vec<(&str, usize)> = vec![(start, 0)];
+        state.insert(start, 1);
+        while let Some((node, idx)) = stack.pop() {
+            let next = graph.get(node).and_then(|v| v.get(idx)).copied();
+            match next {
+                Some(n) => {
+                    stack.push((node, idx + 1));
+                    if !graph.contains_key(n) {
+                        continue;
+                    }
+                    match state.get(n).copied().unwrap_or(0) {
+                        0 => {
+                            state.insert(n, 1);
+                            stack.push((n, 0));
+                        }
+                        1 if n != node => {
+                            cycle = Some(format!("{node}` and `{n}"));
+                            break 'outer;
+                        }
+                        _ => {}
+                    }
+                }
+                None => {
+                    state.insert(node, 2);
+                }
+            }
         }
-        tree
-    })
+    }
+    if let Some(c) = cycle {
+        ctx.danger(format!(
+            "functions `{c}` call each other (fork bomb pattern)"
+        ));
+    }
 }
 
 /// Checks on the raw text, before parsing.
@@ -96,16 +129,17 @@ pub(crate) fn parse_and_walk(ctx: &mut Ctx, src: &str, via: &[String], reparse: 
         ctx.unknown("the parser gave up on the command");
         return;
     };
-    let root = tree.root_node();
-    if root.has_error() {
+    if tree.has_error() {
         ctx.unknown("the command does not parse as shell (syntax error or unbalanced quotes)");
     }
-    check_coverage(ctx, root, src);
+    check_coverage(ctx, &tree, src);
+    let root = tree.root();
     let mut w = Walker {
         ctx,
         src,
         via,
         reparse,
+        restricted: Vec::new(),
     };
     w.walk(root, 0);
 }
@@ -113,7 +147,7 @@ pub(crate) fn parse_and_walk(ctx: &mut Ctx, src: &str, via: &[String], reparse: 
 /// Every byte between tokens must be a blank or a `\`-newline. The grammar
 /// also skips `\` + space as if it were a blank, where bash makes it part of
 /// a word (`\ sh` runs a program named " sh"): such text is not understood.
-fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
+fn check_coverage(ctx: &mut Ctx, tree: &syntax::Syntax, src: &str) {
     let bytes = src.as_bytes();
     let mut prev = 0usize;
     // A gap may hold blanks and `\`-newlines; a gap of only `\`-newlines
@@ -136,32 +170,68 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
         }
         blank || from >= to
     };
-    let mut cursor = root.walk();
     let mut ok = true;
-    'outer: loop {
-        let node = cursor.node();
-        match node.kind() {
-            "arithmetic_expansion"
-            | "c_style_for_statement"
-            | "subscript"
-            | "test_command"
-            | "expansion" => ctx.evaluator = true,
-            "compound_statement" if node.child(0).is_some_and(|c| c.kind() == "((") => {
+    // Pre-order: the order a cursor walk visits the nodes, so leaves come
+    // in source order.
+    for node in tree.preorder() {
+        let kind = node.kind();
+        match kind {
+            K::Expansion if node.text(src).ends_with("@P}") => {
+                ctx.evaluator = true;
+                ctx.unknown(
+                    "`${x@P}` expands the value as a prompt, running any substitution in it",
+                );
+            }
+            K::ArithmeticExpansion
+            | K::CStyleForStatement
+            | K::Subscript
+            | K::TestCommand
+            | K::Expansion => ctx.evaluator = true,
+            K::CompoundStatement
+                if node
+                    .first_child()
+                    .is_some_and(|c| c.kind() == K::DoubleParen) =>
+            {
                 ctx.evaluator = true
             }
-            "word" | "raw_string" | "string_content" | "ansi_c_string" | "heredoc_content"
+            K::Word | K::RawString | K::StringContent | K::AnsiCString | K::HeredocContent
                 if ctx.code_text.is_none() =>
             {
-                let text = src.get(node.byte_range()).unwrap_or("").replace('\\', "");
-                if text.contains("$(") || text.contains('`') {
+                let raw = node.text(src);
+                let text = if raw.contains('\\') {
+                    std::borrow::Cow::Owned(raw.replace('\\', ""))
+                } else {
+                    std::borrow::Cow::Borrowed(raw)
+                };
+                // A literal `$` can be joined with `(cmd)` at run time
+                // (`a='$'; b="${a}(id)"`) and then evaluated.
+                let quoted_dollar = kind != K::Word && text.contains('$')
+                    || raw.contains("\\$")
+                    || (kind == K::AnsiCString
+                        && ["\\x24", "\\044", "\\u0024", "\\U00000024"]
+                            .iter()
+                            .any(|e| raw.contains(e)));
+                if text.contains("$(") || text.contains('`') || quoted_dollar {
                     ctx.code_text = Some(text.chars().take(60).collect());
                 }
+            }
+            // tree-sitter-bash reads the pattern of `${v#...}`, `${v%...}`,
+            // `${v,,...}` as one leaf: a substitution there is invisible.
+            K::Regex
+                if node.parent().is_some_and(|p| p.kind() == K::Expansion) && {
+                    let t = node.text(src);
+                    t.contains("$(") || t.contains('`') || t.contains("${")
+                } =>
+            {
+                ctx.unknown(
+                    "a command or parameter substitution inside a parameter-expansion pattern",
+                );
             }
             _ => {}
         }
         // `x2>&1` is a word `x2` and `>&1` to bash, and `2>&1` after a
         // word with no blank is no descriptor either.
-        if node.kind() == "file_redirect"
+        if kind == K::FileRedirect
             && node.start_byte() == prev
             && prev > 0
             && bytes[prev - 1].is_ascii_digit()
@@ -169,15 +239,15 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
             ok = false;
             break;
         }
-        if node.kind() == "file_descriptor" {
-            let t = src.get(node.byte_range()).unwrap_or("");
+        if kind == K::FileDescriptor {
+            let t = node.text(src);
             let braced = t.starts_with('{') && t.ends_with('}');
             if !(braced || (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))) {
                 ok = false;
                 break;
             }
         }
-        if matches!(node.kind(), "simple_expansion" | "concatenation") && !contiguous(node) {
+        if matches!(kind, K::SimpleExpansion | K::Concatenation) && !contiguous(node) {
             ok = false;
             break;
         }
@@ -187,7 +257,7 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
             // once read `" "` as `"` plus ` "`).
             if !node.is_named()
                 && !node.is_missing()
-                && src.get(r.clone()).is_some_and(|t| t != node.kind())
+                && src.get(r.clone()).is_some_and(|t| t != node.name())
             {
                 ok = false;
                 break;
@@ -198,20 +268,13 @@ fn check_coverage(ctx: &mut Ctx, root: Node, src: &str) {
             }
             // An unquoted word never holds an unescaped blank; when the
             // grammar's does (`x\n\;`), it read past a command's end.
-            if node.kind() == "word"
+            if kind == K::Word
                 && has_unescaped_blank(&bytes[r.start.min(bytes.len())..r.end.min(bytes.len())])
             {
                 ok = false;
                 break;
             }
             prev = prev.max(r.end);
-        } else if cursor.goto_first_child() {
-            continue;
-        }
-        while !cursor.goto_next_sibling() {
-            if !cursor.goto_parent() {
-                break 'outer;
-            }
         }
     }
     if ok && !gap_ok(prev, bytes.len()) {
@@ -239,8 +302,7 @@ fn has_unescaped_newline(gap: &[u8]) -> bool {
 /// Do the children of `node` cover it without gaps?
 fn contiguous(node: Node) -> bool {
     let mut at = node.start_byte();
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
+    for child in node.children() {
         if child.start_byte() != at {
             return false;
         }
@@ -274,76 +336,79 @@ struct Walker<'c, 'a, 's, 'v> {
     src: &'s str,
     via: &'v [String],
     reparse: usize,
+    /// Kinds already reported as outside allowlist mode's grammar: the
+    /// reason depends on the kind alone, so it is recorded once.
+    restricted: Vec<&'static str>,
 }
 
 /// Named node kinds walked through without special handling.
-const CONTAINERS: &[&str] = &[
-    "program",
-    "list",
-    "compound_statement",
-    "do_group",
-    "if_statement",
-    "elif_clause",
-    "else_clause",
-    "while_statement",
-    "for_statement",
-    "c_style_for_statement",
-    "case_statement",
-    "case_item",
-    "negated_command",
-    "subshell",
-    "command_name",
-    "concatenation",
-    "string",
-    "translated_string",
-    "array",
-    "binary_expression",
-    "unary_expression",
-    "postfix_expression",
-    "ternary_expression",
-    "parenthesized_expression",
-    "subscript",
-    "brace_expression",
-    "number",
-    "heredoc_body",
-    "variable_assignments",
-    "ERROR",
+const CONTAINERS: &[K] = &[
+    K::Program,
+    K::List,
+    K::CompoundStatement,
+    K::DoGroup,
+    K::IfStatement,
+    K::ElifClause,
+    K::ElseClause,
+    K::WhileStatement,
+    K::ForStatement,
+    K::CStyleForStatement,
+    K::CaseStatement,
+    K::CaseItem,
+    K::NegatedCommand,
+    K::Subshell,
+    K::CommandName,
+    K::Concatenation,
+    K::String,
+    K::TranslatedString,
+    K::Array,
+    K::BinaryExpression,
+    K::UnaryExpression,
+    K::PostfixExpression,
+    K::TernaryExpression,
+    K::ParenthesizedExpression,
+    K::Subscript,
+    K::BraceExpression,
+    K::Number,
+    K::HeredocBody,
+    K::VariableAssignments,
+    K::Error,
 ];
 
 /// Leaf kinds that run nothing.
-const LEAVES: &[&str] = &[
-    "word",
-    "raw_string",
-    "ansi_c_string",
-    "string_content",
-    "variable_name",
-    "special_variable_name",
-    "file_descriptor",
-    "heredoc_start",
-    "heredoc_content",
-    "heredoc_end",
-    "extglob_pattern",
-    "regex",
-    "test_operator",
-    "comment",
+const LEAVES: &[K] = &[
+    K::Word,
+    K::RawString,
+    K::AnsiCString,
+    K::StringContent,
+    K::VariableName,
+    K::SpecialVariableName,
+    K::FileDescriptor,
+    K::HeredocStart,
+    K::HeredocContent,
+    K::HeredocEnd,
+    K::ExtglobPattern,
+    K::Regex,
+    K::TestOperator,
+    K::Comment,
 ];
 
 /// Named kinds that allowlist mode accepts; everything else is restricted.
-const ALLOWLIST_KINDS: &[&str] = &[
-    "program",
-    "list",
-    "pipeline",
-    "command",
-    "command_name",
-    "word",
-    "string",
-    "string_content",
-    "raw_string",
-    "concatenation",
-    "number",
-    "variable_assignment",
-    "variable_name",
-    "negated_command",
+const ALLOWLIST_KINDS: &[K] = &[
+    K::Program,
+    K::List,
+    K::Pipeline,
+    K::Command,
+    K::CommandName,
+    K::Word,
+    K::String,
+    K::StringContent,
+    K::RawString,
+    K::Concatenation,
+    K::Number,
+    K::VariableAssignment,
+    K::VariableName,
+    K::NegatedCommand,
 ];
 
 fn describe(kind: &str) -> String {
@@ -368,16 +433,18 @@ fn describe(kind: &str) -> String {
 
 impl Walker<'_, '_, '_, '_> {
     fn text(&self, node: Node) -> &str {
-        node_text(node, self.src)
+        node.text(self.src)
     }
 
     fn walk_children(&mut self, node: Node, depth: usize) {
-        let mut cursor = node.walk();
-        let in_case = node.kind() == "case_item";
-        for child in node.children(&mut cursor) {
-            if !in_case && !child.is_named() && matches!(child.kind(), ";;" | ";&" | ";;&") {
+        let in_case = node.kind() == K::CaseItem;
+        for child in node.children() {
+            if !in_case
+                && !child.is_named()
+                && matches!(child.kind(), K::DoubleSemi | K::SemiAmp | K::DoubleSemiAmp)
+            {
                 self.ctx
-                    .unknown(format!("`{}` outside `case`", child.kind()));
+                    .unknown(format!("`{}` outside `case`", child.name()));
             }
             self.walk(child, depth + 1);
         }
@@ -390,49 +457,57 @@ impl Walker<'_, '_, '_, '_> {
             return;
         }
         if node.is_missing() {
-            self.ctx.unknown(format!("missing `{}`", node.kind()));
+            self.ctx.unknown(format!("missing `{}`", node.name()));
             return;
         }
         let kind = node.kind();
         if !node.is_named() {
             match kind {
-                "&" => self.ctx.restrict("background jobs `&`"),
-                "|&" => self.ctx.restrict("`|&` pipes"),
-                "`" => self.ctx.restrict("backticks"),
+                K::Amp => self.ctx.restrict("background jobs `&`"),
+                K::PipeAmp => self.ctx.restrict("`|&` pipes"),
+                K::Backtick => self.ctx.restrict("backticks"),
                 _ => {}
             }
             return;
         }
-        if self.ctx.allowlist() && !ALLOWLIST_KINDS.contains(&kind) && kind != "ERROR" {
-            self.ctx.restrict(describe(kind));
+        if self.ctx.allowlist()
+            && !ALLOWLIST_KINDS.contains(&kind)
+            && kind != K::Error
+            && !self.restricted.contains(&node.name())
+        {
+            self.restricted.push(node.name());
+            self.ctx.restrict(describe(node.name()));
         }
         // Bash only reads `{`, `!` and `[[` as keywords when a blank follows
         // (`{}` and `!x` are programs); the grammar does not check that.
         if matches!(
             kind,
-            "compound_statement" | "negated_command" | "test_command"
+            K::CompoundStatement | K::NegatedCommand | K::TestCommand
         ) {
-            if let Some(first) = node.child(0) {
-                if matches!(first.kind(), "{" | "!" | "[[" | "[") && !blank_after(first, self.src) {
+            if let Some(first) = node.first_child() {
+                if matches!(
+                    first.kind(),
+                    K::Brace | K::Bang | K::DoubleBracket | K::Bracket
+                ) && !blank_after(first, self.src)
+                {
                     self.ctx
-                        .unknown(format!("`{}` not followed by a blank", first.kind()));
+                        .unknown(format!("`{}` not followed by a blank", first.name()));
                 }
             }
         }
         match kind {
-            "command" => self.command(node, depth),
-            "pipeline" => self.pipeline(node, depth),
-            "redirected_statement" => self.walk_children(node, depth),
-            "file_redirect" => self.redirect(node, depth),
-            "heredoc_redirect" | "herestring_redirect" => {
+            K::Command => self.command(node, depth),
+            K::Pipeline => self.pipeline(node, depth),
+            K::RedirectedStatement => self.walk_children(node, depth),
+            K::FileRedirect => self.redirect(node, depth),
+            K::HeredocRedirect | K::HerestringRedirect => {
                 // Words after `<<END` or after the `<<<` word are arguments
                 // of the command to bash; the grammar files them here.
-                let mut cursor = node.walk();
-                let extra = if kind == "heredoc_redirect" {
-                    node.children_by_field_name("argument", &mut cursor).count() > 0
+                let extra = if kind == K::HeredocRedirect {
+                    node.child_by_field(Field::Argument).is_some()
                 } else {
-                    node.named_children(&mut cursor)
-                        .filter(|c| c.kind() != "file_descriptor")
+                    node.named_children()
+                        .filter(|c| c.kind() != K::FileDescriptor)
                         .count()
                         > 1
                 };
@@ -442,107 +517,99 @@ impl Walker<'_, '_, '_, '_> {
                 }
                 self.walk_children(node, depth)
             }
-            "function_definition" => self.function(node, depth),
-            "variable_assignment" => self.assignment(node, depth),
-            "declaration_command" | "unset_command" => self.declaration(node, depth),
-            "test_command" => {
+            K::FunctionDefinition => self.function(node, depth),
+            K::VariableAssignment => self.assignment(node, depth),
+            K::DeclarationCommand | K::UnsetCommand => self.declaration(node, depth),
+            K::TestCommand => {
                 let open = node
-                    .child(0)
+                    .first_child()
                     .map(|n| self.text(n).to_string())
                     .unwrap_or_default();
                 self.record_builtin(node, &open);
                 self.walk_children(node, depth);
             }
-            "command_substitution"
-            | "process_substitution"
-            | "arithmetic_expansion"
-            | "expansion"
-            | "simple_expansion" => self.walk_children(node, depth),
+            K::CommandSubstitution
+            | K::ProcessSubstitution
+            | K::ArithmeticExpansion
+            | K::Expansion
+            | K::SimpleExpansion => self.walk_children(node, depth),
             k if CONTAINERS.contains(&k) => self.walk_children(node, depth),
             k if LEAVES.contains(&k) => {}
-            other => {
-                self.ctx.unknown(format!("shell construct `{other}`"));
+            _ => {
+                self.ctx
+                    .unknown(format!("shell construct `{}`", node.name()));
                 self.walk_children(node, depth);
             }
         }
     }
 
     fn command(&mut self, node: Node, depth: usize) {
-        let mut words: Vec<Word> = Vec::new();
-        let mut cursor = node.walk();
-        let mut children = Vec::new();
+        let mut words: Vec<Word> = Vec::with_capacity(node.child_count());
         let mut last_word_end: Option<usize> = None;
         let mut last_end: Option<usize> = None;
         let mut seen_redirect = false;
         let mut last_redirect_end: Option<usize> = None;
-        if cursor.goto_first_child() {
-            loop {
-                let child = cursor.node();
-                // `<<<$x\;` and `2>$((1))cmd` are one word to bash: the target.
-                if matches!(cursor.field_name(), Some("name" | "argument"))
-                    && last_redirect_end == Some(child.start_byte())
-                {
-                    self.ctx.unknown("a word glued to a redirection target");
-                }
-                match cursor.field_name() {
-                    Some("name") => {
-                        let mut c2 = child.walk();
-                        let inner: Vec<Node> = child.named_children(&mut c2).collect();
-                        match inner.as_slice() {
-                            [one] => words.push(decode(*one, self.src)),
-                            _ => words.push(Word {
-                                text: self.text(child).to_string(),
-                                dynamic: true,
-                                pattern: false,
-                                multi: false,
-                            }),
-                        }
-                    }
-                    Some("argument") => {
-                        // `time <<<x cmd`: to bash, `cmd` is the command.
-                        if seen_redirect && words.first().is_some_and(|w| w.text == "time") {
-                            self.ctx.unknown("`time` followed by a redirection");
-                        }
-                        words.push(decode(child, self.src))
-                    }
-                    Some("redirect") => {
-                        seen_redirect = true;
-                        last_redirect_end = Some(child.end_byte());
-                    }
-                    _ => {}
-                }
-                // A newline ends a command for bash; the grammar sometimes
-                // reads on (`git <newline> \<newline> ${x:-curl}`).
-                if let Some(end) = last_end {
-                    let gap = &self.src.as_bytes()[end.min(child.start_byte())..child.start_byte()];
-                    if has_unescaped_newline(gap) {
-                        self.ctx.unknown("a command that continues over a newline");
+        for child in node.children() {
+            let field = child.field();
+            // `<<<$x\;` and `2>$((1))cmd` are one word to bash: the target.
+            if matches!(field, Field::Name | Field::Argument)
+                && last_redirect_end == Some(child.start_byte())
+            {
+                self.ctx.unknown("a word glued to a redirection target");
+            }
+            match field {
+                Field::Name => {
+                    let mut inner = child.named_children();
+                    match (inner.next(), inner.next()) {
+                        (Some(one), None) => words.push(decode(one, self.src)),
+                        _ => words.push(Word {
+                            text: self.text(child).to_string(),
+                            dynamic: true,
+                            pattern: false,
+                            multi: false,
+                        }),
                     }
                 }
-                last_end = Some(child.end_byte());
-                // Bash separates words by blanks; the grammar sometimes
-                // splits one word in two (`$'a'\{`).
-                let wordish = matches!(cursor.field_name(), Some("name" | "argument"))
-                    || child.kind() == "variable_assignment";
-                if wordish {
-                    if let Some(prev) = last_word_end {
-                        if prev == child.start_byte() {
-                            self.ctx.unknown("two words with no blank between them");
-                        }
+                Field::Argument => {
+                    // `time <<<x cmd`: to bash, `cmd` is the command.
+                    if seen_redirect && words.first().is_some_and(|w| w.text == "time") {
+                        self.ctx.unknown("`time` followed by a redirection");
                     }
-                    last_word_end = Some(child.end_byte());
-                } else {
-                    last_word_end = None;
+                    words.push(decode(child, self.src))
                 }
-                children.push(child);
-                if !cursor.goto_next_sibling() {
-                    break;
+                Field::Redirect => {
+                    seen_redirect = true;
+                    last_redirect_end = Some(child.end_byte());
                 }
+                _ => {}
+            }
+            // A newline ends a command for bash; the grammar sometimes
+            // reads on (`git <newline> \<newline> ${x:-curl}`).
+            if let Some(end) = last_end {
+                let gap = &self.src.as_bytes()[end.min(child.start_byte())..child.start_byte()];
+                if has_unescaped_newline(gap) {
+                    self.ctx.unknown("a command that continues over a newline");
+                }
+            }
+            last_end = Some(child.end_byte());
+            // Bash separates words by blanks; the grammar sometimes
+            // splits one word in two (`$'a'\{`).
+            let wordish = matches!(field, Field::Name | Field::Argument)
+                || child.kind() == K::VariableAssignment;
+            if wordish {
+                if let Some(prev) = last_word_end {
+                    if prev == child.start_byte() {
+                        self.ctx.unknown("two words with no blank between them");
+                    }
+                }
+                last_word_end = Some(child.end_byte());
+            } else {
+                last_word_end = None;
             }
         }
         // Commands inside substitutions run first.
         let before = self.ctx.commands.len();
-        for child in children {
+        for child in node.children() {
             self.walk(child, depth + 1);
         }
         let nested_download = self.ctx.commands[before..]
@@ -565,8 +632,7 @@ impl Walker<'_, '_, '_, '_> {
 
     fn pipeline(&mut self, node: Node, depth: usize) {
         let mut stages: Vec<std::ops::Range<usize>> = Vec::new();
-        let mut cursor = node.walk();
-        for child in node.children(&mut cursor) {
+        for child in node.children() {
             let before = self.ctx.commands.len();
             self.walk(child, depth + 1);
             if child.is_named() {
@@ -592,31 +658,24 @@ impl Walker<'_, '_, '_, '_> {
     }
 
     fn redirect(&mut self, node: Node, depth: usize) {
-        let mut cursor = node.walk();
         let mut op = "";
-        let mut destinations = Vec::new();
-        if cursor.goto_first_child() {
-            loop {
-                let child = cursor.node();
-                if cursor.field_name() == Some("destination") {
-                    destinations.push(child);
-                } else if !child.is_named() && op.is_empty() {
-                    op = child.kind();
-                }
-                if !cursor.goto_next_sibling() {
-                    break;
-                }
+        let mut destinations = 0;
+        for child in node.children() {
+            if child.field() == Field::Destination {
+                destinations += 1;
+            } else if !child.is_named() && op.is_empty() {
+                op = child.name();
             }
         }
-        if destinations.len() > 1 {
+        if destinations > 1 {
             self.ctx.unknown("words after a redirection target");
         }
         let writes = matches!(op, ">" | ">>" | ">|" | "&>" | "&>>" | "<>" | ">&" | "&>|");
         if writes {
-            for dest in &destinations {
-                let w = decode(*dest, self.src);
-                if rules::is_device_write_target(&w.text) {
-                    self.ctx.danger(format!("writes to device `{}`", w.text));
+            for dest in node.children().filter(|c| c.field() == Field::Destination) {
+                let w = decode(dest, self.src);
+                if let Some(why) = super::paths::write_target_danger(&w.text) {
+                    self.ctx.danger(format!("a redirection {why}"));
                 }
             }
         }
@@ -625,27 +684,29 @@ impl Walker<'_, '_, '_, '_> {
 
     fn function(&mut self, node: Node, depth: usize) {
         let name = node
-            .child_by_field_name("name")
+            .child_by_field(Field::Name)
             .map(|n| self.text(n).to_string());
         let before = self.ctx.commands.len();
         self.walk_children(node, depth);
         if let Some(name) = name {
-            if self.ctx.commands[before..]
+            let calls: Vec<String> = self.ctx.commands[before..]
                 .iter()
-                .any(|c| c.program == name)
-            {
+                .map(|c| c.program.clone())
+                .collect();
+            if calls.contains(&name) {
                 self.ctx.danger(format!(
                     "function `{name}` calls itself (fork bomb pattern)"
                 ));
             }
+            self.ctx.functions.push((name, calls));
         }
     }
 
     fn assignment(&mut self, node: Node, depth: usize) {
-        if let Some(name) = node.child_by_field_name("name") {
+        if let Some(name) = node.child_by_field(Field::Name) {
             let ident = match name.kind() {
-                "subscript" => name
-                    .child_by_field_name("name")
+                K::Subscript => name
+                    .child_by_field(Field::Name)
                     .map(|n| self.text(n))
                     .unwrap_or(""),
                 _ => self.text(name),
@@ -665,7 +726,7 @@ impl Walker<'_, '_, '_, '_> {
 
     fn declaration(&mut self, node: Node, depth: usize) {
         let keyword = node
-            .child(0)
+            .first_child()
             .map(|n| self.text(n).to_string())
             .unwrap_or_default();
         self.record_builtin(node, &keyword);
@@ -678,14 +739,14 @@ impl Walker<'_, '_, '_, '_> {
             self.ctx.evaluator = true;
         }
         let mut argv = vec![program.to_string()];
-        let mut cursor = node.walk();
-        for child in node.named_children(&mut cursor) {
+        for child in node.named_children() {
             argv.push(decode(child, self.src).text);
         }
         let cmd = super::ParsedCommand {
             program: program.to_string(),
             argv,
             via: self.via.to_vec(),
+            rules: super::Rules::Builtin,
         };
         rules::check_listed(self.ctx, &cmd);
         self.ctx.commands.push(cmd);

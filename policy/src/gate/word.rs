@@ -1,6 +1,6 @@
 //! Shell words after quote removal, as far as the gate can know them.
 
-use tree_sitter::Node;
+use super::syntax::{Node, K};
 
 /// One shell word. `text` is the value after quote removal when the word is
 /// fully known, otherwise its source text.
@@ -40,7 +40,7 @@ impl Word {
 
 /// Decode an argument-position node into a [`Word`].
 pub(crate) fn decode(node: Node, src: &str) -> Word {
-    let raw = node_text(node, src);
+    let raw = node.text(src);
     if !on_char_boundaries(node, src) {
         return Word {
             text: String::from_utf8_lossy(&src.as_bytes()[node.byte_range()]).into_owned(),
@@ -79,10 +79,6 @@ fn on_char_boundaries(node: Node, src: &str) -> bool {
     r.end <= src.len() && src.is_char_boundary(r.start) && src.is_char_boundary(r.end)
 }
 
-pub(crate) fn node_text<'a>(node: Node, src: &'a str) -> &'a str {
-    src.get(node.byte_range()).unwrap_or("")
-}
-
 #[derive(Default)]
 struct Acc {
     text: String,
@@ -100,34 +96,32 @@ impl Acc {
             self.dynamic = true;
             return;
         }
-        let raw = node_text(node, src);
+        let raw = node.text(src);
         match node.kind() {
-            "word" => self.unquoted(raw, first),
-            "number" if node.child_count() == 0 => self.unquoted(raw, first),
-            "raw_string" => match raw.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
+            K::Word => self.unquoted(raw, first),
+            K::Number if node.child_count() == 0 => self.unquoted(raw, first),
+            K::RawString => match raw.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
                 Some(inner) => self.text.push_str(inner),
                 None => self.dynamic = true,
             },
-            "ansi_c_string" => match raw.strip_prefix("$'").and_then(|r| r.strip_suffix('\'')) {
+            K::AnsiCString => match raw.strip_prefix("$'").and_then(|r| r.strip_suffix('\'')) {
                 Some(inner) => match decode_ansi_c(inner) {
                     Some(s) => self.text.push_str(&s),
                     None => self.dynamic = true,
                 },
                 None => self.dynamic = true,
             },
-            "string" => self.double_quoted(node, src),
-            "translated_string" => {
-                let mut cursor = node.walk();
-                let strings: Vec<Node> = node.named_children(&mut cursor).collect();
-                match strings.as_slice() {
-                    [s] if s.kind() == "string" => self.double_quoted(*s, src),
+            K::String => self.double_quoted(node, src),
+            K::TranslatedString => {
+                let mut strings = node.named_children();
+                match (strings.next(), strings.next()) {
+                    (Some(s), None) if s.kind() == K::String => self.double_quoted(s, src),
                     _ => self.dynamic = true,
                 }
             }
-            "concatenation" => {
-                let mut cursor = node.walk();
+            K::Concatenation => {
                 let mut first_part = first;
-                for child in node.children(&mut cursor) {
+                for child in node.children() {
                     self.part(child, src, first_part);
                     first_part = false;
                 }
@@ -137,6 +131,7 @@ impl Acc {
     }
 
     fn unquoted(&mut self, raw: &str, first: bool) {
+        self.text.reserve(raw.len());
         let mut chars = raw.chars().peekable();
         let mut at_start = first;
         while let Some(c) = chars.next() {
@@ -183,12 +178,12 @@ impl Acc {
     }
 
     fn double_quoted(&mut self, node: Node, src: &str) {
-        let mut cursor = node.walk();
-        for child in node.children(&mut cursor) {
+        for child in node.children() {
             match child.kind() {
-                "\"" if !child.is_named() => {}
-                "string_content" => {
-                    let raw = node_text(child, src);
+                K::DoubleQuote if !child.is_named() => {}
+                K::StringContent => {
+                    let raw = child.text(src);
+                    self.text.reserve(raw.len());
                     let mut chars = raw.chars();
                     while let Some(c) = chars.next() {
                         if c == '\\' {

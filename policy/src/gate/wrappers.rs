@@ -1,10 +1,12 @@
 //! Wrapper programs: commands that run another command given in their
 //! arguments. The gate finds the wrapped command and evaluates it too.
 
+use super::grammars;
+use super::opts::{self, Grammar, Parsed};
 use super::rules;
 use super::walk::{parse_and_walk, MAX_REPARSE};
 use super::word::Word;
-use super::{Ctx, ParsedCommand};
+use super::{Ctx, ParsedCommand, Rules};
 
 /// What a program does with its arguments.
 pub(crate) enum Step {
@@ -79,10 +81,48 @@ const OPAQUE: &[&str] = &[
     "at",
     "batch",
     "crontab",
+    "run0",
+    "setarch",
+    "linux32",
+    "linux64",
+    "i386",
+    "x86_64",
+    "uname26",
+    "perf",
+    "ssh",
+    "mosh",
+    "sshpass",
+    "schroot",
+    "systemd-nspawn",
+    "lxc-attach",
+    "lxc-execute",
+    "chpst",
+    "daemonize",
+    "start-stop-daemon",
+    "xvfb-run",
+    "sem",
+    "ifne",
+    "chronic",
+    "pee",
+    "cpulimit",
+    "trickle",
+    "torify",
+    "tsocks",
+    "firejail",
+    "nsjail",
+    "minijail0",
+    "ktrace",
+    "dtruss",
+    "sandbox-exec",
 ];
 
-pub(crate) fn is_wrapper(base: &str) -> bool {
+/// Is `base` a shell the gate parses (`sh -c` strings)?
+pub(crate) fn is_shell(base: &str) -> bool {
     SHELLS.contains(&base)
+}
+
+pub(crate) fn is_wrapper(base: &str) -> bool {
+    base == "ip" || SHELLS.contains(&base)
         || OPAQUE.contains(&base)
         || matches!(
             base,
@@ -137,7 +177,7 @@ impl Ctx<'_> {
                     i += 1;
                 }
                 if i >= words.len() {
-                    self.push(&words, &via, open, true);
+                    self.push(words, &via, open, true);
                     return;
                 }
                 rules::check_wrapper_listed(self, "time");
@@ -148,7 +188,7 @@ impl Ctx<'_> {
             keyword_position = false;
             if let Err(why) = rules::check_program_name(prog) {
                 self.unknown(why);
-                self.push(&words, &via, open, false);
+                self.push(words, &via, open, false);
                 return;
             }
             let name = prog.text.clone();
@@ -157,17 +197,18 @@ impl Ctx<'_> {
                 self.unknown(format!(
                     "`{base}` run by xargs gets its arguments from stdin"
                 ));
-                self.push(&words, &via, open, false);
+                self.push(words, &via, open, false);
                 return;
             }
             match self.unwrap(&base, &words) {
                 Step::Run => {
-                    self.push(&words, &via, open, true);
+                    let r = if base == "find" { Rules::Grammar } else { Rules::None };
+                    self.push_as(words, &via, open, true, r);
                     return;
                 }
                 Step::Unknown(why) => {
                     self.unknown(why);
-                    self.push(&words, &via, open, true);
+                    self.push(words, &via, open, true);
                     return;
                 }
                 Step::Wrap { rest, open: more } => {
@@ -192,14 +233,15 @@ impl Ctx<'_> {
                         // An empty string still runs the shell.
                         self.commands.push(ParsedCommand {
                             program: via.pop().unwrap_or_default(),
-                            argv: texts(&words),
+                            argv: texts(words),
                             via,
+                            rules: Rules::Wrapper,
                         });
                     }
                     return;
                 }
                 Step::Find(groups) => {
-                    self.push(&words, &via, open, true);
+                    self.push_as(words, &via, open, true, Rules::Grammar);
                     via.push(name);
                     for group in groups {
                         self.resolve(group, via.clone(), reparse, open);
@@ -210,18 +252,38 @@ impl Ctx<'_> {
         }
     }
 
-    fn push(&mut self, words: &[Word], via: &[String], open: bool, checks: bool) {
-        if rules::evaluates_names(rules::basename(&words[0].text)) {
+    fn push(&mut self, words: Vec<Word>, via: &[String], open: bool, checks: bool) {
+        self.push_as(words, via, open, checks, Rules::None)
+    }
+
+    fn push_as(
+        &mut self,
+        words: Vec<Word>,
+        via: &[String],
+        open: bool,
+        checks: bool,
+        rules: Rules,
+    ) {
+        let base = rules::basename(&words[0].text);
+        if rules::evaluates_names(base) {
             self.evaluator = true;
+        }
+        let mut rules = rules;
+        if checks {
+            let found = rules::check_command(self, &words, open);
+            if rules == Rules::None {
+                rules = found;
+            }
+        }
+        if rules == Rules::None && is_wrapper(base) {
+            rules = Rules::Wrapper;
         }
         let cmd = ParsedCommand {
             program: words[0].text.clone(),
             argv: texts(words),
             via: via.to_vec(),
+            rules,
         };
-        if checks {
-            rules::check_command(self, words, open);
-        }
         rules::check_listed(self, &cmd);
         self.commands.push(cmd);
     }
@@ -251,8 +313,8 @@ impl Ctx<'_> {
             }
             "doas" => {
                 self.danger("privilege escalation (`doas`)");
-                options(words, "nL", "uC", &[], &[]).and_then(|(i, seen)| {
-                    if seen.contains(&'s') {
+                wrapper_opts(words, &grammars::DOAS).and_then(|(i, p)| {
+                    if p.has("s") {
                         return Err("`doas -s` runs a shell".into());
                     }
                     Ok(wrap_at(words, i))
@@ -260,38 +322,18 @@ impl Ctx<'_> {
             }
             "pkexec" => {
                 self.danger("privilege escalation (`pkexec`)");
-                options(
-                    words,
-                    "",
-                    "",
-                    &["--disable-internal-agent", "--keep-cwd"],
-                    &["--user"],
-                )
-                .map(|(i, _)| wrap_at(words, i))
+                wrapper_opts(words, &grammars::PKEXEC).map(|(i, _)| wrap_at(words, i))
             }
             "nice" => nice(words),
-            "ionice" => options(
-                words,
-                "t",
-                "cnpPu",
-                &["--ignore"],
-                &["--class", "--classdata", "--pid", "--pgid", "--uid"],
-            )
-            .map(|(i, seen)| {
-                if seen.iter().any(|c| "pPu".contains(*c)) {
+            "ionice" => wrapper_opts(words, &grammars::IONICE).map(|(i, p)| {
+                if p.has("pid") || p.has("pgid") || p.has("uid") {
                     Step::Run
                 } else {
                     wrap_at(words, i)
                 }
             }),
-            "timeout" => options(
-                words,
-                "v",
-                "sk",
-                &["--foreground", "--preserve-status", "--verbose"],
-                &["--signal", "--kill-after"],
-            )
-            .map(|(i, _)| {
+            "timeout" => wrapper_opts(words, &grammars::TIMEOUT).map(|(i, _)| {
+                // The duration, then the command.
                 if i + 1 < words.len() {
                     wrap_at(words, i + 1)
                 } else {
@@ -300,46 +342,24 @@ impl Ctx<'_> {
             }),
             // A reserved word: no options (`coproc --` runs `--`).
             "coproc" => Ok(wrap_at(words, 1)),
-            "nohup" | "builtin" => options(words, "", "", &[], &[]).map(|(i, _)| wrap_at(words, i)),
-            "time" => options(
-                words,
-                "pvqa",
-                "of",
-                &["--portability", "--verbose", "--quiet", "--append"],
-                &["--output", "--format"],
-            )
-            .map(|(i, seen)| {
-                if seen.contains(&'o') {
+            "nohup" => wrapper_opts(words, &grammars::NOHUP).map(|(i, _)| wrap_at(words, i)),
+            "builtin" => wrapper_opts(words, &grammars::BUILTIN).map(|(i, _)| wrap_at(words, i)),
+            "time" => wrapper_opts(words, &grammars::GNU_TIME).map(|(i, p)| {
+                if p.has("output") {
                     self.restrict("`time -o` writes a file");
+                    if let Some(why) = p
+                        .values("output")
+                        .find_map(|v| super::paths::write_target_danger(&v.text))
+                    {
+                        self.danger(format!("`time -o` {why}"));
+                    }
                 }
                 wrap_at(words, i)
             }),
-            "stdbuf" => options(words, "", "ioe", &[], &["--input", "--output", "--error"])
-                .map(|(i, _)| wrap_at(words, i)),
-            "setsid" => options(words, "cfw", "", &["--ctty", "--fork", "--wait"], &[])
-                .map(|(i, _)| wrap_at(words, i)),
-            "chrt" => options(
-                words,
-                "abdefiorRvmp",
-                "TPD",
-                &[
-                    "--all-tasks",
-                    "--batch",
-                    "--deadline",
-                    "--ext",
-                    "--fifo",
-                    "--idle",
-                    "--other",
-                    "--rr",
-                    "--reset-on-fork",
-                    "--verbose",
-                    "--max",
-                    "--pid",
-                ],
-                &["--sched-runtime", "--sched-period", "--sched-deadline"],
-            )
-            .map(|(mut i, seen)| {
-                if seen.contains(&'m') || seen.contains(&'p') {
+            "stdbuf" => wrapper_opts(words, &grammars::STDBUF).map(|(i, _)| wrap_at(words, i)),
+            "setsid" => wrapper_opts(words, &grammars::SETSID).map(|(i, _)| wrap_at(words, i)),
+            "chrt" => wrapper_opts(words, &grammars::CHRT).map(|(mut i, p)| {
+                if p.has("max") || p.has("pid") {
                     return Step::Run;
                 }
                 if words
@@ -351,39 +371,25 @@ impl Ctx<'_> {
                 }
                 wrap_at(words, i)
             }),
-            "taskset" => options(
-                words,
-                "acp",
-                "",
-                &["--all-tasks", "--cpu-list", "--pid"],
-                &[],
-            )
-            .map(|(i, seen)| {
-                if seen.contains(&'p') || i + 1 >= words.len() {
+            "taskset" => wrapper_opts(words, &grammars::TASKSET).map(|(i, p)| {
+                if p.has("pid") || i + 1 >= words.len() {
                     Step::Run
                 } else {
                     wrap_at(words, i + 1)
                 }
             }),
             "flock" => flock(words),
-            "command" => options(words, "pvV", "", &[], &[]).map(|(i, seen)| {
-                if seen.contains(&'v') || seen.contains(&'V') {
+            "command" => wrapper_opts(words, &grammars::COMMAND).map(|(i, p)| {
+                if p.has("v") || p.has("V") {
                     Step::Run
                 } else {
                     wrap_at(words, i)
                 }
             }),
-            "exec" => options(words, "cl", "a", &[], &[]).map(|(i, _)| wrap_at(words, i)),
+            "exec" => wrapper_opts(words, &grammars::EXEC).map(|(i, _)| wrap_at(words, i)),
             "xargs" => xargs(words),
             "find" => self.find(words),
-            "chroot" => options(
-                words,
-                "",
-                "",
-                &["--skip-chdir"],
-                &["--userspec", "--groups"],
-            )
-            .and_then(|(i, _)| {
+            "chroot" => wrapper_opts(words, &grammars::CHROOT).and_then(|(i, _)| {
                 if i + 1 < words.len() {
                     Ok(wrap_at(words, i + 1))
                 } else {
@@ -395,6 +401,16 @@ impl Ctx<'_> {
                 _ => Step::Run,
             }),
             "watch" => watch(words),
+            "ip" => {
+                // `ip netns exec NS CMD`, `ip vrf exec VRF CMD`, `ip -batch F`.
+                if words.iter().any(|w| {
+                    matches!(w.text.as_str(), "exec" | "-b" | "-batch" | "-force") || w.dynamic
+                }) {
+                    Err("`ip ... exec` runs commands in a way the gate does not model".into())
+                } else {
+                    Ok(Step::Run)
+                }
+            }
             _ => Ok(Step::Run),
         };
         r.unwrap_or_else(Step::Unknown)
@@ -418,6 +434,14 @@ impl Ctx<'_> {
                 let (name, value) = match long.split_once('=') {
                     Some((n, v)) => (n, Some(v.to_string())),
                     None => (long, None),
+                };
+                // GNU env accepts unique abbreviations (`--unse`, `--split`).
+                let name = match opts::match_long(&grammars::ENV, name) {
+                    opts::LongMatch::Found { opt, .. } => opt.name,
+                    opts::LongMatch::Ambiguous(_) => {
+                        return Err(format!("ambiguous `env` option `{w}`"))
+                    }
+                    opts::LongMatch::Unknown => return Err(format!("unknown `env` option `{w}`")),
                 };
                 match name {
                     "ignore-environment"
@@ -511,48 +535,12 @@ impl Ctx<'_> {
     }
 
     fn sudo(&mut self, words: &[Word]) -> Result<Step, String> {
-        let (i, seen) = options(
-            words,
-            "AbEHKklnPSVvBN",
-            "CDghpRrtTUu",
-            &[
-                "--askpass",
-                "--background",
-                "--bell",
-                "--preserve-env",
-                "--set-home",
-                "--remove-timestamp",
-                "--reset-timestamp",
-                "--list",
-                "--non-interactive",
-                "--preserve-groups",
-                "--stdin",
-                "--validate",
-                "--version",
-                "--help",
-            ],
-            &[
-                "--close-from",
-                "--chdir",
-                "--group",
-                "--host",
-                "--prompt",
-                "--chroot",
-                "--role",
-                "--type",
-                "--command-timeout",
-                "--other-user",
-                "--user",
-            ],
-        )
-        .map_err(|e| {
-            if e.contains("-s") || e.contains("-i") || e.contains("-e") {
-                "`sudo -s`/`-i`/`-e` runs a shell or an editor".to_string()
-            } else {
-                e
-            }
-        })?;
-        if seen.iter().any(|c| "lvKkV".contains(*c)) && i >= words.len() {
+        let (i, p) = wrapper_opts(words, &grammars::SUDO)?;
+        if p.has("shell") || p.has("login") || p.has("edit") {
+            return Err("`sudo -s`/`-i`/`-e` runs a shell or an editor".to_string());
+        }
+        let info = p.has("list") || p.has("validate") || p.has("version") || p.has("remove-timestamp") || p.has("reset-timestamp");
+        if info && i >= words.len() {
             return Ok(Step::Run);
         }
         let mut i = i;
@@ -659,9 +647,53 @@ impl Ctx<'_> {
                     }
                 }
                 "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
-                    self.restrict(format!("`find {t}` writes a file"))
+                    self.restrict(format!("`find {t}` writes a file"));
+                    if let Some(why) = words
+                        .get(i + 1)
+                        .and_then(|w| super::paths::write_target_danger(&w.text))
+                    {
+                        self.danger(format!("`find {t}` {why}"));
+                    }
                 }
                 _ => {}
+            }
+            // The primaries GNU find knows, with how many values each takes.
+            let arity = find_primary_arity(t);
+            match arity {
+                Some(n) if n > 0 => {
+                    // Values are never primaries (`-name -delete` is a name).
+                    prev = t;
+                    i += 1;
+                    for _ in 1..n {
+                        i += 1;
+                    }
+                    if i < words.len() && n >= 1 {
+                        let v = &words[i];
+                        if !v.is_static()
+                            && !matches!(
+                                prev,
+                                "-name" | "-iname" | "-path" | "-ipath" | "-wholename"
+                                    | "-iwholename" | "-regex" | "-iregex" | "-lname" | "-ilname"
+                            )
+                        {
+                            return Err(format!(
+                                "`find` expression word `{}` depends on expansion",
+                                v.text
+                            ));
+                        }
+                        i += 1;
+                    }
+                    continue;
+                }
+                Some(_) => {}
+                None if t.starts_with('-') || !matches!(t, "(" | ")" | "!" | ",") => {
+                    if t.starts_with('-') {
+                        self.restrict(format!("`find` primary `{t}` is not one the gate knows"));
+                    } else {
+                        self.restrict(format!("`find` expression word `{t}` is not a primary or operator"));
+                    }
+                }
+                None => {}
             }
             prev = t;
             i += 1;
@@ -674,8 +706,39 @@ impl Ctx<'_> {
     }
 }
 
-fn texts(words: &[Word]) -> Vec<String> {
-    words.iter().map(|w| w.text.clone()).collect()
+/// GNU find's options, tests and actions (not `-exec` and friends), with
+/// the number of values each takes.
+fn find_primary_arity(t: &str) -> Option<usize> {
+    let one = [
+        "-maxdepth", "-mindepth", "-regextype", "-files0-from", "-amin", "-anewer", "-atime",
+        "-cmin", "-cnewer", "-ctime", "-fstype", "-gid", "-group", "-ilname", "-iname", "-inum",
+        "-ipath", "-iregex", "-iwholename", "-links", "-lname", "-mmin", "-mtime", "-name",
+        "-newer", "-path", "-perm", "-regex", "-samefile", "-size", "-type", "-uid", "-used",
+        "-user", "-wholename", "-xtype", "-context", "-printf", "-fprint", "-fprint0", "-fls",
+    ];
+    let none = [
+        "-depth", "-d", "-mount", "-xdev", "-noleaf", "-ignore_readdir_race",
+        "-noignore_readdir_race", "-warn", "-nowarn", "-daystart", "-follow", "-empty",
+        "-executable", "-false", "-true", "-nogroup", "-nouser", "-readable", "-writable",
+        "-print", "-print0", "-ls", "-prune", "-quit", "-delete", "-not", "-a", "-and", "-o",
+        "-or", "(", ")", "!", ",", "-help", "--help", "-version", "--version",
+    ];
+    if one.contains(&t) {
+        Some(1)
+    } else if t == "-fprintf" {
+        Some(2)
+    } else if none.contains(&t) {
+        Some(0)
+    } else if t.len() == 9 && t.starts_with("-newer") {
+        // -newerXY REF
+        Some(1)
+    } else {
+        None
+    }
+}
+
+fn texts(words: Vec<Word>) -> Vec<String> {
+    words.into_iter().map(|w| w.text).collect()
 }
 
 fn static_arg<'w>(w: &'w Word, prog: &str) -> Result<&'w str, String> {
@@ -694,73 +757,38 @@ fn wrap_at(words: &[Word], i: usize) -> Step {
     }
 }
 
-/// Skips getopt-style options from `words[1..]`. `flags`: short options
-/// without argument; `with_arg`: short options taking one; `long_flags`,
-/// `long_arg`: the same for `--long` options. Returns the index of the
-/// first operand and the short options seen (long ones by their first
-/// letter after `--`, so `--pid` counts as `p`).
-pub(crate) fn options(
+/// Reads a wrapper's options with its grammar (the one table of wrapper
+/// options, in `grammars`): the index of its first operand (the command,
+/// or the value before it), and the options. Unknown options, ambiguous
+/// abbreviations, missing values and words that depend on expansion in
+/// option position are errors: the gate cannot tell what would run.
+pub(crate) fn wrapper_opts<'g>(
     words: &[Word],
-    flags: &str,
-    with_arg: &str,
-    long_flags: &[&str],
-    long_arg: &[&str],
-) -> Result<(usize, Vec<char>), String> {
-    let prog = words
-        .first()
-        .map(|w| rules::basename(&w.text))
-        .unwrap_or("");
-    let mut seen = Vec::new();
-    let mut i = 1;
-    while i < words.len() {
-        let w = static_arg(&words[i], prog)?;
-        if w == "--" {
-            return Ok((i + 1, seen));
-        }
-        if w.starts_with("--") {
-            let name = w.split_once('=').map_or(w, |(n, _)| n);
-            if long_flags.contains(&name) {
-                i += 1;
-            } else if long_arg.contains(&name) {
-                i += if w.contains('=') { 1 } else { 2 };
-            } else {
-                return Err(format!("unknown `{prog}` option `{w}`"));
-            }
-            if let Some(c) = name.chars().nth(2) {
-                seen.push(c);
-            }
-            continue;
-        }
-        if w.len() > 1 && w.starts_with('-') {
-            i += 1;
-            for (k, c) in w.char_indices().skip(1) {
-                seen.push(c);
-                if with_arg.contains(c) {
-                    if k + c.len_utf8() == w.len() {
-                        match words.get(i) {
-                            Some(v) => {
-                                static_arg(v, prog)?;
-                                i += 1;
-                            }
-                            None => return Err(format!("`{prog} -{c}` without its value")),
-                        }
-                    }
-                    break;
-                } else if !flags.contains(c) {
-                    return Err(format!("unknown `{prog}` option `-{c}`"));
-                }
-            }
-            continue;
-        }
-        break;
+    g: &'g Grammar,
+) -> Result<(usize, Parsed<'g>), String> {
+    let args = &words[1..];
+    let p = opts::parse_with(g, args, true);
+    if let Some(prob) = p.problems.first() {
+        return Err(prob.describe(g.prog));
     }
-    Ok((i.min(words.len()), seen))
+    let first = p.first_operand.map_or(words.len(), |i| i + 1);
+    // Option words and their values must be static.
+    for w in &words[1..first.min(words.len())] {
+        static_arg(w, g.prog)?;
+    }
+    // So must the word after them (the command, or the value before it):
+    // `timeout {-s,KILL} 5 cmd` is `timeout -s KILL 5 cmd` to bash.
+    if let Some(w) = words.get(first) {
+        static_arg(w, g.prog)?;
+    }
+    Ok((first, p))
 }
 
 fn shell(words: &[Word]) -> Step {
     let prog = rules::basename(&words[0].text).to_string();
     let mut i = 1;
     let mut command_mode = false;
+    let (mut norc, mut noprofile, mut login, mut interactive) = (false, false, false, false);
     while i < words.len() {
         let Some(w) = words[i].value() else {
             return Step::Unknown(format!(
@@ -774,10 +802,25 @@ fn shell(words: &[Word]) -> Step {
         }
         if let Some(long) = w.strip_prefix("--") {
             match long {
-                "norc" | "noprofile" | "login" | "posix" | "restricted" | "verbose"
-                | "noediting" | "debugger" | "help" | "version" | "dump-strings"
-                | "dump-po-strings" | "pretty-print" => i += 1,
-                "rcfile" | "init-file" => i += 2,
+                "norc" => {
+                    norc = true;
+                    i += 1
+                }
+                "noprofile" => {
+                    noprofile = true;
+                    i += 1
+                }
+                "login" => {
+                    login = true;
+                    i += 1
+                }
+                "posix" | "restricted" | "verbose" | "noediting" | "debugger" | "help"
+                | "version" | "dump-strings" | "dump-po-strings" | "pretty-print" => i += 1,
+                "rcfile" | "init-file" => {
+                    return Step::Unknown(format!(
+                        "`{prog} --{long}` runs a start-up file the gate cannot inspect"
+                    ))
+                }
                 _ => return Step::Unknown(format!("unknown `{prog}` option `{w}`")),
             }
             continue;
@@ -787,9 +830,11 @@ fn shell(words: &[Word]) -> Step {
             for c in w.chars().skip(1) {
                 match c {
                     'c' => command_mode = true,
+                    'i' => interactive = true,
+                    'l' => login = true,
                     'o' | 'O' => takes += 1,
                     's' => return Step::Unknown(format!("`{prog} -s` reads commands from stdin")),
-                    'a' | 'b' | 'e' | 'f' | 'h' | 'i' | 'k' | 'l' | 'm' | 'n' | 'p' | 'r' | 't'
+                    'a' | 'b' | 'e' | 'f' | 'h' | 'k' | 'm' | 'n' | 'p' | 'r' | 't'
                     | 'u' | 'v' | 'x' | 'B' | 'C' | 'E' | 'H' | 'P' | 'T' => {}
                     _ => return Step::Unknown(format!("unknown `{prog}` option `{w}`")),
                 }
@@ -798,6 +843,16 @@ fn shell(words: &[Word]) -> Step {
             continue;
         }
         break;
+    }
+    // Interactive shells read ~/.bashrc (and `$ENV`), login shells
+    // ~/.profile and friends: code the gate cannot see.
+    // (Login shells read ~/.profile and /etc/profile: writes to those are on
+    // the danger list, so `bash -lc` is followed like `bash -c`.)
+    let _ = (login, noprofile);
+    if interactive && !norc {
+        return Step::Unknown(format!(
+            "`{prog} -i` runs ~/.bashrc first and expands history and aliases: the gate cannot tell what runs"
+        ));
     }
     if command_mode {
         return match words.get(i) {
@@ -818,150 +873,44 @@ fn shell(words: &[Word]) -> Step {
 }
 
 fn nice(words: &[Word]) -> Result<Step, String> {
-    let mut i = 1;
-    while let Some(w) = words.get(i) {
-        let v = static_arg(w, "nice")?;
-        if v == "--" {
-            i += 1;
-            break;
-        } else if v == "-n" || v == "--adjustment" {
-            i += 2;
-        } else if (v.starts_with("-n") && v.len() > 2) || v.starts_with("--adjustment=") {
-            i += 1;
-        } else if v.len() > 1
-            && v.starts_with('-')
-            && v[1..]
-                .trim_start_matches('-')
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        {
-            i += 1;
-        } else if v.starts_with('-') && v.len() > 1 {
-            return Err(format!("unknown `nice` option `{v}`"));
-        } else {
-            break;
+    // `nice -5 cmd` and `nice --5 cmd` are the historical adjustment forms.
+    let mut words = words.to_vec();
+    if let Some(v) = words.get(1).and_then(|w| w.value()) {
+        let digits = v.trim_start_matches('-');
+        if v.starts_with('-') && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            words.remove(1);
         }
     }
-    Ok(wrap_at(words, i))
+    wrapper_opts(&words, &grammars::NICE).map(|(i, _)| wrap_at(&words, i))
 }
 
+/// `flock [options] FILE CMD...`, `flock [options] FILE -c STRING`,
+/// `flock [options] FD` (util-linux: options stop at the first operand).
 fn flock(words: &[Word]) -> Result<Step, String> {
-    let mut i = 1;
-    let mut script = None;
-    let mut operands = Vec::new();
-    while i < words.len() {
-        let v = static_arg(&words[i], "flock")?;
-        if !operands.is_empty()
-            && script.is_none()
-            && v != "-c"
-            && v != "--command"
-            && !v.starts_with("--command=")
-        {
-            // First operand seen and no -c: the rest is the command.
-            break;
-        }
-        match v {
-            "--" => {
-                i += 1;
-                break;
-            }
-            "-c" | "--command" => {
-                let s = words
-                    .get(i + 1)
-                    .ok_or("`flock -c` without a command string")?;
-                script = Some(static_arg(s, "flock")?.to_string());
-                i += 2;
-            }
-            "-w" | "--timeout" | "--wait" | "-E" | "--conflict-exit-code" => i += 2,
-            _ if v.starts_with("--command=") => {
-                script = Some(v["--command=".len()..].to_string());
-                i += 1;
-            }
-            _ if v.starts_with("--") => {
-                let name = v.split_once('=').map_or(v, |(n, _)| n);
-                if !matches!(
-                    name,
-                    "--shared"
-                        | "--exclusive"
-                        | "--unlock"
-                        | "--nonblock"
-                        | "--nb"
-                        | "--close"
-                        | "--no-fork"
-                        | "--verbose"
-                        | "--timeout"
-                        | "--wait"
-                        | "--conflict-exit-code"
-                        | "--fcntl"
-                ) {
-                    return Err(format!("unknown `flock` option `{v}`"));
-                }
-                i += 1;
-            }
-            _ if v.len() > 1 && v.starts_with('-') => {
-                for c in v.chars().skip(1) {
-                    if !"sxeunoFw0123456789E".contains(c) {
-                        return Err(format!("unknown `flock` option `{v}`"));
-                    }
-                }
-                i += 1;
-            }
-            _ => {
-                operands.push(i);
-                i += 1;
-            }
-        }
+    let (i, p) = wrapper_opts(words, &grammars::FLOCK)?;
+    if let Some(s) = p.values("command").next() {
+        return Ok(Step::Shell(static_arg(s, "flock")?.to_string()));
     }
-    if let Some(s) = script {
-        return Ok(Step::Shell(s));
+    // words[i] is the lock file (or descriptor).
+    let Some(_lock) = words.get(i) else {
+        return Ok(Step::Run);
+    };
+    match words.get(i + 1).and_then(|w| w.value()) {
+        Some("-c" | "--command") => {
+            let s = words
+                .get(i + 2)
+                .ok_or("`flock -c` without a command string")?;
+            Ok(Step::Shell(static_arg(s, "flock")?.to_string()))
+        }
+        Some(v) if v.starts_with("--command=") => {
+            Ok(Step::Shell(v["--command=".len()..].to_string()))
+        }
+        _ => Ok(wrap_at(words, i + 1)),
     }
-    Ok(wrap_at(words, i))
 }
 
 fn xargs(words: &[Word]) -> Result<Step, String> {
-    let mut i = 1;
-    while i < words.len() {
-        let v = static_arg(&words[i], "xargs")?;
-        if v == "--" {
-            i += 1;
-            break;
-        }
-        if let Some(long) = v.strip_prefix("--") {
-            let name = long.split_once('=').map_or(long, |(n, _)| n);
-            match name {
-                "null" | "interactive" | "no-run-if-empty" | "verbose" | "exit" | "show-limits"
-                | "open-tty" | "eof" | "replace" | "max-lines" => i += 1,
-                "arg-file" | "delimiter" | "max-args" | "max-procs" | "max-chars"
-                | "process-slot-var" => i += if long.contains('=') { 1 } else { 2 },
-                _ => return Err(format!("unknown `xargs` option `{v}`")),
-            }
-            continue;
-        }
-        if v.len() > 1 && v.starts_with('-') {
-            i += 1;
-            for (k, c) in v.char_indices().skip(1) {
-                match c {
-                    '0' | 'o' | 'p' | 'r' | 't' | 'x' => {}
-                    'e' | 'i' | 'l' => break,
-                    'a' | 'd' | 'E' | 'I' | 'L' | 'n' | 'P' | 's' => {
-                        if k + 1 == v.len() {
-                            static_arg(
-                                words
-                                    .get(i)
-                                    .ok_or(format!("`xargs -{c}` without its value"))?,
-                                "xargs",
-                            )?;
-                            i += 1;
-                        }
-                        break;
-                    }
-                    _ => return Err(format!("unknown `xargs` option `-{c}`")),
-                }
-            }
-            continue;
-        }
-        break;
-    }
+    let (i, _) = wrapper_opts(words, &grammars::XARGS)?;
     let rest = if i >= words.len() {
         vec![Word::literal("echo")]
     } else {
@@ -971,30 +920,11 @@ fn xargs(words: &[Word]) -> Result<Step, String> {
 }
 
 fn watch(words: &[Word]) -> Result<Step, String> {
-    let (i, seen) = options(
-        words,
-        "dtbegcxprwf",
-        "nq",
-        &[
-            "--differences",
-            "--no-title",
-            "--beep",
-            "--errexit",
-            "--chgexit",
-            "--color",
-            "--no-color",
-            "--exec",
-            "--precise",
-            "--no-wrap",
-            "--no-linewrap",
-            "--follow",
-        ],
-        &["--interval", "--equexit"],
-    )?;
+    let (i, p) = wrapper_opts(words, &grammars::WATCH)?;
     if i >= words.len() {
         return Ok(Step::Run);
     }
-    if seen.contains(&'x') || words[1..i].iter().any(|w| w.value() == Some("--exec")) {
+    if p.has("exec") {
         return Ok(wrap_at(words, i));
     }
     let mut joined = Vec::new();

@@ -1,0 +1,663 @@
+//! The journal of what a zot process creates outside its state directory
+//! (temporary directories, placeholder mount points for protected paths),
+//! so that what a killed run left behind is removed by the next zot run.
+//!
+//! Layout: `<state>/journal/<pid>-<random>.jsonl`, one file per process,
+//! held under an exclusive `flock` for the life of the process (the kernel
+//! drops the lock when the process dies, however it dies). Each line is a
+//! [`Line`]: `add` is written *before* the thing is created, `remove` after
+//! it is gone. [`sweep`] takes every journal whose lock it can get (its
+//! owner is dead), removes what is still recorded as added, and deletes
+//! the journal. With nothing to do it costs one directory read.
+//!
+//! Placeholders may be shared by two live runs in one workspace: they are
+//! created and released under `<state>/journal/.lock`, and a release leaves
+//! the placeholder in place while another live journal still holds it.
+//!
+//! Nothing is ever removed that does not still look like what was created:
+//! a temp dir must be a real directory (not a symlink) owned by this user,
+//! a placeholder an empty regular file or an empty directory.
+
+use std::collections::BTreeSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use nix::fcntl::{Flock, FlockArg};
+use serde::{Deserialize, Serialize};
+
+/// Directory of the journals, below the state directory.
+pub const JOURNAL_DIR: &str = "journal";
+const LOCK_FILE: &str = ".lock";
+const SUFFIX: &str = ".jsonl";
+
+/// What a journal entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// A directory tree zot made and removes whole (`remove_dir_all`).
+    TempDir,
+    /// An empty file made as a mount point for a missing protected path.
+    PlaceholderFile,
+    /// An empty directory made as a mount point for a missing protected path.
+    PlaceholderDir,
+}
+
+/// One journal line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
+pub enum Line {
+    Add { kind: Kind, path: PathBuf },
+    Remove { path: PathBuf },
+}
+
+/// Why the journal could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("journal {}: {what}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> JournalError + 'a {
+    move |source| JournalError::Io {
+        what,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn errno_err<'a>(
+    what: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(nix::Error) -> JournalError + 'a {
+    move |e| JournalError::Io {
+        what,
+        path: path.to_path_buf(),
+        source: io::Error::from(e),
+    }
+}
+
+struct Inner {
+    /// The journal file and its lock, made at the first entry.
+    file: Option<(Flock<File>, PathBuf)>,
+    dir: PathBuf,
+    /// Entries added and not yet removed, in order.
+    open: Vec<(Kind, PathBuf)>,
+}
+
+/// This process's journal. Cheap to clone. The journal file exists while
+/// something is recorded and not yet undone: made at the first entry,
+/// deleted when the last one is done. Dropped with entries still open, it
+/// stays, unlocked, exactly as after a crash, for [`sweep`].
+#[derive(Clone)]
+pub struct Journal(Arc<Mutex<Inner>>);
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inner = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        f.debug_struct("Journal").field("dir", &inner.dir).finish()
+    }
+}
+
+impl Journal {
+    /// This process's journal under `state_dir`. Creates nothing yet.
+    pub fn new(state_dir: &Path) -> Journal {
+        Journal(Arc::new(Mutex::new(Inner {
+            file: None,
+            dir: state_dir.join(JOURNAL_DIR),
+            open: Vec::new(),
+        })))
+    }
+
+    /// The journal file, once something was recorded.
+    pub fn path(&self) -> Option<PathBuf> {
+        self.lock().file.as_ref().map(|(_, p)| p.clone())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Record that `path` is about to be created. Call before creating it.
+    pub fn add(&self, kind: Kind, path: &Path) -> Result<(), JournalError> {
+        let mut inner = self.lock();
+        inner.write(&Line::Add {
+            kind,
+            path: path.to_path_buf(),
+        })?;
+        inner.open.push((kind, path.to_path_buf()));
+        Ok(())
+    }
+
+    /// Record that `path` is gone. Call after removing it.
+    pub fn done(&self, path: &Path) -> Result<(), JournalError> {
+        let mut inner = self.lock();
+        inner.write(&Line::Remove {
+            path: path.to_path_buf(),
+        })?;
+        if let Some(i) = inner.open.iter().rposition(|(_, p)| p == path) {
+            inner.open.remove(i);
+        }
+        if inner.open.is_empty() {
+            // Nothing left to undo: the journal goes (unlinked while still
+            // locked); the next entry starts a new one.
+            if let Some((_, p)) = inner.file.take() {
+                let _ = fs::remove_file(p);
+            }
+        }
+        Ok(())
+    }
+
+    /// Make a placeholder at `path` (an empty file, or an empty directory
+    /// for [`Kind::PlaceholderDir`]), or share the one another live run
+    /// made there. Held until [`Journal::release_placeholder`].
+    pub fn acquire_placeholder(&self, kind: Kind, path: &Path) -> Result<(), JournalError> {
+        let dir = self.lock().dir.clone();
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(io_err("creating the journal directory", &dir))?;
+        let _global = global_lock(&dir)?;
+        self.add(kind, path)?;
+        let made = match kind {
+            Kind::PlaceholderDir => fs::DirBuilder::new().mode(0o755).create(path),
+            _ => OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o444)
+                .open(path)
+                .map(drop),
+        };
+        match made {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && is_placeholder(kind, path) => {
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.done(path);
+                Err(io_err("creating placeholder", path)(e))
+            }
+        }
+    }
+
+    /// Give up this run's hold on the placeholder at `path`; it is removed
+    /// unless another live run still holds it.
+    pub fn release_placeholder(&self, path: &Path) -> Result<(), JournalError> {
+        let (dir, own) = {
+            let inner = self.lock();
+            let own = inner
+                .file
+                .as_ref()
+                .map(|(_, p)| p.clone())
+                .unwrap_or_default();
+            (inner.dir.clone(), own)
+        };
+        let _global = global_lock(&dir)?;
+        let kind = self
+            .lock()
+            .open
+            .iter()
+            .rev()
+            .find(|(_, p)| p == path)
+            .map(|(k, _)| *k);
+        if let Some(kind) = kind {
+            if !held_elsewhere(&dir, &own, path) {
+                remove_entry(kind, path);
+            }
+        }
+        self.done(path)
+    }
+
+    /// Remove a temp dir recorded with [`Kind::TempDir`] and record it.
+    pub fn remove_temp_dir(&self, path: &Path) -> Result<(), JournalError> {
+        remove_entry(Kind::TempDir, path);
+        self.done(path)
+    }
+}
+
+/// The journal of this process: one per process, made on first use under
+/// `state_dir` (later calls get the same journal whatever they pass).
+pub fn for_process(state_dir: &Path) -> Journal {
+    static PROCESS: std::sync::OnceLock<Journal> = std::sync::OnceLock::new();
+    PROCESS.get_or_init(|| Journal::new(state_dir)).clone()
+}
+
+/// A private (0700) directory recorded in a journal before it was made,
+/// removed with everything in it when dropped.
+#[derive(Debug)]
+pub struct TempDir {
+    path: PathBuf,
+    journal: Journal,
+}
+
+impl TempDir {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = self.journal.remove_temp_dir(&self.path);
+    }
+}
+
+impl Journal {
+    /// Make `<parent>/<prefix><random>` (mode 0700), journaled first.
+    pub fn temp_dir(&self, parent: &Path, prefix: &str) -> Result<TempDir, JournalError> {
+        loop {
+            let path = parent.join(format!("{prefix}{:012x}", random_u64() >> 16));
+            self.add(Kind::TempDir, &path)?;
+            match fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => {
+                    return Ok(TempDir {
+                        path,
+                        journal: self.clone(),
+                    })
+                }
+                Err(e) => {
+                    // Nothing was made: the entry is void either way.
+                    self.done(&path)?;
+                    if e.kind() != io::ErrorKind::AlreadyExists {
+                        return Err(io_err("creating", &path)(e));
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Inner {
+    fn write(&mut self, line: &Line) -> Result<(), JournalError> {
+        if self.file.is_none() {
+            self.file = Some(create(&self.dir)?);
+        }
+        let (file, path) = self.file.as_mut().expect("just made");
+        let mut s = serde_json::to_string(line).expect("journal lines serialize");
+        s.push('\n');
+        // One write(2) per line, appended: a crash leaves at most a torn
+        // last line, which the reader skips.
+        file.write_all(s.as_bytes())
+            .map_err(io_err("writing", path))
+    }
+}
+
+/// Create a locked journal file in `dir` (made 0700 when missing).
+fn create(dir: &Path) -> Result<(Flock<File>, PathBuf), JournalError> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(io_err("creating the journal directory", dir))?;
+    // Made under a dot name, locked, then renamed: a sweep never sees a
+    // journal that exists but is not locked yet.
+    let name = format!("{}-{:016x}", std::process::id(), random_u64());
+    let temp = dir.join(format!(".{name}.tmp"));
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(&temp)
+        .map_err(io_err("creating", &temp))?;
+    let file = Flock::lock(file, FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, e)| errno_err("locking", &temp)(e))?;
+    let path = dir.join(format!("{name}{SUFFIX}"));
+    fs::rename(&temp, &path).map_err(io_err("renaming", &temp))?;
+    Ok((file, path))
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let (true, Some((_, path))) = (self.open.is_empty(), &self.file) {
+            let _ = fs::remove_file(path);
+        }
+        // Otherwise the file stays, the lock goes with the fd, and the next
+        // sweep removes what is left.
+    }
+}
+
+/// What [`sweep`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Swept {
+    /// Leftovers removed, with their kind.
+    pub removed: Vec<(Kind, PathBuf)>,
+    /// Journals of dead runs deleted.
+    pub journals: usize,
+}
+
+/// Remove what dead runs recorded under `state_dir` and never removed.
+/// Errors are not fatal to the caller: what cannot be cleaned now stays
+/// for the next sweep.
+pub fn sweep(state_dir: &Path) -> Swept {
+    let dir = state_dir.join(JOURNAL_DIR);
+    let mut out = Swept::default();
+    let Ok(rd) = fs::read_dir(&dir) else {
+        return out;
+    };
+    let candidates: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(SUFFIX))
+        })
+        .collect();
+    if candidates.is_empty() {
+        return out;
+    }
+    let Ok(_global) = global_lock(&dir) else {
+        return out;
+    };
+    for path in candidates {
+        let Ok(file) = File::open(&path) else {
+            continue;
+        };
+        // Locked: its owner lives.
+        let Ok(locked) = Flock::lock(file, FlockArg::LockExclusiveNonblock) else {
+            continue;
+        };
+        let own = path.clone();
+        for (kind, p) in outstanding(&locked) {
+            let shared = kind != Kind::TempDir && held_elsewhere(&dir, &own, &p);
+            if !shared && remove_entry(kind, &p) {
+                out.removed.push((kind, p));
+            }
+        }
+        if fs::remove_file(&path).is_ok() {
+            out.journals += 1;
+        }
+    }
+    out
+}
+
+/// Entries of a journal added and not removed, in order.
+fn outstanding(file: &File) -> Vec<(Kind, PathBuf)> {
+    let mut open: Vec<(Kind, PathBuf)> = Vec::new();
+    for line in BufReader::new(file).lines() {
+        let Ok(line) = line else { break };
+        match serde_json::from_str::<Line>(&line) {
+            Ok(Line::Add { kind, path }) => open.push((kind, path)),
+            Ok(Line::Remove { path }) => {
+                if let Some(i) = open.iter().rposition(|(_, p)| *p == path) {
+                    open.remove(i);
+                }
+            }
+            Err(_) => {} // a torn last line
+        }
+    }
+    open
+}
+
+/// Whether a live journal other than `own` holds `path`.
+fn held_elsewhere(dir: &Path, own: &Path, path: &Path) -> bool {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return true; // fail safe: keep it
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p == own
+            || !p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(SUFFIX))
+        {
+            continue;
+        }
+        let Ok(file) = File::open(&p) else { continue };
+        // A journal we can lock belongs to a dead run (the sweep's business).
+        let file = match Flock::lock(file, FlockArg::LockSharedNonblock) {
+            Ok(_dead) => continue,
+            Err((file, _)) => file,
+        };
+        if outstanding(&file).iter().any(|(_, q)| q == path) {
+            return true;
+        }
+    }
+    false
+}
+
+fn global_lock(dir: &Path) -> Result<Flock<File>, JournalError> {
+    let path = dir.join(LOCK_FILE);
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(io_err("opening", &path))?;
+    Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, e)| errno_err("locking", &path)(e))
+}
+
+/// Whether `path` still looks like a placeholder of `kind`.
+fn is_placeholder(kind: Kind, path: &Path) -> bool {
+    let Ok(m) = fs::symlink_metadata(path) else {
+        return false;
+    };
+    // SAFETY: geteuid has no preconditions.
+    let mine = m.uid() == unsafe { libc::geteuid() };
+    match kind {
+        Kind::PlaceholderFile => mine && m.file_type().is_file() && m.len() == 0,
+        Kind::PlaceholderDir => {
+            mine && m.file_type().is_dir()
+                && fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
+        }
+        Kind::TempDir => mine && m.file_type().is_dir(),
+    }
+}
+
+/// Remove `path` if it still looks like what was created. True when removed.
+fn remove_entry(kind: Kind, path: &Path) -> bool {
+    if !is_placeholder(kind, path) {
+        return false;
+    }
+    match kind {
+        Kind::TempDir => fs::remove_dir_all(path).is_ok(),
+        Kind::PlaceholderFile => fs::remove_file(path).is_ok(),
+        Kind::PlaceholderDir => fs::remove_dir(path).is_ok(),
+    }
+}
+
+fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    // SAFETY: getrandom writes at most b.len() bytes into b.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if n == b.len() as isize {
+        u64::from_ne_bytes(b)
+    } else {
+        // Uniqueness only needs pid + time; create_new catches a clash.
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+    }
+}
+
+/// Journals under `state_dir`, for diagnostics and tests.
+pub fn journals(state_dir: &Path) -> BTreeSet<PathBuf> {
+    fs::read_dir(state_dir.join(JOURNAL_DIR))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.ends_with(SUFFIX))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clean_run_leaves_no_journal() {
+        let state = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let j = Journal::new(state.path());
+        let t = ws.path().join("zot-agent-x");
+        j.add(Kind::TempDir, &t).unwrap();
+        fs::create_dir(&t).unwrap();
+        fs::write(t.join("f"), "x").unwrap();
+        let ph = ws.path().join(".zot");
+        j.acquire_placeholder(Kind::PlaceholderFile, &ph).unwrap();
+        assert!(ph.is_file());
+        assert_eq!(journals(state.path()).len(), 1);
+        j.remove_temp_dir(&t).unwrap();
+        j.release_placeholder(&ph).unwrap();
+        assert!(!t.exists() && !ph.exists());
+        drop(j);
+        assert!(journals(state.path()).is_empty());
+    }
+
+    #[test]
+    fn a_dead_runs_leftovers_are_swept() {
+        let state = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let j = Journal::new(state.path());
+        let t = ws.path().join("zot-github-y");
+        j.add(Kind::TempDir, &t).unwrap();
+        fs::create_dir_all(t.join("a/b")).unwrap();
+        let ph = ws.path().join(".agents");
+        j.acquire_placeholder(Kind::PlaceholderDir, &ph).unwrap();
+        let kept = ws.path().join("kept");
+        j.add(Kind::TempDir, &kept).unwrap();
+        fs::create_dir(&kept).unwrap();
+        j.remove_temp_dir(&kept).unwrap();
+        fs::create_dir(&kept).unwrap(); // re-created by someone else later
+
+        // while the run lives, a sweep touches nothing
+        assert_eq!(sweep(state.path()), Swept::default());
+        assert!(t.exists() && ph.exists());
+
+        drop(j);
+        let s = sweep(state.path());
+        assert_eq!(s.journals, 1);
+        assert_eq!(
+            s.removed,
+            vec![
+                (Kind::TempDir, t.clone()),
+                (Kind::PlaceholderDir, ph.clone())
+            ]
+        );
+        assert!(!t.exists() && !ph.exists() && kept.exists());
+        assert!(journals(state.path()).is_empty());
+        assert_eq!(sweep(state.path()), Swept::default());
+    }
+
+    #[test]
+    fn a_shared_placeholder_outlives_one_holder() {
+        let state = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let ph = ws.path().join(".zot");
+        let a = Journal::new(state.path());
+        let b = Journal::new(state.path());
+        a.acquire_placeholder(Kind::PlaceholderFile, &ph).unwrap();
+        b.acquire_placeholder(Kind::PlaceholderFile, &ph).unwrap();
+        a.release_placeholder(&ph).unwrap();
+        assert!(ph.exists(), "b still relies on it");
+        // a dead holder's sweep does not take it from a live one either
+        let c = Journal::new(state.path());
+        c.acquire_placeholder(Kind::PlaceholderFile, &ph).unwrap();
+        drop(c);
+        sweep(state.path());
+        assert!(ph.exists(), "b still relies on it");
+        b.release_placeholder(&ph).unwrap();
+        assert!(!ph.exists());
+    }
+
+    #[test]
+    fn only_what_still_looks_created_is_removed() {
+        let state = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let j = Journal::new(state.path());
+        // a placeholder the command wrote into (not empty any more) stays
+        let ph = ws.path().join(".zot");
+        j.acquire_placeholder(Kind::PlaceholderFile, &ph).unwrap();
+        fs::set_permissions(&ph, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+        fs::write(&ph, "user data").unwrap();
+        // a temp dir replaced by a symlink stays (and its target too)
+        let target = ws.path().join("target");
+        fs::create_dir(&target).unwrap();
+        fs::write(target.join("precious"), "x").unwrap();
+        let t = ws.path().join("zot-agent-z");
+        j.add(Kind::TempDir, &t).unwrap();
+        std::os::unix::fs::symlink(&target, &t).unwrap();
+        drop(j);
+        let s = sweep(state.path());
+        assert!(s.removed.is_empty(), "{s:?}");
+        assert_eq!(fs::read_to_string(&ph).unwrap(), "user data");
+        assert!(target.join("precious").exists());
+        // an existing real file is never adopted as a placeholder
+        let j = Journal::new(state.path());
+        let e = j
+            .acquire_placeholder(Kind::PlaceholderFile, &ph)
+            .unwrap_err();
+        assert!(e.to_string().contains("creating placeholder"), "{e}");
+        drop(j);
+        assert!(journals(state.path()).is_empty());
+    }
+
+    #[test]
+    fn journaled_temp_dirs() {
+        let state = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let j = Journal::new(state.path());
+        let a = j.temp_dir(tmp.path(), "zot-agent-").unwrap();
+        let m = fs::metadata(a.path()).unwrap();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777,
+            0o700
+        );
+        fs::write(a.path().join("f"), "x").unwrap();
+        let kept = a.path().to_path_buf();
+        let b = j.temp_dir(tmp.path(), "zot-github-").unwrap();
+        assert_ne!(a.path(), b.path());
+        drop(a);
+        assert!(!kept.exists());
+        // a dead process's temp dir is swept
+        let left = b.path().to_path_buf();
+        // As if the process died: its journal closes, the guard never runs.
+        // SAFETY: the journal is moved out once and `b` is forgotten, so it
+        // is dropped exactly once.
+        let journal = unsafe { std::ptr::read(&b.journal) };
+        std::mem::forget(b);
+        drop(journal);
+        drop(j);
+        assert!(left.exists());
+        assert_eq!(
+            sweep(state.path()).removed,
+            vec![(Kind::TempDir, left.clone())]
+        );
+        assert!(!left.exists());
+    }
+
+    #[test]
+    fn torn_last_line_is_skipped() {
+        let state = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let j = Journal::new(state.path());
+        let t = ws.path().join("zot-agent-t");
+        j.add(Kind::TempDir, &t).unwrap();
+        fs::create_dir(&t).unwrap();
+        let jp = j.path().unwrap();
+        drop(j);
+        let mut f = OpenOptions::new().append(true).open(&jp).unwrap();
+        f.write_all(b"{\"op\":\"remove\",\"pa").unwrap();
+        let s = sweep(state.path());
+        assert_eq!(s.removed, vec![(Kind::TempDir, t.clone())]);
+    }
+}
