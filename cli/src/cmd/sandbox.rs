@@ -243,6 +243,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         // forked child, no second start of this binary.
         in_process: !args.exec_launcher,
         zot_as_launcher: args.exec_launcher,
+        cancel: None,
+        on_output: None,
     };
     // Unconfined and unsupervised: become the command (like `env`).
     if req.policy.mode == SandboxMode::DangerFullAccess
