@@ -11,6 +11,7 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -18,6 +19,7 @@ use zot_launcher::plan::{Area, Gap, LaunchPlan, Namespace, NetworkPlan};
 use zot_policy::sandbox::{SandboxMode, SandboxPolicy};
 
 pub mod bwrap;
+pub mod cancel;
 pub mod check;
 pub mod explain;
 pub mod journal;
@@ -29,6 +31,7 @@ pub mod resolve;
 mod spawn;
 mod supervise;
 
+pub use cancel::Cancel;
 pub use process::{exec_unconfined, run};
 pub use repos::find_nested_repos;
 pub use resolve::{prepare, Backend, Planned};
@@ -79,6 +82,28 @@ pub enum Output {
     Stream { max_bytes: usize },
 }
 
+/// Which of the command's output streams a chunk came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutStream {
+    Stdout,
+    Stderr,
+}
+
+/// Called with each chunk of the command's output as it arrives (from the
+/// threads that read the pipes), within the `max_bytes` of each stream,
+/// whatever [`Output`] says is done with it as well.
+#[derive(Clone)]
+pub struct OutputSink(pub Arc<SinkFn>);
+
+/// What an [`OutputSink`] calls.
+pub type SinkFn = dyn Fn(OutStream, &[u8]) + Send + Sync;
+
+impl std::fmt::Debug for OutputSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutputSink")
+    }
+}
+
 /// The command's stdin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stdin {
@@ -112,6 +137,13 @@ pub struct RunRequest {
     /// so that `/proc/self/exe` in the command names this binary (the
     /// check's attempt runner re-executes zot that way).
     pub zot_as_launcher: bool,
+    /// When this fires, the command gets the signal of an
+    /// [`interrupt`](Cancel::interrupt) (SIGTERM for a plain cancel), then
+    /// SIGKILL of the whole tree after `kill_grace`; the outcome says
+    /// `cancelled`. One already fired means the command is not started.
+    pub cancel: Option<Cancel>,
+    /// Sees the output as it comes (see [`OutputSink`]).
+    pub on_output: Option<OutputSink>,
 }
 
 impl RunRequest {
@@ -131,6 +163,8 @@ impl RunRequest {
             forward_signals: false,
             in_process: false,
             zot_as_launcher: false,
+            cancel: None,
+            on_output: None,
         }
     }
 }
@@ -280,6 +314,9 @@ pub struct RunOutcome {
     /// Output was cut at `max_bytes`.
     pub truncated: bool,
     pub timed_out: bool,
+    /// Stopped by [`RunRequest::cancel`] (or never started because it had
+    /// fired).
+    pub cancelled: bool,
     pub duration: Duration,
     pub report: EnforcementReport,
 }

@@ -15,8 +15,10 @@ use zot_launcher::LaunchStatus;
 use crate::output::{pipe, pump};
 use crate::resolve::{self, Backend};
 use crate::spawn::{self, StartError};
-use crate::supervise::{supervise, Target};
-use crate::{Level, Note, Output, RunOutcome, RunRequest, SupervisorError, EXIT_TIMEOUT};
+use crate::supervise::{fired, supervise, Stop, Target};
+use crate::{
+    Level, Note, OutStream, Output, RunOutcome, RunRequest, SupervisorError, EXIT_TIMEOUT,
+};
 
 /// Run a command confined by `req.policy`.
 pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
@@ -41,6 +43,18 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
         let (er, ew) = pipe()?;
         (Some((ow, ew)), Some((or, er)))
     };
+    if let Some(sig) = req.cancel.as_ref().and_then(fired) {
+        return Ok(RunOutcome {
+            exit_code: 128 + sig,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            truncated: false,
+            timed_out: false,
+            cancelled: true,
+            duration: start.elapsed(),
+            report,
+        });
+    }
     let placeholders = planned.plan.placeholders();
     let started = match spawn::start(&req, &planned, env, &host_env, out_pipes) {
         Ok(s) => s,
@@ -61,6 +75,7 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
                         stderr: format!("zot: {}: {source}\n", program.display()).into_bytes(),
                         truncated: false,
                         timed_out: false,
+                        cancelled: false,
                         duration: start.elapsed(),
                         report,
                     })
@@ -80,26 +95,31 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
             pump(
                 std::fs::File::from(o),
                 req.output,
-                false,
+                OutStream::Stdout,
+                req.on_output.clone(),
                 truncated.clone(),
                 exited.clone(),
             ),
             pump(
                 std::fs::File::from(e),
                 req.output,
-                true,
+                OutStream::Stderr,
+                req.on_output.clone(),
                 truncated.clone(),
                 exited.clone(),
             ),
         )
     });
 
-    let (status, timed_out) = supervise(
+    let (status, stop) = supervise(
         &started.target,
         req.timeout,
         req.kill_grace,
         req.forward_signals,
+        req.cancel.as_ref(),
     );
+    let timed_out = stop == Stop::Timeout;
+    let cancelled = stop == Stop::Cancel;
     // Without a PID namespace, kill what is left of the command's process
     // group (it led the group).
     if let Target::Group(pid) = started.target {
@@ -142,7 +162,7 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
                 }
                 report.seccomp = if seccomp { Level::Full } else { Level::None };
             }
-            (None, None) if !timed_out => {
+            (None, None) if !timed_out && !cancelled => {
                 let tail = String::from_utf8_lossy(&stderr);
                 let tail = tail
                     .lines()
@@ -178,6 +198,7 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
         stderr,
         truncated: truncated.load(Ordering::SeqCst),
         timed_out,
+        cancelled,
         duration: start.elapsed(),
         report,
     })

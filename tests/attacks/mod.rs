@@ -1037,7 +1037,9 @@ pub fn exit_code_mapping(ctx: &Ctx) {
         "/bin/true",
     ]);
     let o = run_limited(cmd, Duration::from_secs(30));
-    assert_eq!(code(&o), Some(125), "{}", text(&o));
+    // A path on the command line that does not exist: a usage error.
+    assert_eq!(code(&o), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--writable-root"), "{}", text(&o));
 }
 
 /// A `bwrap` planted in the workspace (first on PATH) is never used.

@@ -13,7 +13,11 @@ use zot_supervisor::explain::{self, Explanation};
 use zot_supervisor::BackendChoice;
 
 #[derive(clap::Args, Debug)]
-#[command(group(clap::ArgGroup::new("action").required(true).args(["check", "explain", "run_attempts"])))]
+#[command(
+    group(clap::ArgGroup::new("action").required(true).args(["check", "explain", "run_attempts"])),
+    // The internal --run-attempts stays out of the usage line too.
+    override_usage = "zot debug sandbox [OPTIONS] <--check|--explain> [REF]"
+)]
 pub struct Args {
     /// Probe the host, resolve the backend and run real escape attempts
     #[arg(long)]

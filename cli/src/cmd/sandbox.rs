@@ -49,6 +49,11 @@ pub struct Args {
     /// Print what was enforced to stderr after the command
     #[arg(long)]
     pub report: bool,
+    /// With --report: the report as one JSON object on stderr (stdout stays
+    /// the command's): `report` (backend, mode, levels, notes),
+    /// `exit_code`, `timed_out`, `truncated`, `duration_ms`
+    #[arg(long, requires = "report")]
+    pub json: bool,
     /// Run even when the mode cannot be fully enforced (and report it)
     #[arg(long)]
     pub allow_degraded: bool,
@@ -72,8 +77,15 @@ pub struct Args {
     /// rather than running its code in a forked child (tests, comparisons)
     #[arg(long, hide = true)]
     pub exec_launcher: bool,
-    /// The command and its arguments
-    #[arg(last = true, required = true, value_name = "CMD")]
+    /// The command and its arguments: after the options, or after `--`
+    /// (everything from the first word that is not an option is the
+    /// command's, its own options included)
+    #[arg(
+        trailing_var_arg = true,
+        required = true,
+        num_args = 1..,
+        value_name = "CMD"
+    )]
     pub command: Vec<OsString>,
 }
 
@@ -213,6 +225,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let policy = match policy {
         Ok(p) => p,
+        // Options that contradict each other (`--net` in read-only) or name
+        // missing paths are the command line's fault, not the sandbox's.
+        Err(e) if !args.agent_view => {
+            eprintln!("zot: {e:#}");
+            return Ok(super::USAGE);
+        }
         Err(e) => {
             eprintln!("zot: sandbox setup failed: {e:#}");
             return Ok(SETUP_FAILURE);
@@ -243,6 +261,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         // forked child, no second start of this binary.
         in_process: !args.exec_launcher,
         zot_as_launcher: args.exec_launcher,
+        cancel: None,
+        on_output: None,
     };
     // Unconfined and unsupervised: become the command (like `env`).
     if req.policy.mode == SandboxMode::DangerFullAccess
@@ -277,7 +297,16 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             if outcome.timed_out {
                 eprintln!("zot: timed out; the command and its children were killed");
             }
-            if args.report {
+            if args.json {
+                let v = serde_json::json!({
+                    "report": outcome.report,
+                    "exit_code": outcome.exit_code,
+                    "timed_out": outcome.timed_out,
+                    "truncated": outcome.truncated,
+                    "duration_ms": outcome.duration.as_millis() as u64,
+                });
+                eprintln!("{v}");
+            } else if args.report {
                 eprint!("{}", outcome.report.to_text());
             }
             Ok(outcome.exit_code.clamp(0, 255) as u8)
