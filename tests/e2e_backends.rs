@@ -28,6 +28,7 @@ mod landlock {
         control_write_read_inside_cwd, control_read_os_release, read_only_mode_refuses_cwd_writes,
         write_outside_cwd, write_etc, write_bashrc, read_ssh_key, symlink_preplanted, symlink_fresh,
         hardlink_from_outside, tcp_loopback, unix_socket_host_abstract, host_process_ptrace_kill_environ,
+        unix_socket_host_anywhere, landlock_host_ipc,
         parent_secret_env, mount_refused, nested_userns_refused, chroot_refused, io_uring_refused,
         no_new_privs_and_seccomp_on, tiocsti_injection, output_flood_capped,
         signal_forwarding, signals_reach_the_process_group, exit_code_mapping,
