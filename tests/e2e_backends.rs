@@ -447,6 +447,10 @@ fn check_read_only_passes_on_landlock_without_userns() {
             let want = match name {
                 n if n.starts_with("control:") => "ok",
                 "see a host process" => "not-enforced",
+                // No private tmpfs, no per-sandbox process limit there.
+                "/tmp larger than the tmpfs limit" | "processes beyond the process limit" => {
+                    "not-enforced"
+                }
                 _ => "refused",
             };
             assert_eq!(c["result"], want, "{name}: {c}");
@@ -630,6 +634,10 @@ fn visible_mounts(mountinfo: &str) -> Vec<String> {
                 .iter()
                 .any(|(later, _)| Path::new(mp).starts_with(later))
         })
+        // Host sockets other tests bind meanwhile are masked in one run and
+        // not the other (the masks themselves are compared by the planner
+        // tests and the socket attacks).
+        .filter(|(_, (mp, _))| !mp.ends_with(".sock"))
         .map(|(_, (_, row))| row.clone())
         .collect()
 }

@@ -647,6 +647,8 @@ pub const HOST_DEV_NODES: &[&str] = &[
     "/dev/random",
     "/dev/urandom",
     "/dev/tty",
+    // A new pty pair (its slave reached by TIOCGPTPEER, not by path).
+    "/dev/ptmx",
 ];
 
 /// System V IPC: without an own IPC namespace its objects are the host's.

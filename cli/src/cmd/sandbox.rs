@@ -107,12 +107,22 @@ pub fn limits(
     max_procs: Option<u64>,
     max_file_size: Option<u64>,
 ) -> anyhow::Result<zot_policy::limits::Limits> {
-    let cfg = zot_agent::config::load().map_err(anyhow::Error::from)?;
-    let base = cfg.config.sandbox.limits();
+    let base = match zot_agent::config::load() {
+        Ok(cfg) => cfg.config.sandbox.limits(),
+        // Someone else's file (HOME of another user): not ours to apply.
+        Err(_) if config_unreadable() => zot_policy::limits::Limits::default(),
+        Err(e) => return Err(e.into()),
+    };
     Ok(zot_policy::limits::Limits {
         tmp_size: tmp_size.unwrap_or(base.tmp_size),
         max_procs: max_procs.unwrap_or(base.max_procs),
         max_file_size: max_file_size.unwrap_or(base.max_file_size),
+    })
+}
+
+fn config_unreadable() -> bool {
+    zot_policy::config::path_from(|k| std::env::var_os(k)).is_some_and(|p| {
+        std::fs::File::open(p).is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
     })
 }
 
