@@ -304,6 +304,11 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
     };
     let mut policy =
         zot_policy::sandbox::agent_policy(&opts).map_err(|e| RunError::Sandbox(e.to_string()))?;
+    // The config file's `[sandbox]` limits (a broken file already failed
+    // the run when it was loaded first).
+    if let Ok(cfg) = crate::config::load() {
+        policy.limits = cfg.config.sandbox.limits();
+    }
     let home = crate::perms::canonical_prefix(&input.zot_home);
     policy.protected.extend(input.read_only.iter().cloned());
     if input.write.iter().any(|r| home.starts_with(r)) {

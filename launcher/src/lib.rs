@@ -292,6 +292,7 @@ impl Prepared {
             &self.env,
             true,
             &self.plan.rlimits,
+            self.plan.pid_max,
             &self.plan.landlock,
             &seccomp,
         ))

@@ -7,6 +7,7 @@ pub mod agent_toml;
 pub mod config;
 mod diagnostic;
 pub mod gate;
+pub mod limits;
 pub mod sandbox;
 pub mod skill;
 mod strict_json;

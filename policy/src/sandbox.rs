@@ -67,6 +67,9 @@ pub struct SandboxPolicy {
     pub deny_read: Vec<PathBuf>,
     pub network: NetworkPolicy,
     pub env: EnvPolicy,
+    /// Resource limits (tmpfs sizes, processes, file size).
+    #[serde(default)]
+    pub limits: crate::limits::Limits,
 }
 
 // ---------------------------------------------------------------------------
@@ -367,6 +370,7 @@ pub fn compile(mode: SandboxMode, opts: &SandboxOptions) -> Result<SandboxPolicy
                 deny_read,
                 network: NetworkPolicy::Off,
                 env: env_policy(&opts.env_allow, None),
+                limits: Default::default(),
             })
         }
         SandboxMode::WorkspaceWrite => {
@@ -387,6 +391,7 @@ pub fn compile(mode: SandboxMode, opts: &SandboxOptions) -> Result<SandboxPolicy
                     NetworkPolicy::Off
                 },
                 env: env_policy(&opts.env_allow, None),
+                limits: Default::default(),
             })
         }
         SandboxMode::DangerFullAccess => Ok(SandboxPolicy {
@@ -401,6 +406,7 @@ pub fn compile(mode: SandboxMode, opts: &SandboxOptions) -> Result<SandboxPolicy
                 keep: vec!["*".to_string()],
                 set: Vec::new(),
             },
+            limits: Default::default(),
         }),
     }
 }
@@ -448,6 +454,7 @@ pub fn agent_policy(opts: &AgentSandboxOptions) -> Result<SandboxPolicy, PolicyE
             NetworkPolicy::Off
         },
         env: env_policy(&opts.env_read, Some("/tmp".to_string())),
+        limits: Default::default(),
     })
 }
 

@@ -21,6 +21,7 @@ use zot_policy::sandbox::{SandboxMode, SandboxPolicy};
 pub mod bwrap;
 pub mod cancel;
 pub mod check;
+pub mod cgroup;
 pub mod explain;
 pub mod journal;
 mod output;
@@ -209,6 +210,70 @@ impl std::fmt::Display for Note {
     }
 }
 
+/// The resource limits a run enforces (from its plan).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LimitValues {
+    /// Bytes of each private tmpfs (`/tmp`, `/var/tmp`, `/run`, `/dev/shm`).
+    pub tmpfs_size: Option<u64>,
+    /// Processes and threads (`RLIMIT_NPROC` in the sandbox's user namespace).
+    pub processes: Option<u64>,
+    /// Largest file written (`RLIMIT_FSIZE`).
+    pub file_size: Option<u64>,
+    /// `RLIMIT_CORE` is 0.
+    pub no_core_dumps: bool,
+    /// cgroup v2 limits: what was applied, or why none.
+    pub cgroup: String,
+}
+
+impl LimitValues {
+    pub fn of(plan: &LaunchPlan) -> LimitValues {
+        use zot_launcher::plan::{MountOp, RlimitResource};
+        let rl = |r: RlimitResource| {
+            plan.rlimits
+                .iter()
+                .find(|l| l.resource == r)
+                .and_then(|l| l.hard)
+        };
+        LimitValues {
+            tmpfs_size: plan.mounts.iter().find_map(|m| match m {
+                MountOp::Tmpfs { dst, size, .. } if dst == std::path::Path::new("/tmp") => *size,
+                _ => None,
+            }),
+            processes: rl(RlimitResource::Nproc),
+            file_size: rl(RlimitResource::Fsize),
+            no_core_dumps: rl(RlimitResource::Core) == Some(0),
+            cgroup: if plan.isolation == zot_launcher::plan::Isolation::None {
+                "none".into()
+            } else {
+                cgroup::status()
+            },
+        }
+    }
+
+    /// One line: `tmpfs 512 MiB each, 1024 processes, ...`.
+    pub fn to_text(&self) -> String {
+        use zot_policy::limits::format_size;
+        let mut v = Vec::new();
+        v.push(match self.tmpfs_size {
+            Some(n) => format!("tmpfs {} each", format_size(n)),
+            None => "tmpfs unlimited".into(),
+        });
+        v.push(match self.processes {
+            Some(n) => format!("{n} processes"),
+            None => "processes unlimited".into(),
+        });
+        v.push(match self.file_size {
+            Some(n) => format!("files up to {}", format_size(n)),
+            None => "file size unlimited".into(),
+        });
+        if self.no_core_dumps {
+            v.push("no core dumps".into());
+        }
+        v.push(format!("cgroup: {}", self.cgroup));
+        v.join(", ")
+    }
+}
+
 /// What a run actually enforced.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EnforcementReport {
@@ -221,6 +286,11 @@ pub struct EnforcementReport {
     pub pid: Level,
     pub seccomp: Level,
     pub landlock: Level,
+    /// The resource limits: `full` when the tmpfs sizes and the process
+    /// limit apply (bwrap, native), `partial` without them (landlock).
+    pub limits: Level,
+    /// The limit values enforced.
+    pub limit_values: LimitValues,
     /// Why something is not full, and every downgrade accepted.
     pub notes: Vec<Note>,
 }
@@ -261,6 +331,8 @@ impl EnforcementReport {
                     Level::Full
                 },
             ),
+            limits: level(plan.level(Area::Limits)),
+            limit_values: LimitValues::of(plan),
             notes,
         }
     }
@@ -291,8 +363,9 @@ impl EnforcementReport {
     /// Human-readable multi-line form (what `--report` prints).
     pub fn to_text(&self) -> String {
         let mut s = format!(
-            "zot sandbox report: mode {} backend {}\n  filesystem: {}\n  network: {}\n  pid: {}\n  seccomp: {}\n  landlock: {}\n",
-            self.mode, self.backend, self.filesystem, self.network, self.pid, self.seccomp, self.landlock
+            "zot sandbox report: mode {} backend {}\n  filesystem: {}\n  network: {}\n  pid: {}\n  seccomp: {}\n  landlock: {}\n  limits: {} ({})\n",
+            self.mode, self.backend, self.filesystem, self.network, self.pid, self.seccomp, self.landlock,
+            self.limits, self.limit_values.to_text()
         );
         for r in self.reasons() {
             s.push_str("  note: ");

@@ -22,12 +22,37 @@ use crate::{
 
 /// Run a command confined by `req.policy`.
 pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
+    let mut masks = Vec::new();
+    match run_once(req.clone(), &mut masks) {
+        // bwrap cannot skip a mount point that vanished: a host socket
+        // removed between planning and bwrap's set-up makes it fail before
+        // anything of the command ran. Plan again, once.
+        Err(SupervisorError::Setup {
+            backend: crate::BackendKind::Bwrap,
+            ..
+        }) if masks.iter().any(|d| std::fs::symlink_metadata(d).is_err()) => {
+            run_once(req, &mut masks)
+        }
+        r => r,
+    }
+}
+
+fn run_once(req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome, SupervisorError> {
     if req.argv.is_empty() {
         return Err(SupervisorError::EmptyCommand);
     }
     let start = Instant::now();
     let host_env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let planned = resolve::prepare(&req.policy, req.backend, req.allow_degraded, &host_env)?;
+    *masks = planned
+        .plan
+        .mounts
+        .iter()
+        .filter_map(|m| match m {
+            zot_launcher::plan::MountOp::MaskSocket { dst } => Some(dst.clone()),
+            _ => None,
+        })
+        .collect();
     let mut report = planned.report.clone();
     let env = planned.plan.env.environment(|name| {
         host_env
