@@ -20,10 +20,11 @@ use zot_policy::sandbox::{SandboxMode, SandboxPolicy};
 
 pub mod bwrap;
 pub mod cancel;
-pub mod check;
 pub mod cgroup;
+pub mod check;
 pub mod explain;
 pub mod journal;
+mod notify;
 mod output;
 pub mod plan;
 mod process;
@@ -191,6 +192,12 @@ pub enum Note {
         mode: SandboxMode,
         backend: BackendKind,
     },
+    /// Connects or sends to unix sockets the sandbox did not bind were
+    /// refused (`ECONNREFUSED`).
+    HostSocketsRefused { count: u64 },
+    /// The supervisor could not check some of the sandbox's calls (they
+    /// failed).
+    SocketCheckFailed { detail: String },
 }
 
 impl std::fmt::Display for Note {
@@ -206,6 +213,11 @@ impl std::fmt::Display for Note {
                 f,
                 "degraded: mode {mode} is not fully enforced on {backend} (--allow-degraded)"
             ),
+            Note::HostSocketsRefused { count } => write!(
+                f,
+                "network: refused {count} connect/send call(s) to unix sockets the sandbox did not bind"
+            ),
+            Note::SocketCheckFailed { detail } => write!(f, "network: socket check failed: {detail}"),
         }
     }
 }

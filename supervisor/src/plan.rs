@@ -55,6 +55,12 @@ pub trait HostFs {
     fn caller_is_root(&self) -> bool {
         false
     }
+    /// The supervisor can decide on the sandbox's `connect`/`sendto`/
+    /// `sendmsg` itself (seccomp user notification and what it needs), or
+    /// what is missing.
+    fn user_notify(&self) -> Result<(), String> {
+        Err("not probed".into())
+    }
 }
 
 /// The real filesystem.
@@ -103,6 +109,14 @@ impl HostFs for RealFs {
     fn caller_is_root(&self) -> bool {
         // SAFETY: no preconditions.
         unsafe { libc::geteuid() == 0 || libc::getuid() == 0 }
+    }
+    fn user_notify(&self) -> Result<(), String> {
+        let p = zot_probes::host().seccomp();
+        match &p.user_notify_missing {
+            None if p.user_notify => Ok(()),
+            Some(why) => Err(why.clone()),
+            None => Err("seccomp filters are unavailable".into()),
+        }
     }
     fn hard_limit(&self, r: RlimitResource) -> Option<u64> {
         let mut l = libc::rlimit {
@@ -286,13 +300,19 @@ pub fn plan(
     if isolation == Isolation::Namespaces && pid_max.is_none() && fs.caller_is_root() {
         unenforced.push(Gap::NoProcessLimitForRoot);
     }
+    // The supervisor decides on every connect and addressed send (host
+    // sockets bound after the launch or in other network namespaces).
+    let notify = isolation == Isolation::Namespaces && fs.user_notify().is_ok();
+    if isolation == Isolation::Namespaces && !notify {
+        unenforced.push(Gap::HostSocketsAfterLaunch);
+    }
     Ok(LaunchPlan {
         mode: policy.mode,
         isolation,
         namespaces,
         cwd: policy.cwd.clone(),
         landlock: landlock_plan(policy, isolation, &roots, fs),
-        seccomp: seccomp_plan(&network, isolation),
+        seccomp: seccomp_plan(&network, isolation, notify),
         write_roots: roots,
         protected,
         mounts,
@@ -786,7 +806,7 @@ fn cmp(arg: u8, width: ArgWidth, op: ArgOp, value: u64, name: &str) -> ArgCmp {
     }
 }
 
-fn seccomp_plan(network: &NetworkPlan, isolation: Isolation) -> SeccompPlan {
+fn seccomp_plan(network: &NetworkPlan, isolation: Isolation, notify: bool) -> SeccompPlan {
     let ns_flags: Vec<ArgCmp> = [
         (libc::CLONE_NEWNS as u64, "CLONE_NEWNS"),
         (libc::CLONE_NEWCGROUP as u64, "CLONE_NEWCGROUP"),
@@ -875,6 +895,23 @@ fn seccomp_plan(network: &NetworkPlan, isolation: Isolation) -> SeccompPlan {
                 any_of: vec![cmp(4, ArgWidth::Bits64, ArgOp::Ne, 0, "NULL (an address)")],
             });
         }
+    }
+    if notify {
+        // The supervisor performs these itself on a copy of the arguments
+        // (supervisor/src/notify): a unix socket is reached only when the
+        // sandbox bound it. `sendmsg`'s address is behind a pointer, so
+        // every `sendmsg` and `sendmmsg` is asked about; `sendto` only with
+        // an address (`send` is `sendto` without one).
+        rules.push(SeccompRule {
+            syscalls: names(&["connect", "sendmsg", "sendmmsg"]),
+            action: SeccompAction::Notify,
+            any_of: Vec::new(),
+        });
+        rules.push(SeccompRule {
+            syscalls: names(&["sendto"]),
+            action: SeccompAction::Notify,
+            any_of: vec![cmp(4, ArgWidth::Bits64, ArgOp::Ne, 0, "NULL (an address)")],
+        });
     }
     SeccompPlan {
         enabled: true,

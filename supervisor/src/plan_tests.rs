@@ -100,6 +100,9 @@ impl HostFs for FakeFs {
             .cloned()
             .collect()
     }
+    fn user_notify(&self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 fn host() -> FakeFs {

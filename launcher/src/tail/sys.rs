@@ -29,6 +29,11 @@ pub mod nr {
     pub const LANDLOCK_CREATE_RULESET: usize = 444;
     pub const LANDLOCK_ADD_RULE: usize = 445;
     pub const LANDLOCK_RESTRICT_SELF: usize = 446;
+    pub const SOCKET: usize = 41;
+    pub const SENDMSG: usize = 46;
+    pub const CLONE: usize = 56;
+    pub const WAIT4: usize = 61;
+    pub const PIPE2: usize = 293;
 }
 
 #[cfg(any(target_arch = "aarch64", target_arch = "riscv64"))]
@@ -57,6 +62,11 @@ pub mod nr {
     pub const LANDLOCK_CREATE_RULESET: usize = 444;
     pub const LANDLOCK_ADD_RULE: usize = 445;
     pub const LANDLOCK_RESTRICT_SELF: usize = 446;
+    pub const SOCKET: usize = 198;
+    pub const SENDMSG: usize = 211;
+    pub const CLONE: usize = 220;
+    pub const WAIT4: usize = 260;
+    pub const PIPE2: usize = 59;
 }
 
 /// `syscall(n, a..f)`: the result, or `-errno`.
@@ -120,6 +130,7 @@ pub const EINVAL: i32 = 22;
 pub const ENOSYS: i32 = 38;
 pub const EOPNOTSUPP: i32 = 95;
 pub const EBADF: i32 = 9;
+pub const EPIPE: i32 = 32;
 
 pub const AT_FDCWD: isize = -100;
 pub const AT_EMPTY_PATH: usize = 0x1000;
@@ -141,6 +152,18 @@ pub const SIG_SETMASK: usize = 2;
 pub const RLIMIT_NOFILE: usize = 7;
 
 pub const SECCOMP_SET_MODE_FILTER: usize = 1;
+pub const SECCOMP_FILTER_FLAG_NEW_LISTENER: usize = 1 << 3;
+pub const SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV: usize = 1 << 5;
+
+pub const AF_NETLINK: usize = 16;
+pub const SOCK_RAW: usize = 3;
+pub const SOCK_CLOEXEC: usize = O_CLOEXEC;
+pub const NETLINK_SOCK_DIAG: usize = 4;
+pub const SOL_SOCKET: i32 = 1;
+pub const SCM_RIGHTS: i32 = 1;
+pub const MSG_NOSIGNAL: usize = 0x4000;
+pub const CLONE_FILES: usize = 0x400;
+pub const SIGCHLD: usize = 17;
 pub const LANDLOCK_CREATE_RULESET_VERSION: usize = 1;
 pub const LANDLOCK_RULE_PATH_BENEATH: usize = 1;
 

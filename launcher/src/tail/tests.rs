@@ -114,6 +114,7 @@ fn spec(argv: &[&str], compat: LandlockCompat) -> Vec<u8> {
         &cs(argv),
         &cs(&["PATH=/usr/bin:/bin", "GREETING=hi there"]),
         true,
+        false,
         &[crate::plan::Rlimit {
             resource: crate::plan::RlimitResource::Core,
             soft: Some(0),
@@ -215,7 +216,7 @@ fn required_landlock_rule_on_a_missing_path_fails() {
         access: LandlockAccess::ReadWrite,
         must_exist: true,
     });
-    let s = super::encode::encode(&cs(&["true"]), &[], true, &[], None, &plan, &[]);
+    let s = super::encode::encode(&cs(&["true"]), &[], true, false, &[], None, &plan, &[]);
     let (_, status, code) = run(s, false);
     assert_eq!(code, 125);
     assert!(
@@ -258,6 +259,7 @@ fn landlock_rules_on_files_and_directories() {
         &cs(&["/bin/sh", "-c", prog]),
         &cs(&["PATH=/usr/bin:/bin"]),
         true,
+        false,
         &[],
         None,
         &plan,
