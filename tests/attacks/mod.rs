@@ -932,6 +932,28 @@ pub fn unix_socket_other_netns(ctx: &Ctx) {
     assert!(!seen.exists(), "the other namespace's socket saw a connection");
 }
 
+/// With the host network (`--net`) the network namespace, and so the
+/// abstract socket names, are the host's: a host abstract socket is still
+/// refused (the supervisor's check; the call it makes is not Landlock's),
+/// the command's own abstract socket works.
+pub fn unix_socket_host_abstract_net(ctx: &Ctx) {
+    use std::os::linux::net::SocketAddrExt;
+    if !notify_available() {
+        return;
+    }
+    let name = format!("zot-attack-net-{}-{}", std::process::id(), ctx.unpriv);
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let l = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+    l.set_nonblocking(true).unwrap();
+    let prog = format!(
+        "import socket\ntry:\n socket.socket(socket.AF_UNIX).connect('\\0{name}'); print('ESCAPED')\nexcept OSError as e:\n print('BLOCKED', e)\no = socket.socket(socket.AF_UNIX); o.bind('\\0{name}-own'); o.listen(1)\nsocket.socket(socket.AF_UNIX).connect('\\0{name}-own'); print('OWN-OK')\n"
+    );
+    let o = ctx.py("workspace-write", &["--net"], &prog);
+    expect_blocked(ctx, "connect to a host abstract socket with --net", &o);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("OWN-OK"), "{}", text(&o));
+    assert!(l.accept().is_err(), "host abstract listener got a connection");
+}
+
 /// The command binds its own socket, then swaps the path for a host socket
 /// by rename while another thread connects in a loop; and rewrites the
 /// address in memory (own path, host path, same length) while connect and
@@ -1763,7 +1785,7 @@ macro_rules! attack_tests {
             symlink_preplanted, symlink_fresh, git_hooks_and_config, protected_paths_missing, rename_git_aside,
             nested_repo_hooks, hardlink_from_outside, tcp_loopback, unix_socket_host_path, unix_socket_host_abstract,
             unix_socket_host_anywhere, unix_socket_host_after_launch, unix_socket_other_netns,
-            unix_socket_rename_and_memory_races, control_own_sockets_and_tools,
+            unix_socket_rename_and_memory_races, unix_socket_host_abstract_net, control_own_sockets_and_tools,
             tmpfs_size_limit, fork_loop_stops, landlock_host_ipc, host_process_ptrace_kill_environ, host_pids_invisible, parent_secret_env, mount_refused,
             nested_userns_refused, chroot_refused, io_uring_refused, no_new_privs_and_seccomp_on, tiocsti_injection,
             orphan_grandchild_dies, timeout_kills_tree, output_flood_capped, signal_forwarding,
