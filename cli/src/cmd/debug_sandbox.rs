@@ -226,6 +226,13 @@ fn explain_text(e: &Explanation) -> String {
             socks.join(" ")
         }
     ));
+    if plan.isolation == zot_launcher::plan::Isolation::Namespaces {
+        s.push_str(if zot_launcher::seccomp::notifies(&plan.seccomp) {
+            "unix sockets bound later or elsewhere: connect/sendto/sendmsg checked by the supervisor (only sockets the sandbox bound are reached)\n"
+        } else {
+            "unix sockets bound later or elsewhere: not checked (no seccomp user notification here)\n"
+        });
+    }
     if let Some(b) = &e.bwrap {
         s.push_str(&format!(
             "bwrap: {} {} -- (launcher)\n",

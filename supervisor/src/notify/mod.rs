@@ -157,7 +157,11 @@ fn worker(
         idle.fetch_sub(1, Ordering::SeqCst);
         let Some(job) = job else { return };
         queued.fetch_sub(1, Ordering::SeqCst);
-        let reply = (job.run)();
+        let run = job.run;
+        // Never leave a call without an answer (its caller would wait
+        // until killed).
+        let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+            .unwrap_or(Reply::Err(libc::EIO));
         if let Ok(mut r) = running.lock() {
             r.remove(&job.id);
         }
@@ -218,8 +222,15 @@ fn serve(status: OwnedFd, stop: OwnedFd, shared_net: bool) -> Served {
                 match sys::recv(&s.listener) {
                     Ok(n) => {
                         s.calls += 1;
-                        if let Some(reply) = s.handle(&n) {
-                            sys::send(&s.listener, n.id, reply);
+                        let handled =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.handle(&n)));
+                        match handled {
+                            Ok(Some(reply)) => sys::send(&s.listener, n.id, reply),
+                            Ok(None) => {}
+                            Err(_) => {
+                                s.state.error("the check of a call failed (a bug)".into());
+                                sys::send(&s.listener, n.id, Reply::Err(libc::EIO));
+                            }
                         }
                     }
                     Err(libc::ENOENT) => {}
@@ -326,10 +337,13 @@ fn read_status(status: &OwnedFd, out: &mut Vec<u8>) -> Option<Option<(OwnedFd, O
 const MSG_BYTES: u64 = 64; // struct mmsghdr: msghdr (56) + msg_len + padding
 
 impl Serving {
-    /// Answer now, or hand the call to a worker (`None`; also when the
-    /// caller is gone).
+    /// Answer now, or hand the call to a worker (`None`). Every error is
+    /// an answer: one for a caller already gone is dropped by the kernel.
     fn handle(&mut self, n: &sys::Notif) -> Option<Reply> {
-        let pidfd = sys::pidfd_open(n.tid).ok()?;
+        let pidfd = match sys::pidfd_open(n.tid) {
+            Ok(p) => p,
+            Err(e) => return Some(Reply::Err(e)),
+        };
         // The pidfd is of the caller only if the call is still pending.
         if !sys::id_valid(&self.listener, n.id) {
             return None;
@@ -348,7 +362,6 @@ impl Serving {
         };
         match r {
             Ok(reply) => reply,
-            Err(libc::ESRCH) => None,
             Err(e) => Some(Reply::Err(e)),
         }
     }
