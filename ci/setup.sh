@@ -12,7 +12,8 @@ command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v zstd >/dev/null 2>&1 || need+=(zstd)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
-# The risk gate's attack tests run these real programs (skipped if absent).
+# The risk gate's attack tests run these real programs (a missing one fails
+# the suite under ZOT_TEST_MUST_WORK=1, as CI sets).
 command -v gawk >/dev/null 2>&1 || need+=(gawk)
 command -v rg >/dev/null 2>&1 || need+=(ripgrep)
 command -v zip >/dev/null 2>&1 || need+=(zip)
