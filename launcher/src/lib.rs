@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use zot_policy::sandbox::SandboxPolicy;
 
+pub mod bridge;
 mod harden;
 pub mod landlock_rules;
 pub mod native;

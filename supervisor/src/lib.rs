@@ -22,6 +22,7 @@ mod env;
 pub mod explain;
 pub mod journal;
 mod process;
+pub mod proxy;
 mod repos;
 pub mod resolve;
 
