@@ -9,7 +9,6 @@
 use std::time::Instant;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::UnixStream;
 use tokio::time::Instant as Deadline;
 use zot_policy::net::Host;
 
@@ -17,7 +16,7 @@ use super::dial::{self, Denial, Dialed, Failure};
 use std::sync::atomic::Ordering;
 
 use super::relay;
-use super::{record, Decision, Proto, Request, Shared, Tunnel, REASON_HEADER};
+use super::{record, Client, Decision, Proto, Request, Shared, Tunnel, REASON_HEADER};
 
 const MAX_HEADERS: usize = 128;
 
@@ -42,7 +41,7 @@ fn header_safe(s: &str) -> String {
         .collect()
 }
 
-async fn respond(stream: &mut UnixStream, status: u16, text: &str, reason: &str) {
+async fn respond(stream: &mut impl Client, status: u16, text: &str, reason: &str) {
     let body = format!("zot proxy: {reason}\n");
     let head = format!(
         "HTTP/1.1 {status} {text}\r\n{REASON_HEADER}: {}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
@@ -187,7 +186,7 @@ fn parse(head: &[u8]) -> Result<Parsed, BadRequest> {
 
 pub(crate) async fn serve(
     shared: &Shared,
-    mut stream: UnixStream,
+    mut stream: impl Client,
     first: u8,
     deadline: Deadline,
     busy: bool,
@@ -290,7 +289,7 @@ pub(crate) async fn serve(
             upstream.write_all(extra).await?;
             up.fetch_add(extra.len() as u64, Ordering::Relaxed);
         }
-        relay::relay(stream.split(), upstream.split(), &tunnel.counters).await
+        relay::relay(&stream, &upstream, &tunnel.counters).await
     }
     .await;
     tunnel.finish(result);

@@ -30,18 +30,22 @@ pub mod dial;
 mod http;
 mod relay;
 mod socks;
+mod splice;
 
 use std::fs::OpenOptions;
 use std::io;
 use std::net::IpAddr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
 use tokio::io::AsyncReadExt;
-use tokio::net::{UnixListener, UnixStream};
+use tokio::net::{TcpStream, UnixListener, UnixStream};
+use zot_launcher::bridge;
 use zot_policy::net::AllowList;
 
 pub use audit::{AuditRecord, Decision, Proto};
@@ -447,11 +451,83 @@ impl Drop for Tunnel<'_> {
     }
 }
 
-async fn serve(shared: &Shared, mut stream: UnixStream, busy: bool) {
+/// A client connection: the unix socket itself, or the sandbox's TCP
+/// connection the bridge handed over.
+pub(crate) trait Client:
+    tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + relay::Socket
+{
+}
+impl Client for UnixStream {}
+impl Client for TcpStream {}
+
+/// The first byte of a unix connection, and the descriptors that came
+/// with it.
+async fn recv_first(stream: &UnixStream) -> io::Result<(usize, u8, Vec<OwnedFd>)> {
+    loop {
+        stream.readable().await?;
+        let got = stream.try_io(tokio::io::Interest::READABLE, || {
+            let mut byte = [0u8; 1];
+            let mut space = nix::cmsg_space!([RawFd; 4]);
+            let mut iov = [io::IoSliceMut::new(&mut byte)];
+            let msg = recvmsg::<()>(
+                stream.as_raw_fd(),
+                &mut iov,
+                Some(&mut space),
+                MsgFlags::MSG_CMSG_CLOEXEC | MsgFlags::MSG_DONTWAIT,
+            )
+            .map_err(io::Error::from)?;
+            let n = msg.bytes;
+            let mut fds = Vec::new();
+            for c in msg.cmsgs().map_err(io::Error::from)? {
+                if let ControlMessageOwned::ScmRights(v) = c {
+                    // SAFETY: descriptors the kernel just installed for us.
+                    fds.extend(v.into_iter().map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }));
+                }
+            }
+            Ok((n, byte[0], fds))
+        });
+        match got {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            r => return r,
+        }
+    }
+}
+
+fn sockopt_int(fd: &OwnedFd, opt: libc::c_int) -> Option<libc::c_int> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: an int-valued option read into a local of its size.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            opt,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then_some(v)
+}
+
+/// A handed-off descriptor, if it is a TCP stream socket.
+fn handed_tcp(fd: OwnedFd) -> Option<TcpStream> {
+    let domain = sockopt_int(&fd, libc::SO_DOMAIN)?;
+    let ok = (domain == libc::AF_INET || domain == libc::AF_INET6)
+        && sockopt_int(&fd, libc::SO_TYPE)? == libc::SOCK_STREAM
+        && sockopt_int(&fd, libc::SO_PROTOCOL)? == libc::IPPROTO_TCP;
+    if !ok {
+        return None;
+    }
+    let s = std::net::TcpStream::from(fd);
+    s.set_nonblocking(true).ok()?;
+    let _ = s.set_nodelay(true);
+    TcpStream::from_std(s).ok()
+}
+
+async fn serve(shared: &Shared, stream: UnixStream, busy: bool) {
     let deadline = tokio::time::Instant::now() + shared.limits.handshake_timeout;
-    let mut first = [0u8; 1];
-    let n = match tokio::time::timeout_at(deadline, stream.read(&mut first)).await {
-        Ok(Ok(n)) => n,
+    let (n, first, mut fds) = match tokio::time::timeout_at(deadline, recv_first(&stream)).await {
+        Ok(Ok(got)) => got,
         // Nothing sent in time, or the client went away: no request, no
         // decision.
         _ => return,
@@ -459,7 +535,43 @@ async fn serve(shared: &Shared, mut stream: UnixStream, busy: bool) {
     if n == 0 {
         return;
     }
-    match first[0] {
+    if first == bridge::HANDOFF && fds.len() == 1 {
+        // The bridge's: the sandbox's TCP connection itself.
+        drop(stream);
+        let Some(mut tcp) = handed_tcp(fds.remove(0)) else {
+            shared.audit.write(record(
+                &Request::unknown(),
+                Decision::Deny,
+                None,
+                None,
+                Some("the bridge handed over something that is not a TCP connection".into()),
+                None,
+                Instant::now(),
+            ));
+            return;
+        };
+        let mut b = [0u8; 1];
+        match tokio::time::timeout_at(deadline, tcp.read(&mut b)).await {
+            Ok(Ok(1)) => dispatch(shared, tcp, b[0], deadline, busy).await,
+            _ => {}
+        }
+        return;
+    }
+    if !fds.is_empty() {
+        // Descriptors sent any other way are closed, unread.
+        return;
+    }
+    dispatch(shared, stream, first, deadline, busy).await
+}
+
+async fn dispatch(
+    shared: &Shared,
+    mut stream: impl Client,
+    first: u8,
+    deadline: tokio::time::Instant,
+    busy: bool,
+) {
+    match first {
         5 => socks::serve(shared, stream, deadline, busy).await,
         4 => {
             // SOCKS4/4a: "request rejected".

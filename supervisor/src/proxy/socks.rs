@@ -7,13 +7,12 @@
 use std::time::Instant;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::UnixStream;
 use tokio::time::Instant as Deadline;
 use zot_policy::net::Host;
 
 use super::dial::{self, Denial, Dialed, Failure};
 use super::relay;
-use super::{record, Decision, Proto, Request, Shared, Tunnel};
+use super::{record, Client, Decision, Proto, Request, Shared, Tunnel};
 
 const SUCCEEDED: u8 = 0;
 const GENERAL_FAILURE: u8 = 1;
@@ -25,7 +24,7 @@ const TTL_EXPIRED: u8 = 6;
 const COMMAND_NOT_SUPPORTED: u8 = 7;
 const ADDRESS_TYPE_NOT_SUPPORTED: u8 = 8;
 
-async fn reply(stream: &mut UnixStream, code: u8) {
+async fn reply(stream: &mut impl Client, code: u8) {
     let _ = stream.write_all(&[5, code, 0, 1, 0, 0, 0, 0, 0, 0]).await;
 }
 
@@ -39,7 +38,7 @@ enum Handshake {
     Refused { code: Option<u8>, reason: String },
 }
 
-async fn handshake(stream: &mut UnixStream) -> std::io::Result<Handshake> {
+async fn handshake(stream: &mut impl Client) -> std::io::Result<Handshake> {
     let n = stream.read_u8().await? as usize;
     let mut methods = vec![0u8; n];
     stream.read_exact(&mut methods).await?;
@@ -93,7 +92,12 @@ async fn handshake(stream: &mut UnixStream) -> std::io::Result<Handshake> {
     Ok(Handshake::Request { cmd, host, port })
 }
 
-pub(crate) async fn serve(shared: &Shared, mut stream: UnixStream, deadline: Deadline, busy: bool) {
+pub(crate) async fn serve(
+    shared: &Shared,
+    mut stream: impl Client,
+    deadline: Deadline,
+    busy: bool,
+) {
     let since = Instant::now();
     let unknown = Request {
         proto: Proto::Socks5,
@@ -171,7 +175,7 @@ pub(crate) async fn serve(shared: &Shared, mut stream: UnixStream, deadline: Dea
         deny(&req, None, Denial::Busy.to_string());
         return;
     }
-    let (mut upstream, addr, rule) = match dial::dial(shared, &host, port).await {
+    let (upstream, addr, rule) = match dial::dial(shared, &host, port).await {
         Dialed::Connected { stream, addr, rule } => (stream, addr, rule),
         Dialed::Denied { denial, rule } => {
             reply(&mut stream, NOT_ALLOWED).await;
@@ -204,6 +208,6 @@ pub(crate) async fn serve(shared: &Shared, mut stream: UnixStream, deadline: Dea
     };
     reply(&mut stream, SUCCEEDED).await;
     let tunnel = Tunnel::new(shared, req, addr, rule, since);
-    let result = relay::relay(stream.split(), upstream.split(), &tunnel.counters).await;
+    let result = relay::relay(&stream, &upstream, &tunnel.counters).await;
     tunnel.finish(result);
 }

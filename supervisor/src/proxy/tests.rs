@@ -784,3 +784,30 @@ fn curl_through_http_proxy_tunnel_and_socks5h() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("xn--bcher-kva.test:80 is not in"), "{text}");
 }
+
+#[test]
+fn a_handed_over_descriptor_must_be_a_tcp_connection() {
+    let h = Harness::new(&["127.0.0.1"], &[], quick());
+    let (r, _w) = nix::unistd::pipe().unwrap();
+    // The bridge's hand-off, with a pipe instead of a socket.
+    zot_launcher::bridge::hand_off(&r, h.proxy().socket_path()).unwrap();
+    let recs = h.wait_records(1);
+    assert_eq!(recs.len(), 1);
+    assert!(recs[0]
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("not a TCP connection"));
+}
+
+#[test]
+fn clients_may_speak_to_the_unix_socket_directly() {
+    let o = origin("127.0.0.1:0", b"direct".to_vec());
+    let lo = format!("127.0.0.1:{}", o.port);
+    let h = Harness::new(&[&lo], &[], quick());
+    let mut s = std::os::unix::net::UnixStream::connect(h.proxy().socket_path()).unwrap();
+    write!(s, "GET http://{lo}/ HTTP/1.1\r\n\r\n").unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    assert!(all.starts_with(b"HTTP/1.1 200") && all.ends_with(b"direct"));
+}
