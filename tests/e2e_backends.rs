@@ -17,6 +17,11 @@ use std::time::Duration;
 
 attack_tests!("native");
 
+/// The native backend as `zot run` starts it: the launcher exec'd.
+mod native_exec {
+    attack_tests!("native/exec");
+}
+
 mod landlock {
     use super::*;
     attack_tests!("landlock";
@@ -25,8 +30,19 @@ mod landlock {
         hardlink_from_outside, tcp_loopback, unix_socket_host_abstract, host_process_ptrace_kill_environ,
         parent_secret_env, mount_refused, nested_userns_refused, chroot_refused, io_uring_refused,
         no_new_privs_and_seccomp_on, tiocsti_injection, output_flood_capped,
-        signal_forwarding, exit_code_mapping,
+        signal_forwarding, signals_reach_the_process_group, exit_code_mapping,
     );
+
+    /// The landlock backend as `zot run` starts it: the launcher exec'd.
+    mod exec {
+        attack_tests!("landlock/exec";
+            control_write_read_inside_cwd, write_outside_cwd, write_etc, read_ssh_key,
+            tcp_loopback, unix_socket_host_abstract, host_process_ptrace_kill_environ,
+            parent_secret_env, mount_refused, nested_userns_refused, no_new_privs_and_seccomp_on,
+            tiocsti_injection, signal_forwarding, signals_reach_the_process_group,
+            exit_code_mapping,
+        );
+    }
 }
 
 // ------------------------------------------------------------------ helpers
@@ -472,51 +488,200 @@ fn explain_native_lists_mounts_rules_env_network() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let v = json(&o);
     assert_eq!(v["backend"], "native");
-    let mounts: Vec<&str> = v["mounts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m.as_str().unwrap())
-        .collect();
-    assert!(mounts[0].starts_with("ro-bind / "), "{mounts:?}");
-    assert!(
-        mounts.last().unwrap().starts_with("proc /proc"),
-        "{mounts:?}"
-    );
+    let plan = &v["plan"];
+    let mounts = plan["mounts"].as_array().unwrap();
+    let at = |pred: &dyn Fn(&serde_json::Value) -> bool| {
+        mounts
+            .iter()
+            .position(pred)
+            .unwrap_or_else(|| panic!("{mounts:#?}"))
+    };
+    assert_eq!(mounts[0]["op"], "bind");
+    assert_eq!(mounts[0]["dst"], "/");
+    assert_eq!(mounts[0]["writable"], false);
     let ws = std::fs::canonicalize(d.path()).unwrap();
-    let rw = mounts
-        .iter()
-        .position(|m| *m == format!("bind rw {}", ws.display()))
-        .expect("write root");
-    let git = mounts
-        .iter()
-        .position(|m| m.contains(&format!("{}/.git", ws.display())))
-        .expect("protected .git");
-    let tmp = mounts
-        .iter()
-        .position(|m| m.starts_with("tmpfs /tmp"))
-        .expect("private /tmp");
-    assert!(tmp < rw && rw < git, "{mounts:?}");
-    let rules = v["landlock"].as_array().unwrap();
+    let w = ws.to_str().unwrap();
+    let rw = at(&|m| m["op"] == "bind" && m["dst"] == w && m["writable"] == true);
+    let git = at(&|m| {
+        m["dst"]
+            .as_str()
+            .is_some_and(|p| p.starts_with(&format!("{w}/.git")))
+    });
+    let tmp = at(&|m| m["op"] == "tmpfs" && m["dst"] == "/tmp");
+    let proc_ = at(&|m| m["op"] == "proc");
+    assert!(tmp < proc_ && proc_ < rw && rw < git, "{mounts:#?}");
+    let rules = plan["landlock"]["rules"].as_array().unwrap();
     assert!(rules
         .iter()
-        .any(|r| r["path"] == ws.to_str().unwrap()
-            && r["rights"].as_str().unwrap().contains("write")));
-    assert!(v["seccomp"]
+        .any(|r| r["path"] == w && r["access"] == "read-write"));
+    assert!(plan["seccomp"]["rules"]
         .as_array()
         .unwrap()
         .iter()
-        .any(|s| s.as_str().unwrap().contains("ptrace")));
-    assert!(
-        !v["env_kept"]
+        .any(|r| r["syscalls"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|e| e == "ZOT_SECRET_TOKEN"),
-        "{v}"
+            .any(|s| s == "ptrace")));
+    let pass = plan["env"]["pass"].as_array().unwrap();
+    assert!(!pass.iter().any(|e| e == "ZOT_SECRET_TOKEN"), "{v}");
+    assert_eq!(plan["network"]["kind"], "off");
+    assert_eq!(plan["namespaces"].as_array().unwrap().len(), 7);
+    assert!(v["bwrap"].is_null());
+    // The human form is rendered from the same plan.
+    let o = Command::new(common::zot_bin())
+        .args([
+            "debug",
+            "sandbox",
+            "--explain",
+            "--mode",
+            "workspace-write",
+            "--backend",
+            "native",
+        ])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(&format!("bind rw {w} (nosuid, nodev)")),
+        "{out}"
     );
-    assert!(v["network"].as_str().unwrap().starts_with("off"));
-    assert_eq!(v["namespaces"].as_array().unwrap().len(), 6);
+    assert!(
+        out.contains("/: read-dir") || out.contains("/: execute"),
+        "{out}"
+    );
+    assert!(out.contains("ptrace"), "{out}");
+}
+
+/// `--explain --json` prints the plan itself, and it is the same for the
+/// bwrap and native backends (byte for byte), for each mode and an agent.
+#[test]
+fn explain_plan_is_the_same_for_bwrap_and_native() {
+    if !common::require("user namespaces", userns_ok(), "native backend needs them")
+        || !common::require(
+            "bwrap",
+            attacks::bwrap_works(),
+            "bubblewrap missing or unusable",
+        )
+    {
+        return;
+    }
+    let d = open_dir();
+    std::fs::create_dir_all(d.path().join(".git/hooks")).unwrap();
+    std::fs::write(d.path().join(".git/config"), "[core]\n").unwrap();
+    let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/code-reviewer");
+    let views: Vec<Vec<std::ffi::OsString>> = vec![
+        vec!["--mode".into(), "read-only".into()],
+        vec!["--mode".into(), "workspace-write".into()],
+        vec![agent.into_os_string()],
+    ];
+    for view in views {
+        let plan_of = |backend: &str| {
+            let o = Command::new(common::zot_bin())
+                .args([
+                    "debug",
+                    "sandbox",
+                    "--explain",
+                    "--json",
+                    "--backend",
+                    backend,
+                ])
+                .args(&view)
+                .current_dir(d.path())
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+            let v = json(&o);
+            assert_eq!(v["backend"], backend);
+            serde_json::to_string(&v["plan"]).unwrap()
+        };
+        let (b, n) = (plan_of("bwrap"), plan_of("native"));
+        assert!(b.len() > 100 && b.contains("\"mounts\""), "{b}");
+        assert_eq!(b, n, "{view:?}");
+    }
+}
+
+/// The mounts a sandbox sees, from inside: mount point, filesystem type
+/// and the per-mount flags that matter, without mounts a later mount hides.
+fn visible_mounts(mountinfo: &str) -> Vec<String> {
+    let rows: Vec<(String, String)> = mountinfo
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let sep = f.iter().position(|x| *x == "-")?;
+            let mut flags: Vec<&str> = f[5]
+                .split(',')
+                .filter(|o| ["ro", "rw", "nosuid", "nodev", "noexec"].contains(o))
+                .collect();
+            flags.sort();
+            Some((
+                f[4].to_string(),
+                format!("{} {} {}", f[4], f.get(sep + 1)?, flags.join(",")),
+            ))
+        })
+        .collect();
+    rows.iter()
+        .enumerate()
+        .filter(|(i, (mp, _))| {
+            // Hidden when a later mount sits on it or on one of its parents.
+            !rows[i + 1..]
+                .iter()
+                .any(|(later, _)| Path::new(mp).starts_with(later))
+        })
+        .map(|(_, (_, row))| row.clone())
+        .collect()
+}
+
+/// The bwrap argv rendered from a plan and the native execution of the same
+/// plan give the same view: every visible mount, its type and flags, in
+/// order, for each mode and the agent view, as root and as uid 65534.
+#[test]
+fn bwrap_and_native_build_the_same_view() {
+    for unpriv in [false, true] {
+        let Some(ctx) = attacks::Ctx::new("native", unpriv) else {
+            return;
+        };
+        if !common::require(
+            "bwrap",
+            attacks::bwrap_works(),
+            "bubblewrap missing or unusable",
+        ) {
+            return;
+        }
+        std::fs::create_dir_all(ctx.ws.join("vendor/lib/.git")).unwrap();
+        for d in ["vendor", "vendor/lib", "vendor/lib/.git"] {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(ctx.ws.join(d), std::fs::Permissions::from_mode(0o777))
+                .unwrap();
+        }
+        let views: [&[&str]; 4] = [
+            &["--mode", "read-only"],
+            &["--mode", "workspace-write"],
+            &["--mode", "workspace-write", "--net"],
+            &[
+                "--agent-view",
+                "--read-scope",
+                ctx.outside.to_str().unwrap(),
+            ],
+        ];
+        for view in views {
+            let view_of = |backend: &str| {
+                let mut c = ctx.zot();
+                c.args(["sandbox", "--backend", backend]).args(view).args([
+                    "--",
+                    "/bin/cat",
+                    "/proc/self/mountinfo",
+                ]);
+                let o = attacks::run_limited(c, Duration::from_secs(30));
+                assert_eq!(o.status.code(), Some(0), "{backend} {view:?}: {}", text(&o));
+                visible_mounts(&String::from_utf8_lossy(&o.stdout))
+            };
+            let (b, n) = (view_of("bwrap"), view_of("native"));
+            assert!(b.len() > 8, "{b:#?}");
+            assert_eq!(b, n, "{view:?} (unprivileged: {unpriv})");
+        }
+    }
 }
 
 #[test]
@@ -647,32 +812,35 @@ fn explain_agent_reference_on_native() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let v = json(&o);
     assert_eq!(v["backend"], "native");
-    let mounts: Vec<&str> = v["mounts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m.as_str().unwrap())
-        .collect();
-    assert!(mounts[0].starts_with("tmpfs / "), "{mounts:?}");
+    let mounts = v["plan"]["mounts"].as_array().unwrap();
+    assert_eq!(mounts[0]["op"], "tmpfs", "{mounts:#?}");
+    assert_eq!(mounts[0]["dst"], "/", "{mounts:#?}");
     assert!(
-        mounts.iter().any(|m| m.starts_with("ro-bind /usr")),
-        "{mounts:?}"
+        mounts
+            .iter()
+            .any(|m| m["op"] == "bind" && m["dst"] == "/usr"),
+        "{mounts:#?}"
     );
     let ws = std::fs::canonicalize(d.path()).unwrap();
     assert!(
-        mounts.iter().any(|m| m.contains(ws.to_str().unwrap())),
-        "{mounts:?}"
+        mounts.iter().any(|m| m["dst"] == ws.to_str().unwrap()),
+        "{mounts:#?}"
     );
     if let Some(home) = std::env::var_os("HOME").map(std::path::PathBuf::from) {
         if home != Path::new("/") && !ws.starts_with(&home) {
             let h = home.to_string_lossy().into_owned();
-            assert!(!mounts.iter().any(|m| m.contains(&h)), "{mounts:?}");
+            assert!(
+                !mounts
+                    .iter()
+                    .any(|m| m["dst"].as_str().is_some_and(|d| d.starts_with(&h))),
+                "{mounts:#?}"
+            );
         }
     }
+    let last = mounts.last().unwrap();
     assert_eq!(
-        mounts.last().copied(),
-        Some("remount / read-only"),
-        "{mounts:?}"
+        (last["op"].as_str(), last["dst"].as_str()),
+        (Some("remount-ro"), Some("/"))
     );
 }
 

@@ -1,6 +1,7 @@
 //! End-to-end tests of `zot sandbox` with the bubblewrap backend: the full
 //! attack suite (tests/attacks/mod.rs) as root and as an unprivileged user,
-//! plus CLI behaviour that does not depend on the backend.
+//! with the launcher image and with the zot binary as launcher, plus CLI
+//! behaviour that does not depend on the backend.
 mod common;
 #[macro_use]
 #[path = "attacks/mod.rs"]
@@ -8,6 +9,13 @@ mod attacks;
 
 attack_tests!("bwrap");
 attack_tests!("bwrap"; agent_view_restricted, planted_bwrap_ignored);
+
+/// bwrap with the zot binary as the launcher inside (the fallback when the
+/// launcher image cannot run; `/proc/self/exe` is zot then).
+mod bwrap_exec {
+    attack_tests!("bwrap/exec");
+    attack_tests!("bwrap/exec"; agent_view_restricted);
+}
 
 mod cli {
     use std::process::Command;

@@ -33,6 +33,9 @@ pub struct AgentSpec {
     pub req_bin: Vec<String>,
     pub entry_pre: Option<String>,
     pub default_prompt: Option<String>,
+    /// Shown when the interactive mode starts (`entry.greeting`, agent.toml
+    /// `intro_markdown`).
+    pub greeting: Option<String>,
     pub replace_system_prompt: bool,
     /// Instructions given in the package itself (agent.toml); `None` for a
     /// zotfile, whose instructions are `AGENT.md`.
@@ -126,6 +129,11 @@ pub fn open_agent_toml(path: &Path) -> Result<LoadedAgent, RunError> {
         fs_write: vec!["${workspace}".into()],
         instructions: Some(pkg.instructions.clone()),
         max_steps: pkg.max_iterations(),
+        greeting: pkg
+            .manifest
+            .intro_markdown
+            .clone()
+            .filter(|s| !s.trim().is_empty()),
         ..Default::default()
     };
     Ok(LoadedAgent {
@@ -165,6 +173,7 @@ fn spec_of(m: &zot_policy::zotfile::Manifest) -> AgentSpec {
         req_bin: m.requirements.bin.clone(),
         entry_pre: m.entry.pre.clone().filter(|s| !s.is_empty()),
         default_prompt: m.entry.default_prompt.clone().filter(|s| !s.is_empty()),
+        greeting: m.entry.greeting.clone().filter(|s| !s.trim().is_empty()),
         replace_system_prompt: m.replace_system_prompt,
         instructions: None,
         max_steps: None,

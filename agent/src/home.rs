@@ -66,6 +66,10 @@ impl AgentHome {
     pub fn consent_dir(&self) -> PathBuf {
         self.agent_dir().join("consents")
     }
+    /// The interactive mode's input history (lines typed at the prompt).
+    pub fn history_file(&self) -> PathBuf {
+        self.agent_dir().join("history")
+    }
     pub fn sessions_dir(&self) -> PathBuf {
         self.home.join("sessions").join("agents").join(&self.name)
     }

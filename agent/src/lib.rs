@@ -9,6 +9,7 @@
 //! Dependencies on the package loader, the risk gate and the supervisor
 //! all go through [`deps`]; models go through [`providers`].
 
+pub mod commands;
 pub mod config;
 pub mod consent;
 pub mod deps;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::deps::{self, LoadedAgent};
+use crate::ui::Progress;
 use crate::RunError;
 
 /// A parsed reference.
@@ -169,7 +170,7 @@ pub fn resolve(s: &str, cwd: &Path) -> Result<LoadedAgent, RunError> {
         keys: &none,
         required: false,
     };
-    resolve_checked(s, cwd, &sigs, &mut Vec::new())
+    resolve_checked(s, cwd, &sigs, &mut Vec::new(), &mut |_| {})
 }
 
 /// Resolve and load a reference, checking the publisher signature of a
@@ -178,11 +179,14 @@ pub fn resolve(s: &str, cwd: &Path) -> Result<LoadedAgent, RunError> {
 /// [`crate::trust::open_archive`]. Under `sigs.required`, references with
 /// no signed artifact (directories, agent.toml packages) are refused.
 /// Reasons a signature was not used go to `warnings`.
+///
+/// Downloads report their progress to `progress`.
 pub fn resolve_checked(
     s: &str,
     cwd: &Path,
     sigs: &Signatures,
     warnings: &mut Vec<String>,
+    progress: &mut dyn FnMut(&Progress),
 ) -> Result<LoadedAgent, RunError> {
     match parse(s, cwd)? {
         Reference::Local(p) => open_local(s, &p, sigs, warnings),
@@ -191,13 +195,13 @@ pub fn resolve_checked(
             repo,
             git_ref,
             path,
-        } => fetch_github(s, &owner, &repo, &git_ref, &path, sigs, warnings),
+        } => fetch_github(s, &owner, &repo, &git_ref, &path, sigs, warnings, progress),
         Reference::GitHubRelease {
             owner,
             repo,
             tag,
             file,
-        } => fetch_release(&owner, &repo, &tag, &file, sigs, warnings),
+        } => fetch_release(&owner, &repo, &tag, &file, sigs, warnings, progress),
     }
 }
 
@@ -232,19 +236,48 @@ fn http_agent() -> ureq::Agent {
         .new_agent()
 }
 
-/// GET `url` (at most `limit` bytes); `Ok(None)` on 404.
-fn download(agent: &ureq::Agent, url: &str, limit: u64) -> Result<Option<Vec<u8>>, String> {
+/// GET `url` (at most `limit` bytes); `Ok(None)` on 404. The bytes
+/// received are reported to `progress` as they come.
+fn download(
+    agent: &ureq::Agent,
+    url: &str,
+    limit: u64,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Option<Vec<u8>>, String> {
+    use std::io::Read;
     let mut resp = match agent.get(url).call() {
         Ok(r) => r,
         Err(ureq::Error::StatusCode(404)) => return Ok(None),
         Err(e) => return Err(format!("download {url}: {e}")),
     };
-    resp.body_mut()
-        .with_config()
-        .limit(limit)
-        .read_to_vec()
-        .map(Some)
-        .map_err(|e| format!("download {url}: {e}"))
+    let total = resp.body().content_length();
+    let what = format!("downloading {}", url.split("://").nth(1).unwrap_or(url));
+    let mut reader = resp.body_mut().with_config().limit(limit).reader();
+    let mut data = Vec::with_capacity(total.unwrap_or(0).min(limit) as usize);
+    let mut buf = vec![0u8; 64 * 1024];
+    let result = loop {
+        match reader.read(&mut buf) {
+            Ok(0) => break Ok(()),
+            Ok(n) => {
+                data.extend_from_slice(&buf[..n]);
+                progress(&Progress {
+                    what: &what,
+                    done: data.len() as u64,
+                    total,
+                    finished: false,
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(format!("download {url}: {e}")),
+        }
+    };
+    progress(&Progress {
+        what: &what,
+        done: data.len() as u64,
+        total,
+        finished: true,
+    });
+    result.map(|_| Some(data))
 }
 
 /// The base URL GitHub references are fetched from.
@@ -264,6 +297,7 @@ fn fetch_release(
     file: &str,
     sigs: &Signatures,
     warnings: &mut Vec<String>,
+    progress: &mut dyn FnMut(&Progress),
 ) -> Result<LoadedAgent, RunError> {
     let url = format!(
         "{}/{owner}/{repo}/releases/download/{tag}/{file}",
@@ -271,11 +305,17 @@ fn fetch_release(
     );
     let err = |m: String| RunError::Reference(format!("github release {owner}/{repo} {tag}: {m}"));
     let http = http_agent();
-    let bytes = download(&http, &url, MAX_DOWNLOAD)
+    let bytes = download(&http, &url, MAX_DOWNLOAD, progress)
         .map_err(err)?
         .ok_or_else(|| err(format!("download {url}: 404 Not Found")))?;
     let sig_url = format!("{url}{}", zot_package::signature::SIGNATURE_SUFFIX);
-    let sig = download(&http, &sig_url, zot_package::signature::MAX_SIGNATURE_FILE).map_err(err)?;
+    let sig = download(
+        &http,
+        &sig_url,
+        zot_package::signature::MAX_SIGNATURE_FILE,
+        &mut |_| {},
+    )
+    .map_err(err)?;
     let tmp = deps::scratch_dir("zot-github-")?;
     let local = tmp.path().join(file);
     std::fs::write(&local, &bytes).map_err(|e| RunError::io(local.display().to_string(), e))?;
@@ -311,6 +351,7 @@ fn fetch_github(
     path: &str,
     sigs: &Signatures,
     warnings: &mut Vec<String>,
+    progress: &mut dyn FnMut(&Progress),
 ) -> Result<LoadedAgent, RunError> {
     let url = archive_url(owner, repo, git_ref);
     let what = format!(
@@ -318,7 +359,7 @@ fn fetch_github(
         if path.is_empty() { "" } else { "/" }
     );
     let err = |m: String| RunError::Reference(format!("github {what}: {m}"));
-    let bytes = download(&http_agent(), &url, MAX_DOWNLOAD)
+    let bytes = download(&http_agent(), &url, MAX_DOWNLOAD, progress)
         .map_err(err)?
         .ok_or_else(|| err(format!("download {url}: 404 Not Found")))?;
     let tmp = deps::scratch_dir("zot-github-")?;

@@ -20,8 +20,10 @@ pub use crate::session::SessionChoice;
 use crate::session::{self, Record, Session};
 use crate::tools::{self, ToolEnv};
 use crate::trust;
-use crate::ui::{self, Line, LineRequest, Ui};
+use crate::ui::{self, Ui};
 use crate::{config, prompt, reference, requirements, RunError, ZOT_VERSION};
+
+mod repl;
 
 /// Model steps (responses) allowed in one turn before it is cut off.
 pub const MAX_STEPS: usize = 50;
@@ -278,6 +280,7 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
             required,
         },
         &mut sig_warnings,
+        &mut |p| ui.progress(p),
     )?;
     let spec = agent.spec.clone();
     for w in sig_warnings.iter().chain(&agent.warnings) {
@@ -302,7 +305,7 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
             true,
         ),
     };
-    let mut model = open_model(&selection, opts.sim_script.as_deref(), signals)?;
+    let model = open_model(&selection, opts.sim_script.as_deref(), signals)?;
     let ah = AgentHome::new(zot_home.clone(), &spec.name);
     let data = ah.data_dir();
     home::private_dir(&data)
@@ -341,12 +344,7 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
                 tree
             }
         };
-        let read_only = agent.seed(&tree)?;
-        let tree = tree
-            .canonicalize()
-            .map_err(|e| RunError::io(format!("session files {}", tree.display()), e))?;
-        let perms = perms::expand(&spec, &tree, &data)?;
-        (tree, perms, read_only)
+        enter_tree(&agent, &tree, &data)?
     } else {
         (workspace, perms, Vec::new())
     };
@@ -390,7 +388,9 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
         agent,
         ah,
         system,
-        model: model.as_mut(),
+        model,
+        signals,
+        config: cfg.config,
         history: loaded.history,
         session: loaded.session,
         env,
@@ -401,8 +401,26 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
         bypass,
         cancel,
         session_usage: loaded.usage,
+        last_turn: None,
+        seeded,
     };
     rt.main(&opts)
+}
+
+/// An agent.toml package's session file tree `tree`: seeded when new, then
+/// its canonical path, the permissions expanded for it and its read-only
+/// seeds.
+fn enter_tree(
+    agent: &LoadedAgent,
+    tree: &Path,
+    data: &Path,
+) -> Result<(PathBuf, Permissions, Vec<PathBuf>), RunError> {
+    let read_only = agent.seed(tree)?;
+    let tree = tree
+        .canonicalize()
+        .map_err(|e| RunError::io(format!("session files {}", tree.display()), e))?;
+    let perms = perms::expand(&agent.spec, &tree, data)?;
+    Ok((tree, perms, read_only))
 }
 
 /// The system prompt and skills of a zotfile (AGENT.md, `skills/`) or an
@@ -457,11 +475,15 @@ fn get_consent(
     .map(|_| ())
 }
 
-struct Runtime<'m, 'u> {
+struct Runtime<'u> {
     agent: LoadedAgent,
     ah: AgentHome,
     system: String,
-    model: &'m mut dyn Model,
+    model: Box<dyn Model>,
+    /// The model turns signals during a request into `Interrupted` itself
+    /// (no `RunOptions::cancel` was given).
+    signals: bool,
+    config: zot_policy::config::Config,
     history: Vec<Message>,
     session: Option<Session>,
     env: ToolEnv,
@@ -472,9 +494,13 @@ struct Runtime<'m, 'u> {
     bypass: Bypass,
     cancel: Cancel,
     session_usage: Usage,
+    /// Tokens of the last finished turn.
+    last_turn: Option<Usage>,
+    /// An agent.toml package working in each session's own file tree.
+    seeded: bool,
 }
 
-impl Runtime<'_, '_> {
+impl Runtime<'_> {
     fn main(&mut self, opts: &RunOptions) -> Result<u8, RunError> {
         let non_interactive = opts.output != OutputMode::Interactive;
         if let Some(pre) = self.agent.spec.entry_pre.clone() {
@@ -507,10 +533,7 @@ impl Runtime<'_, '_> {
             })?;
             self.run_turn(&prompt)?;
         } else {
-            if let Some(p) = &opts.prompt {
-                self.run_turn(p)?;
-            }
-            self.repl(opts.prompt.is_none())?;
+            self.repl(opts)?;
         }
         let session = self.session.as_ref().map(|s| s.id.clone());
         self.ui.event(&Event::Done {
@@ -522,51 +545,6 @@ impl Runtime<'_, '_> {
             usage: self.session_usage,
         });
         Ok(0)
-    }
-
-    fn repl(&mut self, offer_default: bool) -> Result<(), RunError> {
-        let mut default = if offer_default {
-            self.agent.spec.default_prompt.clone()
-        } else {
-            None
-        };
-        self.ui.note(&format!(
-            "agent {} (model {} from {}); /cd DIR changes the workspace, /exit quits",
-            self.agent.spec.name, self.selection.model.id, self.selection.provider.name
-        ));
-        loop {
-            let prompt = match &default {
-                Some(d) => format!("[Enter sends: {d}]\n> "),
-                None => "> ".to_string(),
-            };
-            let line = match self.ui.read_line(&LineRequest {
-                prompt: &prompt,
-                ..Default::default()
-            }) {
-                Line::Text(l) => l,
-                Line::Interrupted => continue,
-                Line::Eof => break,
-            };
-            let line = match (line.trim().is_empty(), default.take()) {
-                (true, Some(d)) => d,
-                (true, None) => continue,
-                (false, _) => line,
-            };
-            let t = line.trim();
-            if t == "/exit" || t == "/quit" {
-                break;
-            }
-            if let Some(dir) = t.strip_prefix("/cd ") {
-                if let Err(e) = self.change_dir(Path::new(dir.trim())) {
-                    self.ui.error(&e);
-                }
-                continue;
-            }
-            if let Err(e) = self.run_turn(&line) {
-                self.ui.error(&e);
-            }
-        }
-        Ok(())
     }
 
     /// `/cd DIR`: re-expand `${workspace}` for the new directory; changed
@@ -643,10 +621,33 @@ impl Runtime<'_, '_> {
         Ok(())
     }
 
+    /// Why the turn stops after its cancel handle fired: a signal that ends
+    /// the run, or the user's Ctrl-C.
+    fn stopped(&self) -> RunError {
+        match self.cancel.signal() {
+            Some(sig) => RunError::Interrupted(sig),
+            None => RunError::Cancelled,
+        }
+    }
+
+    /// One turn. A cancelled or interrupted one is recorded as such in the
+    /// session (after `not run` results for the tool calls it left), so a
+    /// resumed session is consistent.
     fn run_turn(&mut self, user: &str) -> Result<(), RunError> {
         self.cancel.reset();
         self.turn += 1;
         let turn = self.turn;
+        let r = self.turn_inner(turn, user);
+        if let Err(RunError::Cancelled | RunError::Interrupted(_)) = &r {
+            if let Some(s) = &mut self.session {
+                s.append(&Record::Cancelled { turn })?;
+                s.sync()?;
+            }
+        }
+        r
+    }
+
+    fn turn_inner(&mut self, turn: u32, user: &str) -> Result<(), RunError> {
         self.ui.event(&Event::TurnStart { turn });
         self.record(Message::User {
             content: user.to_string(),
@@ -661,7 +662,7 @@ impl Runtime<'_, '_> {
         let json = self.mode == OutputMode::Json;
         for _ in 0..max_steps {
             if self.cancel.is_cancelled() {
-                return Err(RunError::Cancelled);
+                return Err(self.stopped());
             }
             let req = ModelRequest {
                 system: &self.system,
@@ -671,27 +672,29 @@ impl Runtime<'_, '_> {
                 max_output_tokens: self.selection.model.max_output_tokens,
             };
             let out = &mut *self.ui;
-            let t = self
-                .model
-                .respond(&req, &self.cancel, &mut |ev| match ev {
-                    ModelEvent::Text(d) => out.event(&Event::TextDelta {
-                        turn,
-                        delta: d.to_string(),
-                    }),
-                    ModelEvent::Thinking(d) if json => out.event(&Event::ThinkingDelta {
-                        turn,
-                        delta: d.to_string(),
-                    }),
-                    ModelEvent::Thinking(_) => {}
-                    ModelEvent::Retry(n) => out.event(&Event::Retry {
-                        turn,
-                        attempt: n.attempt,
-                        max_attempts: n.max_attempts,
-                        delay_ms: n.delay.as_millis() as u64,
-                        reason: n.reason.clone(),
-                    }),
-                })
-                .map_err(|e| provider_error(&self.selection.provider.name, e))?;
+            let r = self.model.respond(&req, &self.cancel, &mut |ev| match ev {
+                ModelEvent::Text(d) => out.event(&Event::TextDelta {
+                    turn,
+                    delta: d.to_string(),
+                }),
+                ModelEvent::Thinking(d) if json => out.event(&Event::ThinkingDelta {
+                    turn,
+                    delta: d.to_string(),
+                }),
+                ModelEvent::Thinking(_) => {}
+                ModelEvent::Retry(n) => out.event(&Event::Retry {
+                    turn,
+                    attempt: n.attempt,
+                    max_attempts: n.max_attempts,
+                    delay_ms: n.delay.as_millis() as u64,
+                    reason: n.reason.clone(),
+                }),
+            });
+            let t = match r {
+                Ok(t) => t,
+                Err(ProviderError::Cancelled) => return Err(self.stopped()),
+                Err(e) => return Err(provider_error(&self.selection.provider.name, e)),
+            };
             self.ui.event(&Event::AssistantMessage {
                 turn,
                 text: t.text.clone(),
@@ -712,6 +715,7 @@ impl Runtime<'_, '_> {
                 if let Some(s) = &mut self.session {
                     s.sync()?;
                 }
+                self.last_turn = Some(turn_usage);
                 self.ui.event(&Event::TurnEnd {
                     turn,
                     text: t.text,
@@ -722,7 +726,7 @@ impl Runtime<'_, '_> {
             for (i, call) in t.tool_calls.iter().enumerate() {
                 if self.cancel.is_cancelled() {
                     self.abandon(&t.tool_calls[i..], "the turn was cancelled")?;
-                    return Err(RunError::Cancelled);
+                    return Err(self.stopped());
                 }
                 let call = call.clone();
                 self.ui.event(&Event::ToolCall {

@@ -62,6 +62,9 @@ pub enum Record {
         digest: String,
         workspace: PathBuf,
         created: u64,
+        /// The session this one was forked from (`/session fork`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent: Option<String>,
     },
     Message {
         message: Message,
@@ -73,6 +76,12 @@ pub enum Record {
         model: String,
         #[serde(flatten)]
         usage: Usage,
+    },
+    /// The user cancelled turn `turn` (Ctrl-C): what follows its last
+    /// record was never produced. Tool calls it left without a result got
+    /// `not run` results before this record.
+    Cancelled {
+        turn: u32,
     },
 }
 
@@ -282,6 +291,7 @@ pub fn open(
         digest: digest.into(),
         workspace: workspace.into(),
         created: now(),
+        parent: None,
     })?;
     Ok(Loaded {
         session: Some(s),
@@ -429,10 +439,135 @@ fn push(rec: Record, history: &mut Vec<Message>, usage: &mut Usage, id: &mut Str
         Record::Header { id: i, .. } => *id = i,
         Record::Message { message } => history.push(message),
         Record::Usage { usage: u, .. } => *usage += u,
+        Record::Cancelled { .. } => {}
     }
 }
 
+/// What `/sessions` and `/session tree` show of a session file.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub id: String,
+    pub path: PathBuf,
+    pub created: u64,
+    /// Last modification (seconds since the epoch).
+    pub modified: u64,
+    pub parent: Option<String>,
+    pub workspace: PathBuf,
+    /// User messages in it.
+    pub prompts: usize,
+    /// The first user message, on one line.
+    pub title: String,
+}
+
+/// Summaries of `agent`'s sessions in `dir`, oldest first. Files that are
+/// not this agent's sessions are left out.
+pub fn summaries(dir: &Path, agent: &str) -> Vec<Summary> {
+    list(dir)
+        .into_iter()
+        .filter_map(|p| summary(&p, agent))
+        .collect()
+}
+
+fn summary(path: &Path, agent: &str) -> Option<Summary> {
+    let data = std::fs::read(path).ok()?;
+    let modified = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mut lines = data.split(|&b| b == b'\n');
+    let Ok(Record::Header {
+        id,
+        agent: owner,
+        workspace,
+        created,
+        parent,
+        ..
+    }) = serde_json::from_slice::<Record>(lines.next()?)
+    else {
+        return None;
+    };
+    if owner != agent {
+        return None;
+    }
+    let mut prompts = 0;
+    let mut title = String::new();
+    for line in lines {
+        if let Ok(Record::Message {
+            message: Message::User { content },
+        }) = serde_json::from_slice::<Record>(line)
+        {
+            if prompts == 0 {
+                title = content.split_whitespace().collect::<Vec<_>>().join(" ");
+            }
+            prompts += 1;
+        }
+    }
+    Some(Summary {
+        id,
+        path: path.to_path_buf(),
+        created,
+        modified,
+        parent,
+        workspace,
+        prompts,
+        title,
+    })
+}
+
 impl Session {
+    /// Start a new session in `dir` with a copy of this one's records (a
+    /// fork: both go on separately from here). Its header names this one as
+    /// its parent.
+    pub fn fork(
+        &mut self,
+        dir: &Path,
+        agent: &str,
+        digest: &str,
+        workspace: &Path,
+    ) -> Result<Loaded, RunError> {
+        self.sync()?;
+        let data = std::fs::read(&self.path)
+            .map_err(|e| RunError::io(format!("session {}", self.path.display()), e))?;
+        let body = match data.iter().position(|&b| b == b'\n') {
+            Some(i) => &data[i + 1..],
+            None => &[][..],
+        };
+        private_dir(dir).map_err(|e| RunError::io(format!("session dir {}", dir.display()), e))?;
+        let id = new_id();
+        let path = dir.join(format!("{id}.jsonl"));
+        let mut file = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| RunError::io(format!("session {}", path.display()), e))?;
+        let mut head = serde_json::to_vec(&Record::Header {
+            version: 1,
+            id,
+            agent: agent.into(),
+            digest: digest.into(),
+            workspace: workspace.into(),
+            created: now(),
+            parent: Some(self.id.clone()),
+        })
+        .expect("record serializes");
+        head.push(b'\n');
+        file.write_all(&head)
+            .and_then(|_| file.write_all(body))
+            .and_then(|_| file.sync_data())
+            .map_err(|e| RunError::io(format!("session {}", path.display()), e))?;
+        drop(file);
+        let (session, history, usage, warnings) = load_existing(&path, agent)?;
+        Ok(Loaded {
+            session: Some(session),
+            history,
+            usage,
+            warnings,
+        })
+    }
+
     /// Append one record (written to the file at once; synced to disk in
     /// the background).
     pub fn append(&mut self, rec: &Record) -> Result<(), RunError> {
@@ -545,6 +680,51 @@ mod tests {
             Path::new("/w")
         )
         .is_err());
+    }
+
+    #[test]
+    fn fork_copies_the_records_and_names_its_parent() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("s");
+        let mut l =
+            open_choice(&SessionChoice::New, &dir, "a", "sha256:x", Path::new("/w")).unwrap();
+        let s = l.session.as_mut().unwrap();
+        for rec in [
+            Record::Message {
+                message: Message::User {
+                    content: "first  prompt\nwith lines".into(),
+                },
+            },
+            Record::Usage {
+                turn: 1,
+                provider: "sim".into(),
+                model: "sim".into(),
+                usage: Usage {
+                    input_tokens: 7,
+                    output_tokens: 3,
+                    ..Default::default()
+                },
+            },
+            Record::Cancelled { turn: 1 },
+        ] {
+            s.append(&rec).unwrap();
+        }
+        let parent = s.id.clone();
+        let f = s.fork(&dir, "a", "sha256:x", Path::new("/w")).unwrap();
+        let fork = f.session.as_ref().unwrap();
+        assert_ne!(fork.id, parent);
+        assert_eq!(f.history.len(), 1);
+        assert_eq!(f.usage.input_tokens, 7);
+        drop(f);
+        drop(l);
+        let all = summaries(&dir, "a");
+        assert_eq!(all.len(), 2);
+        let child = all.iter().find(|x| x.parent.is_some()).unwrap();
+        assert_eq!(child.parent.as_deref(), Some(parent.as_str()));
+        assert_eq!(child.prompts, 1);
+        assert_eq!(child.title, "first prompt with lines");
+        // Another agent's sessions are not listed.
+        assert!(summaries(&dir, "b").is_empty());
     }
 
     #[test]

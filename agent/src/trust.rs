@@ -108,13 +108,4 @@ pub fn refuse_unsignable(reference: &str, what: &str) -> RunError {
 
 const TRUSTED_KEYS_DIR_HINT: &str = "$ZOT_HOME/trusted-keys/";
 
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
+pub(crate) use crate::ui::error_chain;

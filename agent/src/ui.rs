@@ -31,6 +31,19 @@ pub enum Line {
     Eof,
 }
 
+/// Work that takes a while (a download), reported as it goes; the front
+/// end may draw a bar. Reports of one piece of work share `what`; the last
+/// has `finished` set.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    pub what: &'a str,
+    /// Bytes done so far.
+    pub done: u64,
+    /// Bytes expected, when known.
+    pub total: Option<u64>,
+    pub finished: bool,
+}
+
 /// The user's side of a run.
 pub trait Ui {
     /// Render one run event (see [`Event`]; the output mode decides how).
@@ -45,6 +58,18 @@ pub trait Ui {
     /// Output of a command zot runs for the user rather than for the model
     /// (`entry.pre`'s `!CMD`).
     fn command_output(&mut self, text: &str);
+    /// What a slash command answers (`/help`, `/usage`, `/session tree`).
+    fn show(&mut self, text: &str) {
+        self.command_output(text)
+    }
+    /// Progress of long work (see [`Progress`]); ignored by default.
+    fn progress(&mut self, p: &Progress<'_>) {
+        let _ = p;
+    }
+    /// The agent's `entry.greeting`, when the interactive mode starts.
+    fn greeting(&mut self, text: &str) {
+        self.command_output(text)
+    }
     /// True when a human can answer questions (stdin is a terminal).
     fn can_ask(&self) -> bool;
     /// Show `text` (may be empty), then ask `question` with a yes/no answer.

@@ -2,7 +2,10 @@
 //! prints. Exit codes: see docs/sandbox.md (0, 1 failure, 2 usage, 124
 //! timeout, 125 sandbox setup failure, 126/127, 128+N).
 
-use std::process::ExitCode;
+#![cfg_attr(not(test), no_main)]
+#![cfg_attr(test, allow(dead_code))]
+
+use std::io::Write;
 
 use clap::{Parser, Subcommand};
 
@@ -41,7 +44,7 @@ enum Command {
     Validate(cmd::validate::Args),
     /// Convert between the zotfile and agent.toml package formats
     Convert(cmd::convert::Args),
-    /// Run a command confined by the OS sandbox
+    #[command(about = cmd::sandbox::ABOUT)]
     Sandbox(cmd::sandbox::Args),
     /// Run an agent
     Run(cmd::run::Args),
@@ -49,13 +52,57 @@ enum Command {
     Models(cmd::models::Args),
     /// Operator tools: sandbox checks and explanations, risk-gate verdicts
     Debug(cmd::debug::Args),
+    /// Print a shell completion script (bash, zsh, fish)
+    Completions(cmd::completions::Args),
 }
 
-fn main() -> ExitCode {
+/// The process entry, without std's runtime start: every sandboxed command
+/// starts this binary, and that start-up (the main thread's stack guard read
+/// from /proc/self/maps, its signal stack) is work no command needs. What of
+/// it matters is done here: closed standard fds reopened on /dev/null,
+/// SIGPIPE ignored, a panic exiting 101; stdout flushed at the end.
+#[cfg(not(test))]
+#[no_mangle]
+pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
     // The launcher must run before anything else (no threads, no runtime).
     if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(zot_launcher::LAUNCH_ARG))
     {
         zot_launcher::main_from_args();
+    }
+    // SAFETY: fcntl/open/signal with constant arguments at process start.
+    unsafe {
+        for fd in 0..3 {
+            if libc::fcntl(fd, libc::F_GETFD) == -1 {
+                libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+            }
+        }
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    let code = std::panic::catch_unwind(run).unwrap_or(101);
+    let _ = std::io::stdout().flush();
+    libc::c_int::from(code)
+}
+
+/// `zot sandbox ...` alone: the same definitions (so the same help, errors
+/// and version), without building every other subcommand's parser; the
+/// sandbox is on the path of every confined command.
+#[derive(Parser)]
+#[command(name = "zot", version, propagate_version = true)]
+struct SandboxCli {
+    #[command(subcommand)]
+    command: SandboxOnly,
+}
+
+#[derive(Subcommand)]
+enum SandboxOnly {
+    #[command(about = cmd::sandbox::ABOUT)]
+    Sandbox(cmd::sandbox::Args),
+}
+
+fn run() -> u8 {
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new("sandbox")) {
+        let SandboxOnly::Sandbox(a) = SandboxCli::parse().command;
+        return finish(cmd::sandbox::run(a));
     }
     let cli = Cli::parse();
     cmd::sweep_leftovers();
@@ -72,12 +119,38 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::run(a),
         Command::Models(a) => cmd::models::run(a),
         Command::Debug(a) => cmd::debug::run(a),
+        Command::Completions(a) => cmd::completions::run(a, <Cli as clap::CommandFactory>::command()),
     };
+    finish(result)
+}
+
+fn finish(result: anyhow::Result<u8>) -> u8 {
     match result {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code,
         Err(err) => {
             cmd::print_error(&err);
-            ExitCode::from(cmd::FAILURE)
+            cmd::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// The fast `zot sandbox` parser says what the full one says.
+    #[test]
+    fn sandbox_parser_matches_the_full_one() {
+        let mut full = super::Cli::command();
+        let mut fast = super::SandboxCli::command();
+        let a = full.find_subcommand_mut("sandbox").unwrap().render_long_help();
+        let b = fast.find_subcommand_mut("sandbox").unwrap().render_long_help();
+        assert_eq!(a.to_string(), b.to_string());
+        let err = |c: clap::Command| {
+            c.try_get_matches_from(["zot", "sandbox", "--bogus"])
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(err(super::Cli::command()), err(super::SandboxCli::command()));
     }
 }

@@ -1,33 +1,62 @@
-//! The single-threaded in-sandbox step, run by re-executing the `zot` binary
-//! with [`LAUNCH_ARG`] as its first argument, before any thread exists.
+//! The single-threaded in-sandbox step: it executes a [`LaunchPlan`].
 //!
-//! The supervisor passes a [`LaunchSpec`] as JSON over an inherited pipe
-//! (`zot __zot-launch --spec-fd N --status-fd M`). The launcher then, in this
-//! order: enters the native namespaces (native backend only), sets
-//! `PR_SET_NO_NEW_PRIVS`, `PR_SET_PDEATHSIG(SIGKILL)` (re-checking the parent),
-//! starts a new session, marks every inherited fd close-on-exec, replaces the
-//! environment, drops all capabilities, applies Landlock, installs seccomp
-//! last, resets SIGPIPE and the signal mask, reports its status on the status
-//! pipe and calls `execve`. Exec failures exit 127 (not found) or 126.
+//! Two ways in, one code path:
+//! - **exec**: the supervisor (possibly multi-threaded) starts the `zot`
+//!   binary again with [`LAUNCH_ARG`] (`zot __zot-launch --spec-fd N
+//!   --status-fd M`) and writes a [`LaunchSpec`] (the plan, the command, its
+//!   environment) as JSON on the spec pipe. Inside bwrap this is what bwrap
+//!   runs.
+//! - **fork**: a caller that is provably single-threaded ([`thread_count`]
+//!   reads /proc and fails closed) calls [`fork_launch`], which forks (or
+//!   clones into the new namespaces) without re-executing anything.
+//!
+//! Then, in order: the native backend's namespaces, mount view and PID 1
+//! ([`native`]); `PR_SET_NO_NEW_PRIVS`, `PR_SET_PDEATHSIG(SIGKILL)` with a
+//! parent re-check, a new session, every inherited fd close-on-exec, the
+//! environment replaced, rlimits, all capabilities dropped, Landlock, SIGPIPE
+//! and the signal mask reset, seccomp last; a status line on the status pipe
+//! and `execve`. Exec failures exit 127 (not found) or 126.
 
-use std::ffi::OsString;
+use std::ffi::{CString, OsString};
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, RawFd};
-use std::path::PathBuf;
+use std::os::unix::ffi::OsStrExt;
 
 use serde::{Deserialize, Serialize};
-use zot_policy::sandbox::SandboxPolicy;
 
 pub mod bridge;
-mod harden;
 pub mod landlock_rules;
 pub mod native;
+pub mod plan;
 pub mod seccomp;
+pub mod tail;
 
-pub use landlock_rules::{LandlockLevel, LandlockReport};
+pub use landlock_rules::LandlockReport;
+pub use plan::{BackendKind, LaunchPlan, Level};
 
 /// First argument that turns the `zot` binary into the launcher.
 pub const LAUNCH_ARG: &str = "__zot-launch";
+/// With [`LAUNCH_ARG`]: the spec fd carries an encoded tail (what the
+/// launcher image reads), not a JSON [`LaunchSpec`].
+pub const TAIL_ARG: &str = "--tail";
+
+/// The launcher image embedded in this binary (see [`tail`]): a static
+/// executable without libc that runs the tail, reading the encoded tail on
+/// fd 3 and reporting on fd 4. `None` when this build has none (the zot
+/// binary then serves as launcher, with [`TAIL_ARG`]).
+pub fn launcher_image() -> Option<&'static [u8]> {
+    #[cfg(not(zot_no_launcher_image))]
+    {
+        Some(include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/zot-launcher-image"
+        )))
+    }
+    #[cfg(zot_no_launcher_image)]
+    {
+        None
+    }
+}
 
 /// Exit code when the sandbox could not be set up.
 pub const EXIT_SETUP: i32 = 125;
@@ -36,60 +65,18 @@ pub const EXIT_CANNOT_EXEC: i32 = 126;
 /// Exit code when the command was not found.
 pub const EXIT_NOT_FOUND: i32 = 127;
 
-/// Which backend started this launcher.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BackendKind {
-    /// bubblewrap built the namespaces and mounts; the launcher hardens.
-    Bwrap,
-    /// The launcher builds namespaces and mounts itself (`native::enter`).
-    Native,
-    /// No namespaces: Landlock and seccomp only.
-    Landlock,
-}
-
-/// How strictly Landlock is required.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LandlockMode {
-    /// Fail unless at least the ABI v1 filesystem rights are enforced.
-    Required,
-    /// Apply what the kernel supports and report it.
-    BestEffort,
-    /// Do not use Landlock.
-    Off,
-}
-
-/// Seccomp options.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SeccompSpec {
-    /// Deny `socket`/`socketpair` for every family but `AF_UNIX`.
-    pub deny_network: bool,
-    /// Deny `connect` and `sendto` with an address (reaching sockets the
-    /// command did not create; for backends without a private /tmp and /run).
-    /// `sendmsg` stays allowed (its address is behind a pointer).
-    #[serde(default)]
-    pub deny_unix_connect: bool,
-}
-
-/// Everything the launcher needs, passed by the supervisor.
+/// What the supervisor sends on the spec pipe.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaunchSpec {
+    /// Which backend started this launcher: `native` builds the namespaces
+    /// and mounts of the plan, `bwrap` runs inside them, `landlock` has none.
     pub backend: BackendKind,
-    /// The compiled policy (paths as seen inside the sandbox).
-    pub policy: SandboxPolicy,
+    pub plan: LaunchPlan,
     /// The command and its arguments; `argv[0]` is looked up in `PATH`.
     pub argv: Vec<OsString>,
-    /// The complete environment of the command (already filtered).
-    pub env: Vec<(OsString, OsString)>,
-    pub landlock: LandlockMode,
-    /// Extra paths Landlock lets the command read (besides the policy's).
-    pub landlock_read: Vec<PathBuf>,
-    /// Extra paths Landlock lets the command write (e.g. the private /tmp).
-    pub landlock_write: Vec<PathBuf>,
-    /// Device paths that keep file and ioctl rights (e.g. /dev).
-    pub landlock_dev: Vec<PathBuf>,
-    pub seccomp: SeccompSpec,
+    /// The values of the plan's `env.pass` variables, from the caller's
+    /// environment (the launcher's own environment is empty).
+    pub passed_env: Vec<(OsString, OsString)>,
 }
 
 /// One line of JSON the launcher writes on the status pipe.
@@ -116,8 +103,12 @@ pub enum LaunchError {
     ReadSpec(#[source] std::io::Error),
     #[error("invalid launch spec")]
     ParseSpec(#[source] serde_json::Error),
+    #[error("the launch spec passes {0:?}, which the plan does not pass")]
+    EnvNotInPlan(OsString),
     #[error("the launcher is not single-threaded ({0} threads)")]
     Threaded(usize),
+    #[error("cannot count this process's threads (/proc/self/status)")]
+    ThreadCount(#[source] std::io::Error),
     #[error("{0}")]
     Unsupported(&'static str),
     #[error("{stage} failed")]
@@ -126,32 +117,12 @@ pub enum LaunchError {
         #[source]
         source: std::io::Error,
     },
-    #[error("the parent exited before the sandbox was ready")]
-    ParentGone,
-    #[error("landlock")]
-    Landlock(#[source] landlock::RulesetError),
-    #[error("landlock is required but not enforced: {0}")]
-    LandlockNotEnforced(String),
-    #[error("landlock: cannot open {path:?}")]
-    LandlockOpen {
-        path: PathBuf,
-        #[source]
-        source: landlock::PathFdError,
-    },
-    #[error("landlock rule for {path:?}")]
-    LandlockPath {
-        path: PathBuf,
-        #[source]
-        source: landlock::RulesetError,
-    },
-    #[error("seccomp filter")]
-    Seccomp(#[source] seccompiler::Error),
+    #[error("native namespaces")]
+    Native(#[source] native::NativeError),
     #[error("seccomp filter compilation")]
     SeccompCompile(#[source] seccompiler::BackendError),
-    #[error("capabilities")]
-    Caps(#[source] caps::errors::CapsError),
-    #[error("cannot drop capability {0} from the bounding set while running as uid 0")]
-    BoundingSet(String),
+    #[error("seccomp: unknown syscall {0:?} on this architecture")]
+    UnknownSyscall(String),
     #[error("argument or environment contains a NUL byte")]
     Nul,
     #[error("empty command")]
@@ -162,17 +133,15 @@ impl LaunchError {
     /// A short name of the step that failed, for the status pipe.
     pub fn stage(&self) -> &'static str {
         match self {
-            LaunchError::Usage(_) | LaunchError::ReadSpec(_) | LaunchError::ParseSpec(_) => "spec",
-            LaunchError::Threaded(_) => "threads",
+            LaunchError::Usage(_)
+            | LaunchError::ReadSpec(_)
+            | LaunchError::ParseSpec(_)
+            | LaunchError::EnvNotInPlan(_) => "spec",
+            LaunchError::Threaded(_) | LaunchError::ThreadCount(_) => "threads",
             LaunchError::Unsupported(_) => "backend",
             LaunchError::Sys { stage, .. } => stage,
-            LaunchError::ParentGone => "pdeathsig",
-            LaunchError::Landlock(_)
-            | LaunchError::LandlockNotEnforced(_)
-            | LaunchError::LandlockPath { .. }
-            | LaunchError::LandlockOpen { .. } => "landlock",
-            LaunchError::Seccomp(_) | LaunchError::SeccompCompile(_) => "seccomp",
-            LaunchError::Caps(_) | LaunchError::BoundingSet(_) => "capabilities",
+            LaunchError::Native(_) => "native namespaces",
+            LaunchError::SeccompCompile(_) | LaunchError::UnknownSyscall(_) => "seccomp",
             LaunchError::Nul | LaunchError::EmptyCommand => "command",
         }
     }
@@ -185,8 +154,8 @@ pub(crate) fn sys(stage: &'static str) -> impl FnOnce(nix::Error) -> LaunchError
     }
 }
 
-/// Format an error with its chain of causes.
-fn chain(err: &dyn std::error::Error) -> String {
+/// `err` and its chain of causes, `: `-separated.
+pub fn error_chain(err: &dyn std::error::Error) -> String {
     let mut s = err.to_string();
     let mut cur = err.source();
     while let Some(c) = cur {
@@ -197,10 +166,44 @@ fn chain(err: &dyn std::error::Error) -> String {
     s
 }
 
-struct StatusPipe(Option<std::fs::File>);
+pub(crate) fn set_cloexec(fd: RawFd) -> nix::Result<()> {
+    // SAFETY: fcntl on an integer fd has no memory-safety requirements.
+    let r = unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    nix::errno::Errno::result(r).map(drop)
+}
+
+/// The number of threads of this process, from `/proc/self/status`. An
+/// unreadable or unparsable file is an error: nothing may assume it is
+/// single-threaded then.
+pub fn thread_count() -> std::io::Result<usize> {
+    parse_threads(&std::fs::read_to_string("/proc/self/status")?)
+}
+
+fn parse_threads(status: &str) -> std::io::Result<usize> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "no Threads: line in /proc/self/status",
+            )
+        })
+}
+
+fn require_single_threaded() -> Result<(), LaunchError> {
+    match thread_count().map_err(LaunchError::ThreadCount)? {
+        1 => Ok(()),
+        n => Err(LaunchError::Threaded(n)),
+    }
+}
+
+/// The write end of the status pipe (or nothing).
+pub(crate) struct StatusPipe(Option<std::fs::File>);
 
 impl StatusPipe {
-    fn send(&mut self, status: &LaunchStatus) {
+    pub(crate) fn send(&mut self, status: &LaunchStatus) {
         if let Some(f) = self.0.as_mut() {
             if let Ok(mut line) = serde_json::to_vec(status) {
                 line.push(b'\n');
@@ -208,6 +211,272 @@ impl StatusPipe {
             }
         }
     }
+
+    fn fail(&mut self, err: &LaunchError) {
+        self.send(&LaunchStatus::Failed {
+            stage: err.stage().to_string(),
+            message: error_chain(err),
+        });
+    }
+}
+
+/// A launch, ready to run: everything that allocates or can fail on bad
+/// input is done here, before any fork; the tail's part is encoded once.
+pub struct Prepared {
+    backend: BackendKind,
+    plan: LaunchPlan,
+    argv: Vec<CString>,
+    env: Vec<CString>,
+    /// The encoded tail; `None` until compiled (see [`Prepared::deferred`]).
+    tail: Option<Vec<u8>>,
+}
+
+impl Prepared {
+    /// Check and compile `plan` for a run of `argv` with the environment
+    /// `env` (the plan's `env.environment(..)`).
+    pub fn new(
+        backend: BackendKind,
+        plan: LaunchPlan,
+        argv: &[OsString],
+        env: &[(OsString, OsString)],
+    ) -> Result<Prepared, LaunchError> {
+        let mut p = Prepared::deferred(backend, plan, argv, env)?;
+        p.tail = Some(p.encode_tail()?);
+        Ok(p)
+    }
+
+    /// Check the command and environment now; compile the tail (the
+    /// seccomp program, the encoding) only when needed. The native
+    /// backend's [`fork_launch`] compiles it after cloning PID 1, while PID 1
+    /// builds the view.
+    pub fn deferred(
+        backend: BackendKind,
+        plan: LaunchPlan,
+        argv: &[OsString],
+        env: &[(OsString, OsString)],
+    ) -> Result<Prepared, LaunchError> {
+        if argv.is_empty() {
+            return Err(LaunchError::EmptyCommand);
+        }
+        let argv: Vec<CString> = argv
+            .iter()
+            .map(|a| CString::new(a.as_bytes()).map_err(|_| LaunchError::Nul))
+            .collect::<Result<_, _>>()?;
+        let env: Vec<CString> = env
+            .iter()
+            .map(|(k, v)| {
+                if k.is_empty() || k.as_bytes().contains(&b'=') {
+                    return Err(LaunchError::Nul);
+                }
+                let mut kv = k.as_bytes().to_vec();
+                kv.push(b'=');
+                kv.extend_from_slice(v.as_bytes());
+                CString::new(kv).map_err(|_| LaunchError::Nul)
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Prepared {
+            backend,
+            plan,
+            argv,
+            env,
+            tail: None,
+        })
+    }
+
+    fn encode_tail(&self) -> Result<Vec<u8>, LaunchError> {
+        let seccomp: Vec<seccompiler::sock_filter> = seccomp::compile(&self.plan.seccomp)?
+            .into_iter()
+            .flatten()
+            .collect();
+        Ok(tail::encode::encode(
+            &self.argv,
+            &self.env,
+            true,
+            &self.plan.rlimits,
+            &self.plan.landlock,
+            &seccomp,
+        ))
+    }
+
+    /// The encoded tail (what the launcher image reads on its spec fd),
+    /// compiled now if it was deferred.
+    pub fn tail(&self) -> Result<std::borrow::Cow<'_, [u8]>, LaunchError> {
+        match &self.tail {
+            Some(t) => Ok(std::borrow::Cow::Borrowed(t)),
+            None => self.encode_tail().map(std::borrow::Cow::Owned),
+        }
+    }
+
+    pub fn plan(&self) -> &LaunchPlan {
+        &self.plan
+    }
+
+    /// The launcher's part of a spec received on the spec pipe: the plan's
+    /// environment built from the values passed (only names the plan passes).
+    fn from_spec(spec: LaunchSpec) -> Result<Prepared, LaunchError> {
+        let plan = spec.plan;
+        if let Some((k, _)) = spec
+            .passed_env
+            .iter()
+            .find(|(k, _)| !plan.env.pass.iter().any(|p| k == p.as_str()))
+        {
+            return Err(LaunchError::EnvNotInPlan(k.clone()));
+        }
+        let env = plan.env.environment(|name| {
+            spec.passed_env
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        });
+        Prepared::new(spec.backend, plan, &spec.argv, &env)
+    }
+}
+
+/// The child's standard streams in [`fork_launch`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ChildStdio {
+    /// Read stdin from /dev/null (else inherit).
+    pub null_stdin: bool,
+    /// Duplicated onto fd 1 and 2 (else inherited).
+    pub stdout: Option<RawFd>,
+    pub stderr: Option<RawFd>,
+}
+
+impl ChildStdio {
+    /// In the child, right after fork: dup2 only.
+    fn apply(&self) -> std::io::Result<()> {
+        // SAFETY: dup2/open on fds of this (forked, single-threaded) process.
+        unsafe {
+            if self.null_stdin {
+                let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
+                if fd < 0 || libc::dup2(fd, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if fd != 0 {
+                    libc::close(fd);
+                }
+            }
+            for (fd, target) in [(self.stdout, 1), (self.stderr, 2)] {
+                if let Some(fd) = fd {
+                    if libc::dup2(fd, target) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A sandbox started by [`fork_launch`].
+#[derive(Debug)]
+pub struct Forked {
+    /// The child: the sandbox's PID 1 (native) or the command (landlock).
+    pub pid: libc::pid_t,
+    /// Held until the sandbox is gone: its PID 1 checks that the parent is
+    /// alive through this pipe.
+    pub alive: Option<std::os::fd::OwnedFd>,
+    /// Native: PID 1 writes the command's exit code here (4 bytes, native
+    /// endian) once every process of the sandbox is reaped, before its own
+    /// exit tears the namespaces down. EOF without a code: it died.
+    pub done: Option<std::os::fd::OwnedFd>,
+}
+
+/// Start `prep` in a child of this process without re-executing anything:
+/// the native backend's PID 1 (cloned straight into the new namespaces) or
+/// the landlock backend's command. Refuses unless this process is provably
+/// single-threaded (no sandbox work after fork in a multi-threaded process).
+/// `status_fd` (close-on-exec) receives the launcher's status lines; the
+/// caller closes its copy afterwards.
+pub fn fork_launch(
+    prep: &Prepared,
+    stdio: ChildStdio,
+    status_fd: RawFd,
+) -> Result<Forked, LaunchError> {
+    require_single_threaded()?;
+    match prep.backend {
+        BackendKind::Native if prep.tail.is_none() => {
+            // PID 1 reads the tail from a pipe when it needs it: compiling
+            // it here overlaps building the view.
+            let (forked, tx) =
+                native::spawn_pid1(prep, status_fd, Some(stdio), Some(cloexec_pipe()?))?;
+            match prep.encode_tail() {
+                Ok(t) => {
+                    if let Some(tx) = tx {
+                        let _ = std::fs::File::from(tx).write_all(&t);
+                    }
+                    Ok(forked)
+                }
+                Err(e) => {
+                    // SAFETY: our child; reaped below.
+                    unsafe {
+                        libc::kill(forked.pid, libc::SIGKILL);
+                        libc::waitpid(forked.pid, std::ptr::null_mut(), 0);
+                    }
+                    Err(e)
+                }
+            }
+        }
+        BackendKind::Native => Ok(native::spawn_pid1(prep, status_fd, Some(stdio), None)?.0),
+        BackendKind::Landlock => {
+            // SAFETY: this process is single-threaded (checked above).
+            let pid = unsafe { libc::fork() };
+            if pid < 0 {
+                return Err(sys("fork")(nix::Error::last()));
+            }
+            if pid == 0 {
+                let mut status = StatusPipe(Some(unsafe { std::fs::File::from_raw_fd(status_fd) }));
+                if let Err(e) = stdio.apply() {
+                    status.fail(&LaunchError::Sys {
+                        stage: "stdio",
+                        source: e,
+                    });
+                    native::exit_now(EXIT_SETUP);
+                }
+                // Lead a new session (and process group) so the supervisor
+                // reaches everything the command starts.
+                // SAFETY: plain syscall in the child.
+                unsafe { libc::setsid() };
+                let code = run_landlock(prep, &mut status);
+                native::exit_now(code)
+            }
+            Ok(Forked {
+                pid,
+                alive: None,
+                done: None,
+            })
+        }
+        BackendKind::Bwrap | BackendKind::Unconfined => Err(LaunchError::Unsupported(
+            "only the native and landlock backends start without an exec",
+        )),
+    }
+}
+
+fn run_landlock(prep: &Prepared, status: &mut StatusPipe) -> i32 {
+    if let Err(e) = nix::unistd::chdir(&prep.plan.cwd) {
+        status.fail(&sys("chdir")(e));
+        return EXIT_SETUP;
+    }
+    run_tail(prep, status)
+}
+
+/// The tail, in this process: harden and exec the command. Returns the exit
+/// code only when that failed (after reporting it).
+pub(crate) fn run_tail(prep: &Prepared, status: &mut StatusPipe) -> i32 {
+    use std::os::fd::AsRawFd;
+    let mut buf = match prep.tail() {
+        Ok(t) => t.into_owned(),
+        Err(e) => {
+            status.fail(&e);
+            return EXIT_SETUP;
+        }
+    };
+    let status_fd = status.0.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
+    tail::run(&mut buf, status_fd)
+}
+
+fn cloexec_pipe() -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd), LaunchError> {
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(sys("pipe"))
 }
 
 fn parse_fd(args: &[OsString], name: &str) -> Result<Option<RawFd>, LaunchError> {
@@ -225,63 +494,28 @@ fn parse_fd(args: &[OsString], name: &str) -> Result<Option<RawFd>, LaunchError>
     Ok(Some(v))
 }
 
-/// Entry point of the launcher; never returns.
+/// Entry point of the launcher (`zot __zot-launch ...`); never returns.
 pub fn main_from_args() -> ! {
     let args: Vec<OsString> = std::env::args_os().skip(2).collect();
     let mut status = StatusPipe(None);
     let code = match launch(&args, &mut status) {
-        Ok(never) => match never {},
-        Err(LaunchFailure::Setup(err)) => {
-            let message = chain(&err);
+        Ok(code) => code,
+        Err(err) => {
             // With a status pipe the supervisor reports it (once).
             if status.0.is_none() {
-                eprintln!("zot: sandbox setup failed: {message}");
+                eprintln!("zot: sandbox setup failed: {}", error_chain(&err));
             }
-            status.send(&LaunchStatus::Failed {
-                stage: err.stage().to_string(),
-                message,
-            });
+            status.fail(&err);
             EXIT_SETUP
-        }
-        Err(LaunchFailure::Exec { program, errno }) => {
-            let err = std::io::Error::from_raw_os_error(errno as i32);
-            let message = format!("{}: {}", program.to_string_lossy(), err);
-            status.send(&LaunchStatus::ExecFailed {
-                errno: errno as i32,
-                message: message.clone(),
-            });
-            if errno == nix::errno::Errno::ENOENT {
-                eprintln!("zot: {}: command not found", program.to_string_lossy());
-                EXIT_NOT_FOUND
-            } else {
-                eprintln!("zot: cannot execute {message}");
-                EXIT_CANNOT_EXEC
-            }
         }
     };
     std::process::exit(code)
 }
 
-enum Never {}
-
-enum LaunchFailure {
-    Setup(LaunchError),
-    Exec {
-        program: OsString,
-        errno: nix::errno::Errno,
-    },
-}
-
-impl From<LaunchError> for LaunchFailure {
-    fn from(e: LaunchError) -> Self {
-        LaunchFailure::Setup(e)
-    }
-}
-
-fn launch(args: &[OsString], status: &mut StatusPipe) -> Result<Never, LaunchFailure> {
+fn launch(args: &[OsString], status: &mut StatusPipe) -> Result<i32, LaunchError> {
     // The status pipe first, so every later failure can be reported.
     if let Some(fd) = parse_fd(args, "--status-fd")? {
-        harden::set_cloexec(fd).map_err(sys("status fd"))?;
+        set_cloexec(fd).map_err(sys("status fd"))?;
         // SAFETY: the supervisor passed us this fd and nothing else owns it.
         status.0 = Some(unsafe { std::fs::File::from_raw_fd(fd) });
     }
@@ -294,24 +528,61 @@ fn launch(args: &[OsString], status: &mut StatusPipe) -> Result<Never, LaunchFai
         .read_to_end(&mut buf)
         .map_err(LaunchError::ReadSpec)?;
     drop(spec_file);
+    if args.iter().any(|a| a == TAIL_ARG) {
+        // What the launcher image would do, in this binary (inside bwrap).
+        require_single_threaded()?;
+        use std::os::fd::AsRawFd;
+        let status_fd = status.0.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
+        return Ok(tail::run(&mut buf, status_fd));
+    }
     let spec: LaunchSpec = serde_json::from_slice(&buf).map_err(LaunchError::ParseSpec)?;
+    require_single_threaded()?;
+    let prep = Prepared::from_spec(spec)?;
+    match prep.backend {
+        BackendKind::Native => {
+            let status_fd = status
+                .0
+                .as_ref()
+                .map(std::os::fd::AsRawFd::as_raw_fd)
+                .unwrap_or(-1);
+            let (forked, _) = native::spawn_pid1(&prep, status_fd, None, None)?;
+            Ok(native::outer_wait(forked))
+        }
+        // bwrap set the cwd (--chdir) and built the view.
+        BackendKind::Bwrap => Ok(run_tail(&prep, status)),
+        BackendKind::Landlock => Ok(run_landlock(&prep, status)),
+        BackendKind::Unconfined => Err(LaunchError::Unsupported(
+            "danger-full-access has no launcher",
+        )),
+    }
+}
 
-    let threads = harden::thread_count();
-    if threads != 1 {
-        return Err(LaunchError::Threaded(threads).into());
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_count_fails_closed() {
+        assert_eq!(parse_threads("Name:\tzot\nThreads:\t3\n").unwrap(), 3);
+        assert!(parse_threads("Name:\tzot\n").is_err());
+        assert!(parse_threads("Threads:\tmany\n").is_err());
+        assert!(thread_count().unwrap() >= 1);
     }
-    if spec.argv.is_empty() {
-        return Err(LaunchError::EmptyCommand.into());
+
+    /// With a second thread alive, nothing forks to do sandbox work.
+    #[test]
+    fn fork_launch_refuses_a_multi_threaded_caller() {
+        let plan: LaunchPlan = serde_json::from_str(include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../supervisor/src/snapshots/read-only.landlock.json"
+        )))
+        .unwrap();
+        let prep = Prepared::new(BackendKind::Landlock, plan, &["true".into()], &[]).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || rx.recv());
+        let err = fork_launch(&prep, ChildStdio::default(), -1).unwrap_err();
+        assert!(matches!(err, LaunchError::Threaded(n) if n >= 2), "{err}");
+        tx.send(()).unwrap();
+        t.join().unwrap().unwrap();
     }
-    match spec.backend {
-        BackendKind::Native => native::enter(&spec)?,
-        // bwrap and the native stage set the cwd themselves.
-        BackendKind::Landlock => nix::unistd::chdir(&spec.policy.cwd).map_err(sys("chdir"))?,
-        BackendKind::Bwrap => {}
-    }
-    let (landlock, seccomp) = harden::harden(&spec)?;
-    status.send(&LaunchStatus::Ready { landlock, seccomp });
-    let program = spec.argv[0].clone();
-    let errno = harden::exec(&spec)?;
-    Err(LaunchFailure::Exec { program, errno })
 }

@@ -1,68 +1,68 @@
-//! The seccomp filter, compiled separately from installing it (tests can
-//! inspect or install it in a child). A deny list: everything not named is
-//! allowed; the named calls fail with EPERM, `clone3` with ENOSYS (so libc
-//! falls back to the filterable `clone`). A foreign architecture is killed,
-//! and on x86_64 the x32 syscall range fails with ENOSYS.
+//! The seccomp filter of a [`SeccompPlan`], compiled here (before any
+//! fork) and installed last by the tail (tests install it in a child). The plan is a
+//! deny list: everything not named is allowed. Rules are grouped by action
+//! into one BPF program each; a foreign architecture and, on x86_64, the x32
+//! syscall range get their own checks. [`describe`] renders the same rules.
 
 use std::collections::BTreeMap;
 
 use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch,
+    BpfProgram, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    TargetArch,
 };
 
-use crate::{LaunchError, SeccompSpec};
+use crate::plan::{ArgCmp, ArgOp, ArgWidth, SeccompAction, SeccompPlan};
+use crate::LaunchError;
 
-const NS_FLAGS: &[u64] = &[
-    libc::CLONE_NEWNS as u64,
-    libc::CLONE_NEWCGROUP as u64,
-    libc::CLONE_NEWUTS as u64,
-    libc::CLONE_NEWIPC as u64,
-    libc::CLONE_NEWUSER as u64,
-    libc::CLONE_NEWPID as u64,
-    libc::CLONE_NEWNET as u64,
-    0x80, // CLONE_NEWTIME
+/// Syscall names a plan may use, with their numbers on this architecture.
+const SYSCALLS: &[(&str, i64)] = &[
+    ("ptrace", libc::SYS_ptrace),
+    ("process_vm_readv", libc::SYS_process_vm_readv),
+    ("process_vm_writev", libc::SYS_process_vm_writev),
+    ("mount", libc::SYS_mount),
+    ("umount2", libc::SYS_umount2),
+    ("pivot_root", libc::SYS_pivot_root),
+    ("chroot", libc::SYS_chroot),
+    ("open_tree", libc::SYS_open_tree),
+    ("move_mount", libc::SYS_move_mount),
+    ("fsopen", libc::SYS_fsopen),
+    ("fsconfig", libc::SYS_fsconfig),
+    ("fsmount", libc::SYS_fsmount),
+    ("fspick", libc::SYS_fspick),
+    ("mount_setattr", libc::SYS_mount_setattr),
+    ("setns", libc::SYS_setns),
+    ("unshare", libc::SYS_unshare),
+    ("clone", libc::SYS_clone),
+    ("clone3", libc::SYS_clone3),
+    ("keyctl", libc::SYS_keyctl),
+    ("add_key", libc::SYS_add_key),
+    ("request_key", libc::SYS_request_key),
+    ("bpf", libc::SYS_bpf),
+    ("perf_event_open", libc::SYS_perf_event_open),
+    ("userfaultfd", libc::SYS_userfaultfd),
+    ("io_uring_setup", libc::SYS_io_uring_setup),
+    ("io_uring_enter", libc::SYS_io_uring_enter),
+    ("io_uring_register", libc::SYS_io_uring_register),
+    ("kexec_load", libc::SYS_kexec_load),
+    ("init_module", libc::SYS_init_module),
+    ("finit_module", libc::SYS_finit_module),
+    ("delete_module", libc::SYS_delete_module),
+    ("acct", libc::SYS_acct),
+    ("swapon", libc::SYS_swapon),
+    ("swapoff", libc::SYS_swapoff),
+    ("reboot", libc::SYS_reboot),
+    ("ioctl", libc::SYS_ioctl),
+    ("socket", libc::SYS_socket),
+    ("socketpair", libc::SYS_socketpair),
+    ("connect", libc::SYS_connect),
+    ("sendto", libc::SYS_sendto),
+    ("sendmsg", libc::SYS_sendmsg),
 ];
 
-/// ioctl requests refused: terminal input injection and console control.
-#[allow(clippy::unnecessary_cast)] // the libc type differs between targets
-const DENIED_IOCTLS: &[u64] = &[libc::TIOCSTI as u64, libc::TIOCLINUX as u64];
-
-/// Syscalls refused with EPERM whatever their arguments.
-const DENIED: &[i64] = &[
-    libc::SYS_ptrace,
-    libc::SYS_process_vm_readv,
-    libc::SYS_process_vm_writev,
-    libc::SYS_mount,
-    libc::SYS_umount2,
-    libc::SYS_pivot_root,
-    libc::SYS_chroot,
-    libc::SYS_open_tree,
-    libc::SYS_move_mount,
-    libc::SYS_fsopen,
-    libc::SYS_fsconfig,
-    libc::SYS_fsmount,
-    libc::SYS_fspick,
-    libc::SYS_mount_setattr,
-    libc::SYS_setns,
-    libc::SYS_keyctl,
-    libc::SYS_add_key,
-    libc::SYS_request_key,
-    libc::SYS_bpf,
-    libc::SYS_perf_event_open,
-    libc::SYS_userfaultfd,
-    libc::SYS_io_uring_setup,
-    libc::SYS_io_uring_enter,
-    libc::SYS_io_uring_register,
-    libc::SYS_kexec_load,
-    libc::SYS_init_module,
-    libc::SYS_finit_module,
-    libc::SYS_delete_module,
-    libc::SYS_acct,
-    libc::SYS_swapon,
-    libc::SYS_swapoff,
-    libc::SYS_reboot,
-];
+/// The number of syscall `name` here.
+pub fn syscall_number(name: &str) -> Option<i64> {
+    SYSCALLS.iter().find(|(n, _)| *n == name).map(|(_, nr)| *nr)
+}
 
 fn arch() -> TargetArch {
     #[cfg(target_arch = "x86_64")]
@@ -79,116 +79,132 @@ fn arch() -> TargetArch {
     }
 }
 
-fn cond(
-    arg: u8,
-    len: SeccompCmpArgLen,
-    op: SeccompCmpOp,
-    value: u64,
-) -> Result<SeccompCondition, LaunchError> {
-    SeccompCondition::new(arg, len, op, value).map_err(LaunchError::SeccompCompile)
-}
-
-fn rule(conds: Vec<SeccompCondition>) -> Result<SeccompRule, LaunchError> {
-    SeccompRule::new(conds).map_err(LaunchError::SeccompCompile)
-}
-
-/// The EPERM filter and the ENOSYS filter for `spec`.
-pub fn compile(spec: &SeccompSpec) -> Result<Vec<BpfProgram>, LaunchError> {
-    let mut eperm: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for nr in DENIED {
-        eperm.insert(*nr, Vec::new());
+fn action(a: SeccompAction) -> seccompiler::SeccompAction {
+    match a {
+        SeccompAction::Eperm => seccompiler::SeccompAction::Errno(libc::EPERM as u32),
+        SeccompAction::Enosys => seccompiler::SeccompAction::Errno(libc::ENOSYS as u32),
+        SeccompAction::KillProcess => seccompiler::SeccompAction::KillProcess,
     }
-    // unshare / clone with any namespace flag.
-    let ns_rules = |arg: u8| -> Result<Vec<SeccompRule>, LaunchError> {
-        NS_FLAGS
-            .iter()
-            .map(|f| {
-                rule(vec![cond(
-                    arg,
-                    SeccompCmpArgLen::Qword,
-                    SeccompCmpOp::MaskedEq(*f),
-                    *f,
-                )?])
-            })
-            .collect()
+}
+
+fn condition(c: &ArgCmp) -> Result<SeccompCondition, LaunchError> {
+    let len = match c.width {
+        ArgWidth::Bits32 => SeccompCmpArgLen::Dword,
+        ArgWidth::Bits64 => SeccompCmpArgLen::Qword,
     };
-    eperm.insert(libc::SYS_unshare, ns_rules(0)?);
-    eperm.insert(libc::SYS_clone, ns_rules(0)?);
-    // ioctl: the request is compared as 32 bits (the kernel truncates it).
-    let ioctl_rules = DENIED_IOCTLS
-        .iter()
-        .map(|req| {
-            rule(vec![cond(
-                1,
-                SeccompCmpArgLen::Dword,
-                SeccompCmpOp::Eq,
-                *req,
-            )?])
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    eperm.insert(libc::SYS_ioctl, ioctl_rules);
-    if spec.deny_network {
-        let not_unix = |nr: i64| -> Result<(i64, Vec<SeccompRule>), LaunchError> {
-            Ok((
-                nr,
-                vec![rule(vec![cond(
-                    0,
-                    SeccompCmpArgLen::Dword,
-                    SeccompCmpOp::Ne,
-                    libc::AF_UNIX as u64,
-                )?])?],
-            ))
+    let op = match c.op {
+        ArgOp::Eq => SeccompCmpOp::Eq,
+        ArgOp::Ne => SeccompCmpOp::Ne,
+        ArgOp::MaskedEq { mask } => SeccompCmpOp::MaskedEq(mask),
+    };
+    SeccompCondition::new(c.arg, len, op, c.value).map_err(LaunchError::SeccompCompile)
+}
+
+/// The BPF programs for `plan`, in installation order (empty when the plan
+/// installs nothing). Fails on a syscall name this architecture lacks.
+pub fn compile(plan: &SeccompPlan) -> Result<Vec<BpfProgram>, LaunchError> {
+    if !plan.enabled {
+        return Ok(Vec::new());
+    }
+    // One filter per action; a syscall named twice with one action gets the
+    // union of its conditions ("always" absorbs the rest).
+    // Per syscall: None = always, Some(conditions) = any of them.
+    type Rules = BTreeMap<i64, Option<Vec<SeccompRule>>>;
+    let mut by_action: Vec<(SeccompAction, Rules)> = Vec::new();
+    for rule in &plan.rules {
+        let idx = match by_action.iter().position(|(a, _)| *a == rule.action) {
+            Some(i) => i,
+            None => {
+                by_action.push((rule.action, BTreeMap::new()));
+                by_action.len() - 1
+            }
         };
-        for nr in [libc::SYS_socket, libc::SYS_socketpair] {
-            let (nr, r) = not_unix(nr)?;
-            eperm.insert(nr, r);
+        let map = &mut by_action[idx].1;
+        for name in &rule.syscalls {
+            let nr =
+                syscall_number(name).ok_or_else(|| LaunchError::UnknownSyscall(name.clone()))?;
+            let entry = map.entry(nr).or_insert_with(|| Some(Vec::new()));
+            if rule.any_of.is_empty() {
+                *entry = None; // always
+            } else if let Some(rules) = entry {
+                for c in &rule.any_of {
+                    rules.push(
+                        SeccompRule::new(vec![condition(c)?])
+                            .map_err(LaunchError::SeccompCompile)?,
+                    );
+                }
+            }
         }
     }
-    if spec.deny_unix_connect {
-        eperm.insert(libc::SYS_connect, Vec::new());
-        eperm.insert(
-            libc::SYS_sendto,
-            vec![rule(vec![cond(
-                4,
-                SeccompCmpArgLen::Qword,
-                SeccompCmpOp::Ne,
-                0,
-            )?])?],
-        );
+    let mut progs = Vec::new();
+    for (act, map) in by_action {
+        if map.is_empty() {
+            continue;
+        }
+        let rules: BTreeMap<i64, Vec<SeccompRule>> = map
+            .into_iter()
+            .map(|(nr, r)| (nr, r.unwrap_or_default()))
+            .collect();
+        let filter = SeccompFilter::new(
+            rules,
+            seccompiler::SeccompAction::Allow,
+            action(act),
+            arch(),
+        )
+        .map_err(LaunchError::SeccompCompile)?;
+        progs.push(filter.try_into().map_err(LaunchError::SeccompCompile)?);
     }
-    let eperm = SeccompFilter::new(
-        eperm,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch(),
-    )
-    .map_err(LaunchError::SeccompCompile)?;
-    let mut enosys: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    enosys.insert(libc::SYS_clone3, Vec::new());
-    let enosys = SeccompFilter::new(
-        enosys,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::ENOSYS as u32),
-        arch(),
-    )
-    .map_err(LaunchError::SeccompCompile)?;
-    #[allow(unused_mut)] // pushed to on x86_64 only
-    let mut progs: Vec<BpfProgram> = vec![
-        eperm.try_into().map_err(LaunchError::SeccompCompile)?,
-        enosys.try_into().map_err(LaunchError::SeccompCompile)?,
-    ];
+    // seccompiler's filters kill on a foreign architecture; any other
+    // action for it would need a filter of our own.
+    if plan.foreign_arch != SeccompAction::KillProcess {
+        return Err(LaunchError::Unsupported(
+            "seccomp: only kill is supported for a foreign architecture",
+        ));
+    }
     #[cfg(target_arch = "x86_64")]
-    progs.push(x32_filter());
-    Ok(progs)
+    if let Some(a) = plan.x32 {
+        progs.insert(0, x32_filter(a));
+    }
+    Ok(vec![chain(progs)])
+}
+
+/// One program that runs `progs` in turn: each `ret ALLOW` of a program
+/// but the last becomes a jump to the start of the next one. One filter to
+/// install (and to run on every syscall of the command) instead of several.
+fn chain(progs: Vec<BpfProgram>) -> BpfProgram {
+    let ret_allow = (libc::BPF_RET | libc::BPF_K) as u16;
+    let ja = (libc::BPF_JMP | libc::BPF_JA) as u16;
+    let count = progs.len();
+    let mut out = Vec::new();
+    for (n, mut prog) in progs.into_iter().enumerate() {
+        if n + 1 < count {
+            let len = prog.len();
+            for (i, ins) in prog.iter_mut().enumerate() {
+                if ins.code == ret_allow && ins.k == libc::SECCOMP_RET_ALLOW {
+                    ins.code = ja;
+                    ins.jt = 0;
+                    ins.jf = 0;
+                    ins.k = (len - i - 1) as u32;
+                }
+            }
+        }
+        out.extend(prog);
+    }
+    out
 }
 
 /// On x86_64, syscall numbers with the x32 bit set would bypass a filter
 /// keyed on the 64-bit numbers: refuse that whole range.
 #[cfg(target_arch = "x86_64")]
-fn x32_filter() -> BpfProgram {
+fn x32_filter(a: SeccompAction) -> BpfProgram {
     use seccompiler::sock_filter;
     const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
     const X32_BIT: u32 = 0x4000_0000;
+    let ret_action = match a {
+        SeccompAction::Eperm => libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+        SeccompAction::Enosys => libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
+        SeccompAction::KillProcess => libc::SECCOMP_RET_KILL_PROCESS,
+    };
     let ld = |k| sock_filter {
         code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
         jt: 0,
@@ -218,38 +234,43 @@ fn x32_filter() -> BpfProgram {
         jeq(AUDIT_ARCH_X86_64, 0, 3),
         ld(0), // seccomp_data.nr
         jge(X32_BIT, 0, 1),
-        ret(libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+        ret(ret_action),
         ret(libc::SECCOMP_RET_ALLOW),
     ]
 }
 
-/// Compile and install the filters on the calling thread (needs
-/// no_new_privs or CAP_SYS_ADMIN).
-pub fn install(spec: &SeccompSpec) -> Result<(), LaunchError> {
-    for prog in compile(spec)? {
-        seccompiler::apply_filter(&prog).map_err(LaunchError::Seccomp)?;
+fn describe_cmp(c: &ArgCmp) -> String {
+    let width = match c.width {
+        ArgWidth::Bits32 => " (32-bit)",
+        ArgWidth::Bits64 => "",
+    };
+    match c.op {
+        ArgOp::Eq => format!("arg{}{width} == {}", c.arg, c.name),
+        ArgOp::Ne => format!("arg{}{width} != {}", c.arg, c.name),
+        ArgOp::MaskedEq { .. } => format!("arg{}{width} has {}", c.arg, c.name),
     }
-    Ok(())
 }
 
-/// One line per rule, for `zot debug sandbox --explain`.
-pub fn describe(spec: &SeccompSpec) -> Vec<String> {
-    let mut out = vec![
-        "architecture: other than the native one -> kill".to_string(),
-        "clone3: ENOSYS (libc falls back to clone)".to_string(),
-        "unshare, clone: EPERM with any namespace flag".to_string(),
-        "ioctl TIOCSTI, TIOCLINUX: EPERM (request compared as 32 bits)".to_string(),
-        "ptrace, process_vm_*, mount family, pivot_root, chroot, setns, keyctl/add_key/request_key, bpf, perf_event_open, \
-         userfaultfd, io_uring_*, module/kexec/swap/reboot/acct: EPERM"
-            .to_string(),
-    ];
-    #[cfg(target_arch = "x86_64")]
-    out.push("x32 syscall numbers: ENOSYS".to_string());
-    if spec.deny_network {
-        out.push("socket, socketpair: EPERM unless AF_UNIX".to_string());
+/// One line per rule of `plan`, for `zot debug sandbox --explain`.
+pub fn describe(plan: &SeccompPlan) -> Vec<String> {
+    if !plan.enabled {
+        return Vec::new();
     }
-    if spec.deny_unix_connect {
-        out.push("connect, sendto with an address: EPERM".to_string());
+    let mut out = vec![format!(
+        "other architectures: {}",
+        plan.foreign_arch.as_str()
+    )];
+    if let Some(a) = plan.x32 {
+        out.push(format!("x32 syscall numbers: {}", a.as_str()));
+    }
+    for r in &plan.rules {
+        let mut line = format!("{}: {}", r.syscalls.join(", "), r.action.as_str());
+        if !r.any_of.is_empty() {
+            let conds: Vec<String> = r.any_of.iter().map(describe_cmp).collect();
+            line.push_str(" when ");
+            line.push_str(&conds.join(" or "));
+        }
+        out.push(line);
     }
     out
 }
@@ -257,12 +278,13 @@ pub fn describe(spec: &SeccompSpec) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::SeccompRule as Rule;
 
     /// Install the filter in a forked child (never in the test process) and
     /// check what the calls return there.
-    fn in_child(spec: SeccompSpec, check: fn() -> bool) -> bool {
+    fn in_child(plan: SeccompPlan, check: fn() -> bool) -> bool {
         // Compiled before fork: the child must not allocate (threads).
-        let progs = compile(&spec).unwrap();
+        let progs = compile(&plan).unwrap();
         // SAFETY: the child only makes raw syscalls and exits.
         match unsafe { libc::fork() } {
             0 => {
@@ -282,44 +304,116 @@ mod tests {
         std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
     }
 
+    fn cmp(arg: u8, width: ArgWidth, op: ArgOp, value: u64, name: &str) -> ArgCmp {
+        ArgCmp {
+            arg,
+            width,
+            op,
+            value,
+            name: name.into(),
+        }
+    }
+
+    fn plan(rules: Vec<Rule>) -> SeccompPlan {
+        SeccompPlan {
+            enabled: true,
+            foreign_arch: SeccompAction::KillProcess,
+            x32: cfg!(target_arch = "x86_64").then_some(SeccompAction::Enosys),
+            rules,
+        }
+    }
+
     #[test]
-    fn denies_what_it_should() {
-        let spec = SeccompSpec {
-            deny_network: true,
-            deny_unix_connect: false,
-        };
-        assert!(in_child(spec, || unsafe {
+    fn rules_compile_and_apply_as_described() {
+        let p = plan(vec![
+            Rule {
+                syscalls: vec!["socket".into()],
+                action: SeccompAction::Eperm,
+                any_of: vec![cmp(
+                    0,
+                    ArgWidth::Bits32,
+                    ArgOp::Ne,
+                    libc::AF_UNIX as u64,
+                    "AF_UNIX",
+                )],
+            },
+            Rule {
+                syscalls: vec!["clone3".into()],
+                action: SeccompAction::Enosys,
+                any_of: vec![],
+            },
+            Rule {
+                syscalls: vec!["unshare".into()],
+                action: SeccompAction::Eperm,
+                any_of: vec![cmp(
+                    0,
+                    ArgWidth::Bits64,
+                    ArgOp::MaskedEq {
+                        mask: libc::CLONE_NEWUSER as u64,
+                    },
+                    libc::CLONE_NEWUSER as u64,
+                    "CLONE_NEWUSER",
+                )],
+            },
+            Rule {
+                syscalls: vec!["ioctl".into()],
+                action: SeccompAction::Eperm,
+                #[allow(clippy::unnecessary_cast)]
+                any_of: vec![cmp(
+                    1,
+                    ArgWidth::Bits32,
+                    ArgOp::Eq,
+                    libc::TIOCSTI as u64,
+                    "TIOCSTI",
+                )],
+            },
+        ]);
+        assert_eq!(compile(&p).unwrap().len(), 1, "one chained program");
+        assert!(in_child(p.clone(), || unsafe {
             let inet =
                 libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) == -1 && errno() == libc::EPERM;
             let unix = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0) >= 0;
             let clone3 = libc::syscall(libc::SYS_clone3, 0, 0) == -1 && errno() == libc::ENOSYS;
             let userns = libc::unshare(libc::CLONE_NEWUSER) == -1 && errno() == libc::EPERM;
             let files = libc::unshare(libc::CLONE_FILES) == 0;
+            #[allow(clippy::unnecessary_cast)]
             let tiocsti = libc::syscall(libc::SYS_ioctl, 0, (1u64 << 32) | libc::TIOCSTI as u64, 0)
                 == -1
                 && errno() == libc::EPERM;
+            #[cfg(target_arch = "x86_64")]
             let x32 =
                 libc::syscall(0x4000_0000 | libc::SYS_getpid) == -1 && errno() == libc::ENOSYS;
+            #[cfg(not(target_arch = "x86_64"))]
+            let x32 = true;
             inet && unix && clone3 && userns && files && tiocsti && x32
         }));
+        let d = describe(&p);
+        assert!(
+            d.contains(&"socket: EPERM when arg0 (32-bit) != AF_UNIX".to_string()),
+            "{d:?}"
+        );
+        assert!(d.contains(&"clone3: ENOSYS".to_string()), "{d:?}");
+        assert!(
+            d.contains(&"unshare: EPERM when arg0 has CLONE_NEWUSER".to_string()),
+            "{d:?}"
+        );
     }
 
     #[test]
-    fn unix_connect_denial_is_optional() {
-        let spec = SeccompSpec {
-            deny_network: false,
-            deny_unix_connect: true,
-        };
-        assert!(in_child(spec, || unsafe {
-            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
-            let mut addr: libc::sockaddr_un = std::mem::zeroed();
-            addr.sun_family = libc::AF_UNIX as u16;
-            let r = libc::connect(
-                fd,
-                &addr as *const _ as *const libc::sockaddr,
-                std::mem::size_of::<libc::sa_family_t>() as u32 + 1,
-            );
-            r == -1 && errno() == libc::EPERM
-        }));
+    fn unknown_syscall_fails_closed() {
+        let p = plan(vec![Rule {
+            syscalls: vec!["no_such_call".into()],
+            action: SeccompAction::Eperm,
+            any_of: vec![],
+        }]);
+        assert!(matches!(compile(&p), Err(LaunchError::UnknownSyscall(_))));
+    }
+
+    #[test]
+    fn disabled_plan_installs_nothing() {
+        let mut p = plan(vec![]);
+        p.enabled = false;
+        assert!(compile(&p).unwrap().is_empty());
+        assert!(describe(&p).is_empty());
     }
 }

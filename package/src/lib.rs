@@ -469,6 +469,17 @@ pub fn pack_with(
     out: Option<&Path>,
     opts: &PackOptions,
 ) -> Result<PackOutcome, PackageError> {
+    pack_with_progress(dir, out, opts, &mut |_, _| {})
+}
+
+/// [`pack_with`], reporting `(file bytes packed, file bytes in all)` to
+/// `progress` as the archive is written.
+pub fn pack_with_progress(
+    dir: &Path,
+    out: Option<&Path>,
+    opts: &PackOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<PackOutcome, PackageError> {
     let limits = &opts.limits;
     let meta = fs::metadata(dir).map_err(PackageError::io("opening", dir))?;
     if !meta.is_dir() {
@@ -497,7 +508,15 @@ pub fn pack_with(
     }
 
     let created = out.create_parents()?;
-    let (digest, size) = write_archive(&root, &entries, &out_abs, &file_name, limits)?;
+    let total: u64 = entries
+        .iter()
+        .map(|e| match e.kind {
+            tree::TreeKind::File { size, .. } => size,
+            tree::TreeKind::Dir => 0,
+        })
+        .sum();
+    let mut report = |done: u64| progress(done, total);
+    let (digest, size) = write_archive(&root, &entries, &out_abs, &file_name, limits, &mut report)?;
     created.keep();
     Ok(PackOutcome {
         out: out.path,
@@ -548,6 +567,7 @@ fn write_archive(
     out_abs: &Path,
     file_name: &std::ffi::OsStr,
     limits: &Limits,
+    progress: &mut dyn FnMut(u64),
 ) -> Result<(String, u64), PackageError> {
     let parent = out_abs.parent().unwrap_or(Path::new("."));
     let mut prefix = std::ffi::OsString::from(".");
@@ -572,7 +592,7 @@ fn write_archive(
         .map_err(PackageError::io("compressing", root))?;
     enc.multithread(ZSTD_WORKERS)
         .map_err(PackageError::io("compressing", root))?;
-    let enc = tree::write_tar(entries, enc)?;
+    let enc = tree::write_tar(entries, enc, progress)?;
     let sink = enc.finish().map_err(PackageError::WriteArchive)?;
     let HashWriter {
         inner,
@@ -685,7 +705,7 @@ fn digest_entries(entries: &[tree::TreeEntry]) -> Result<String, PackageError> {
         hasher: Sha256::new(),
         count: 0,
     };
-    let w = tree::write_tar(entries, w)?;
+    let w = tree::write_tar(entries, w, &mut |_| {})?;
     Ok(format!("sha256:{}", hex::encode(w.hasher.finalize())))
 }
 

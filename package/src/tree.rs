@@ -139,15 +139,19 @@ fn walk_into(
 }
 
 /// Counts bytes read, so a file that shrank while packing is detected.
-struct Counted<R> {
+struct Counted<'p, R> {
     inner: R,
     n: u64,
+    /// File bytes of the whole tree read before this file, and the sink.
+    before: u64,
+    progress: &'p mut dyn FnMut(u64),
 }
 
-impl<R: Read> Read for Counted<R> {
+impl<R: Read> Read for Counted<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.n += n as u64;
+        (self.progress)(self.before + self.n);
         Ok(n)
     }
 }
@@ -168,8 +172,14 @@ fn open_regular(path: &Path, size: u64) -> Result<File, PackageError> {
 }
 
 /// Write the canonical tar of `entries` to `out` and return `out`.
-pub(crate) fn write_tar<W: Write>(entries: &[TreeEntry], out: W) -> Result<W, PackageError> {
+/// `progress` gets the file bytes read so far.
+pub(crate) fn write_tar<W: Write>(
+    entries: &[TreeEntry],
+    out: W,
+    progress: &mut dyn FnMut(u64),
+) -> Result<W, PackageError> {
     let mut builder = tar::Builder::new(out);
+    let mut done = 0u64;
     let werr = PackageError::WriteArchive;
     for e in entries {
         let mut h = tar::Header::new_gnu();
@@ -193,6 +203,8 @@ pub(crate) fn write_tar<W: Write>(entries: &[TreeEntry], out: W) -> Result<W, Pa
                 let mut data = Counted {
                     inner: BufReader::with_capacity(256 * 1024, f.take(size)),
                     n: 0,
+                    before: done,
+                    progress: &mut *progress,
                 };
                 builder
                     .append_data(&mut h, &e.rel, &mut data)
@@ -206,6 +218,7 @@ pub(crate) fn write_tar<W: Write>(entries: &[TreeEntry], out: W) -> Result<W, Pa
                         path: e.abs.clone(),
                     });
                 }
+                done += size;
             }
         }
     }

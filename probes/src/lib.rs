@@ -220,34 +220,10 @@ pub struct BwrapProbe {
 }
 
 /// A bwrap binary found but not trusted.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RejectedCandidate {
     pub path: PathBuf,
     pub reason: String,
-}
-
-impl BwrapProbe {
-    /// The bwrap path, if it works and lies outside every given root (the
-    /// workspace and write roots of a launch: a bwrap there is never used).
-    pub fn usable_for(&self, roots: &[PathBuf]) -> Result<&Path, String> {
-        let path = match (&self.path, self.works) {
-            (Some(p), true) => p,
-            _ => {
-                return Err(self
-                    .error
-                    .clone()
-                    .unwrap_or_else(|| "bwrap not found".into()))
-            }
-        };
-        if let Some(root) = roots.iter().find(|r| path.starts_with(r)) {
-            return Err(format!(
-                "bwrap at {} lies inside {} and is not trusted",
-                path.display(),
-                root.display()
-            ));
-        }
-        Ok(path)
-    }
 }
 
 // ---------------------------------------------------------------- userns
@@ -360,6 +336,24 @@ pub fn userns_blocked_by_sysctl() -> Option<(String, String)> {
     None
 }
 
+/// Whether something this process cannot see without trying may refuse user
+/// namespaces: a seccomp filter on this process (container runtimes,
+/// another sandbox) or a parent user namespace with its own limits. When
+/// false, [`userns_blocked_by_sysctl`] is the whole story.
+pub fn userns_may_be_filtered() -> bool {
+    let seccomp = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Seccomp:"))
+                .map(|v| v.trim() != "0")
+        })
+        .unwrap_or(true);
+    let initial_userns = read_trim("/proc/self/uid_map")
+        .is_some_and(|m| m.split_whitespace().collect::<Vec<_>>() == ["0", "0", "4294967295"]);
+    seccomp || !initial_userns
+}
+
 // ---------------------------------------------------------------- landlock
 
 fn probe_landlock() -> LandlockProbe {
@@ -465,33 +459,128 @@ pub fn path_candidates(name: &str) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Probe bubblewrap among `candidates` (first trusted one wins). A
-/// candidate is refused when it is not absolute, lies (after resolving
-/// symlinks) inside any of `untrusted_roots`, is not a regular executable,
-/// is writable by group/others, or is owned by someone other than root or
-/// the current user.
-pub fn probe_bwrap(candidates: &[PathBuf], untrusted_roots: &[PathBuf]) -> BwrapProbe {
-    let mut rejected = Vec::new();
+/// Why no trusted helper binary was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UntrustedHelper {
+    pub name: String,
+    /// Candidates that exist but were refused, with the reason.
+    pub rejected: Vec<RejectedCandidate>,
+}
+
+impl std::fmt::Display for UntrustedHelper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.rejected.is_empty() {
+            write!(f, "{} not found on PATH", self.name)
+        } else {
+            let why: Vec<String> = self
+                .rejected
+                .iter()
+                .map(|r| format!("{}: {}", r.path.display(), r.reason))
+                .collect();
+            write!(f, "no trusted {} on PATH ({})", self.name, why.join("; "))
+        }
+    }
+}
+
+/// The first trusted `name` among the absolute `PATH` entries (see
+/// [`trusted_binary`]), canonical. Does not run it.
+pub fn find_trusted(name: &str, untrusted_roots: &[PathBuf]) -> Result<PathBuf, UntrustedHelper> {
+    find_trusted_in(name, &path_candidates(name), untrusted_roots)
+}
+
+fn find_trusted_in(
+    name: &str,
+    candidates: &[PathBuf],
+    untrusted_roots: &[PathBuf],
+) -> Result<PathBuf, UntrustedHelper> {
+    match scan_candidates(candidates, untrusted_roots) {
+        (Some(p), _) => Ok(p),
+        (None, rejected) => Err(UntrustedHelper {
+            name: name.to_string(),
+            rejected,
+        }),
+    }
+}
+
+/// The first trusted candidate, and the ones refused before it.
+fn scan_candidates(
+    candidates: &[PathBuf],
+    untrusted_roots: &[PathBuf],
+) -> (Option<PathBuf>, Vec<RejectedCandidate>) {
     let roots: Vec<PathBuf> = untrusted_roots
         .iter()
         .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
         .collect();
-    let mut found = None;
+    let mut rejected = Vec::new();
     for cand in candidates {
-        if !cand.exists() {
+        if std::fs::symlink_metadata(cand).is_err() {
             continue;
         }
-        match trust(cand, &roots) {
-            Ok(p) => {
-                found = Some(p);
-                break;
-            }
+        match trusted_binary(cand, &roots) {
+            Ok(p) => return (Some(p), rejected),
             Err(reason) => rejected.push(RejectedCandidate {
                 path: cand.clone(),
                 reason,
             }),
         }
     }
+    (None, rejected)
+}
+
+/// The one trust rule for a helper binary zot runs outside the sandbox
+/// (bubblewrap): `cand` must be absolute and, after resolving symlinks, lie
+/// outside every root in `untrusted_roots` (the workspace and write roots; `/`
+/// is ignored, it would distrust everything), be a regular executable file not
+/// writable by group or others, owned by root or the current user, in a
+/// directory that is not world-writable without the sticky bit. Returns the
+/// canonical path.
+pub fn trusted_binary(cand: &Path, untrusted_roots: &[PathBuf]) -> Result<PathBuf, String> {
+    if !cand.is_absolute() {
+        return Err("relative path".into());
+    }
+    let canon = std::fs::canonicalize(cand).map_err(|e| format!("cannot resolve: {e}"))?;
+    for resolved in [cand, canon.as_path()] {
+        if let Some(r) = untrusted_roots
+            .iter()
+            .find(|r| r.as_os_str() != "/" && resolved.starts_with(r))
+        {
+            return Err(format!(
+                "inside untrusted directory {} (the workspace or a writable root)",
+                r.display()
+            ));
+        }
+    }
+    let meta = std::fs::metadata(&canon).map_err(|e| format!("cannot stat: {e}"))?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    let mode = meta.permissions().mode();
+    if mode & 0o111 == 0 {
+        return Err("not executable".into());
+    }
+    if mode & 0o022 != 0 {
+        return Err("writable by group or others".into());
+    }
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    if meta.uid() != 0 && meta.uid() != euid && !owned_outside_our_userns(meta.uid()) {
+        return Err(format!("owned by uid {}", meta.uid()));
+    }
+    if let Some(dir) = canon.parent() {
+        if let Ok(dm) = std::fs::metadata(dir) {
+            let m = dm.permissions().mode();
+            if m & 0o002 != 0 && m & 0o1000 == 0 {
+                return Err(format!("directory {} is world-writable", dir.display()));
+            }
+        }
+    }
+    Ok(canon)
+}
+
+/// Probe bubblewrap among `candidates` (the first one [`trusted_binary`]
+/// accepts wins) and check that it can create the namespaces we need.
+pub fn probe_bwrap(candidates: &[PathBuf], untrusted_roots: &[PathBuf]) -> BwrapProbe {
+    let (found, rejected) = scan_candidates(candidates, untrusted_roots);
     let Some(path) = found else {
         let error = if rejected.is_empty() {
             "bwrap not found on PATH".to_string()
@@ -566,43 +655,6 @@ pub fn probe_bwrap(candidates: &[PathBuf], untrusted_roots: &[PathBuf]) -> Bwrap
         error,
         hint,
     }
-}
-
-fn trust(cand: &Path, roots: &[PathBuf]) -> Result<PathBuf, String> {
-    if !cand.is_absolute() {
-        return Err("relative path".into());
-    }
-    let canon = std::fs::canonicalize(cand).map_err(|e| format!("cannot resolve: {e}"))?;
-    for resolved in [cand, canon.as_path()] {
-        if let Some(r) = roots.iter().find(|r| resolved.starts_with(r)) {
-            return Err(format!("inside untrusted directory {}", r.display()));
-        }
-    }
-    let meta = std::fs::metadata(&canon).map_err(|e| format!("cannot stat: {e}"))?;
-    if !meta.is_file() {
-        return Err("not a regular file".into());
-    }
-    let mode = meta.permissions().mode();
-    if mode & 0o111 == 0 {
-        return Err("not executable".into());
-    }
-    if mode & 0o022 != 0 {
-        return Err("writable by group or others".into());
-    }
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    if meta.uid() != 0 && meta.uid() != euid && !owned_outside_our_userns(meta.uid()) {
-        return Err(format!("owned by uid {}", meta.uid()));
-    }
-    if let Some(dir) = canon.parent() {
-        if let Ok(dm) = std::fs::metadata(dir) {
-            let m = dm.permissions().mode();
-            if m & 0o002 != 0 && m & 0o1000 == 0 {
-                return Err(format!("directory {} is world-writable", dir.display()));
-            }
-        }
-    }
-    Ok(canon)
 }
 
 /// In a non-initial user namespace, files of users that are not mapped
@@ -757,7 +809,7 @@ mod tests {
         let fake = dir.path().join("bwrap");
         std::fs::write(&fake, "#!/bin/sh\nexit 0\n").unwrap();
         std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let p = probe_bwrap(&[fake.clone()], &[dir.path().to_path_buf()]);
+        let p = probe_bwrap(std::slice::from_ref(&fake), &[dir.path().to_path_buf()]);
         assert!(p.path.is_none());
         assert!(!p.works);
         assert_eq!(p.rejected.len(), 1);
@@ -766,6 +818,26 @@ mod tests {
             "{:?}",
             p.rejected
         );
+    }
+
+    #[test]
+    fn bwrap_in_a_world_writable_directory_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("bwrap");
+        std::fs::write(&fake, "#!/bin/sh\nexit 0\n").unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = find_trusted_in("bwrap", std::slice::from_ref(&fake), &[]).unwrap_err();
+        assert!(err.rejected[0].reason.contains("world-writable"), "{err}");
+        // The sticky bit (like /tmp) makes the directory acceptable.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+        assert_eq!(
+            find_trusted_in("bwrap", std::slice::from_ref(&fake), &[]).unwrap(),
+            std::fs::canonicalize(&fake).unwrap()
+        );
+        // A root of `/` distrusts nothing; the workspace does.
+        assert!(trusted_binary(&fake, &[PathBuf::from("/")]).is_ok());
+        assert!(trusted_binary(&fake, &[dir.path().to_path_buf()]).is_err());
     }
 
     #[test]

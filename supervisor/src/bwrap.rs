@@ -1,343 +1,192 @@
-//! The bubblewrap command line for a policy. Pure except for `lstat` calls
-//! on the paths involved (a protected path that does not exist yet is
-//! blocked at its first missing component).
+//! Rendering a [`LaunchPlan`] to bubblewrap arguments: one option (or a
+//! fixed group) per plan item, nothing decided here. The launcher is not
+//! mounted into the view: bwrap runs it through an inherited file
+//! descriptor (`/proc/self/fd/N`).
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
 
-use zot_policy::sandbox::{NetworkPolicy, ReadScope, SandboxPolicy};
+use zot_launcher::plan::{LaunchPlan, MountOp, Namespace};
 
-/// Where the launcher (the `zot` binary) is bound inside the sandbox.
-pub const LAUNCHER_PATH: &str = "/run/.zot-launcher";
-
-/// Host directories replaced by private empty ones (host sockets live there).
-pub const PRIVATE_DIRS: &[&str] = &["/tmp", "/var/tmp", "/run"];
-
-/// A bwrap invocation.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct BwrapPlan {
-    /// Arguments before `--` (namespaces, mounts, cwd).
-    pub args: Vec<OsString>,
-    /// Empty files bwrap will create on the host as mount points for
-    /// protected paths that do not exist yet; removed after the run.
-    pub placeholders: Vec<PathBuf>,
-}
-
-impl BwrapPlan {
-    fn push(&mut self, a: impl Into<OsString>) {
-        self.args.push(a.into());
-    }
-    fn op(&mut self, op: &str, src: &Path, dest: &Path) {
-        self.push(op);
-        self.push(src.as_os_str());
-        self.push(dest.as_os_str());
+fn unshare_flag(ns: Namespace) -> Option<&'static str> {
+    match ns {
+        Namespace::User => Some("--unshare-user"),
+        // bwrap always makes a mount namespace.
+        Namespace::Mount => None,
+        Namespace::Pid => Some("--unshare-pid"),
+        Namespace::Ipc => Some("--unshare-ipc"),
+        Namespace::Uts => Some("--unshare-uts"),
+        Namespace::Cgroup => Some("--unshare-cgroup"),
+        Namespace::Net => Some("--unshare-net"),
     }
 }
 
-fn exists(p: &Path) -> bool {
-    std::fs::symlink_metadata(p).is_ok()
-}
-
-fn depth(p: &Path) -> usize {
-    p.components().count()
-}
-
-/// Is `p` hidden by one of the private dirs (and not bound back by a write root)?
-fn under_private(p: &Path) -> bool {
-    PRIVATE_DIRS.iter().any(|d| p.starts_with(d))
-}
-
-/// How to block writes at a protected path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Protection {
-    /// The path exists: bind it read-only onto itself.
-    ReadOnly(PathBuf),
-    /// A component is missing: bind /dev/null at the first missing one.
-    Placeholder(PathBuf),
-}
-
-/// Where to block writes for `protected` inside `root`: the path itself if
-/// it exists, a non-directory ancestor (e.g. a `.git` file), or the first
-/// missing component.
-pub fn protection_for(root: &Path, protected: &Path) -> Option<Protection> {
-    let rel = protected.strip_prefix(root).ok()?;
-    let mut cur = root.to_path_buf();
-    for comp in rel.components() {
-        cur.push(comp);
-        match std::fs::symlink_metadata(&cur) {
-            Err(_) => return Some(Protection::Placeholder(cur)),
-            Ok(m) if cur != protected && !m.is_dir() => {
-                // e.g. `.git` is a file (worktree) or a symlink: keep it as is.
-                return Some(Protection::ReadOnly(cur));
-            }
-            Ok(_) => {}
-        }
-    }
-    Some(Protection::ReadOnly(cur))
-}
-
-/// The namespace and mount arguments for `policy`, with `launcher` bound at
-/// [`LAUNCHER_PATH`].
-pub fn plan(policy: &SandboxPolicy, launcher: &Path) -> BwrapPlan {
-    let mut p = BwrapPlan::default();
-    for a in [
-        "--new-session",
-        "--die-with-parent",
-        "--unshare-user",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-    ] {
-        p.push(a);
-    }
-    if policy.network == NetworkPolicy::Off {
-        p.push("--unshare-net");
-    }
-    // The base view.
-    match &policy.read {
-        ReadScope::FullDisk => p.op("--ro-bind", Path::new("/"), Path::new("/")),
-        ReadScope::Restricted { paths } => {
-            let mut paths: Vec<&PathBuf> = paths
-                .iter()
-                .filter(|x| exists(x) && !under_private(x))
-                .collect();
-            paths.sort_by_key(|x| depth(x));
-            for path in paths {
-                p.op("--ro-bind", path, path);
-            }
-        }
-    }
-    p.push("--dev");
-    p.push("/dev");
-    p.push("--proc");
-    p.push("/proc");
-    for d in PRIVATE_DIRS {
-        let d = Path::new(d);
-        if matches!(policy.read, ReadScope::Restricted { .. }) || exists(d) {
-            p.push("--tmpfs");
-            p.push(d.as_os_str());
-        }
-    }
-    // Restricted read scopes inside the private dirs go on top of them.
-    if let ReadScope::Restricted { paths } = &policy.read {
-        let mut paths: Vec<&PathBuf> = paths
+/// The bwrap arguments (before `--`) that build `plan`'s namespaces, view and
+/// working directory.
+pub fn render(plan: &LaunchPlan) -> Vec<OsString> {
+    let mut a: Vec<OsString> = vec!["--new-session".into(), "--die-with-parent".into()];
+    a.extend(
+        plan.namespaces
             .iter()
-            .filter(|x| exists(x) && under_private(x))
-            .collect();
-        paths.sort_by_key(|x| depth(x));
-        for path in paths {
-            p.op("--ro-bind", path, path);
-        }
-    }
-    // Name resolution when the network is on: resolv.conf often points into /run.
-    if policy.network == NetworkPolicy::On {
-        if let Ok(target) = std::fs::canonicalize("/etc/resolv.conf") {
-            if under_private(&target) {
-                p.op("--ro-bind", &target, &target);
+            .filter_map(|ns| unshare_flag(*ns))
+            .map(OsString::from),
+    );
+    let mut push = |items: &[&std::ffi::OsStr]| a.extend(items.iter().map(|s| s.to_os_string()));
+    for op in &plan.mounts {
+        match op {
+            MountOp::Bind { src, dst, writable } => push(&[
+                if *writable { "--bind" } else { "--ro-bind" }.as_ref(),
+                src.as_os_str(),
+                dst.as_os_str(),
+            ]),
+            MountOp::Tmpfs {
+                dst,
+                mode,
+                size,
+                writable,
+            } => {
+                let mode = mode.to_string();
+                push(&["--perms".as_ref(), mode.as_ref()]);
+                if let Some(size) = size {
+                    let size = size.to_string();
+                    push(&["--size".as_ref(), size.as_ref()]);
+                }
+                push(&["--tmpfs".as_ref(), dst.as_os_str()]);
+                if !writable {
+                    push(&["--remount-ro".as_ref(), dst.as_os_str()]);
+                }
             }
-        }
-    }
-    // Write roots, shallowest first.
-    let mut roots: Vec<&PathBuf> = policy.write_roots.iter().collect();
-    roots.sort_by_key(|x| depth(x));
-    // A read-only cwd inside a hidden dir (e.g. /tmp/x in read-only mode)
-    // stays visible, read-only.
-    if matches!(policy.read, ReadScope::FullDisk)
-        && under_private(&policy.cwd)
-        && !roots.iter().any(|r| policy.cwd.starts_with(r))
-    {
-        p.op("--ro-bind", &policy.cwd, &policy.cwd);
-    }
-    for root in &roots {
-        p.op("--bind", root, root);
-    }
-    // Protected paths: pin `.git` directories (a mount point cannot be renamed
-    // away), then bind read-only or block at the first missing component.
-    let mut pins: Vec<PathBuf> = Vec::new();
-    let mut prots: Vec<Protection> = Vec::new();
-    for prot in &policy.protected {
-        let Some(root) = roots
-            .iter()
-            .filter(|r| prot.starts_with(r))
-            .max_by_key(|r| depth(r))
-        else {
-            continue;
-        };
-        if let Some(parent) = prot.parent() {
-            if parent.file_name() == Some(".git".as_ref())
-                && parent.starts_with(root)
-                && std::fs::symlink_metadata(parent).is_ok_and(|m| m.is_dir())
-                && !pins.contains(&parent.to_path_buf())
-            {
-                pins.push(parent.to_path_buf());
+            MountOp::Dev { dst } => push(&["--dev".as_ref(), dst.as_os_str()]),
+            MountOp::Proc { dst } => push(&["--proc".as_ref(), dst.as_os_str()]),
+            MountOp::MaskFile { dst } | MountOp::BlockCreate { dst, .. } => {
+                push(&["--ro-bind".as_ref(), "/dev/null".as_ref(), dst.as_os_str()])
             }
-        }
-        if let Some(x) = protection_for(root, prot) {
-            if !prots.contains(&x) {
-                prots.push(x);
-            }
-        }
-    }
-    pins.sort_by_key(|x| depth(x));
-    for pin in &pins {
-        p.op("--bind", pin, pin);
-    }
-    let key = |x: &Protection| match x {
-        Protection::ReadOnly(a) | Protection::Placeholder(a) => depth(a),
-    };
-    prots.sort_by_key(key);
-    for prot in prots {
-        match prot {
-            Protection::ReadOnly(path) => p.op("--ro-bind", &path, &path),
-            Protection::Placeholder(path) => {
-                p.op("--ro-bind", Path::new("/dev/null"), &path);
-                p.placeholders.push(path);
-            }
+            MountOp::MaskDir { dst } => push(&[
+                "--perms".as_ref(),
+                "0000".as_ref(),
+                "--size".as_ref(),
+                "4096".as_ref(),
+                "--tmpfs".as_ref(),
+                dst.as_os_str(),
+                "--remount-ro".as_ref(),
+                dst.as_os_str(),
+            ]),
+            MountOp::RemountRo { dst } => push(&["--remount-ro".as_ref(), dst.as_os_str()]),
         }
     }
-    // Deny-read: directories become empty read-only tmpfs, files /dev/null.
-    let mut denies: Vec<&PathBuf> = policy.deny_read.iter().collect();
-    denies.sort_by_key(|x| depth(x));
-    for d in denies {
-        let Ok(meta) = std::fs::metadata(d) else {
-            continue;
-        };
-        if under_private(d) && !roots.iter().any(|r| d.starts_with(r)) {
-            continue;
-        }
-        if let ReadScope::Restricted { paths } = &policy.read {
-            let visible = paths
-                .iter()
-                .chain(policy.write_roots.iter())
-                .any(|v| d.starts_with(v));
-            if !visible {
-                continue;
-            }
-        }
-        if meta.is_dir() {
-            p.push("--tmpfs");
-            p.push(d.as_os_str());
-            p.push("--remount-ro");
-            p.push(d.as_os_str());
-        } else {
-            p.op("--ro-bind", Path::new("/dev/null"), d);
-        }
-    }
-    p.op("--ro-bind", launcher, Path::new(LAUNCHER_PATH));
-    if matches!(policy.read, ReadScope::Restricted { .. }) {
-        p.push("--remount-ro");
-        p.push("/");
-    }
-    p.push("--chdir");
-    p.push(policy.cwd.as_os_str());
-    p
+    push(&["--chdir".as_ref(), plan.cwd.as_os_str()]);
+    a
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zot_policy::sandbox::{compile, SandboxMode, SandboxOptions};
+    use std::path::PathBuf;
+    use zot_launcher::plan::*;
+    use zot_policy::sandbox::SandboxMode;
 
-    fn args(p: &BwrapPlan) -> Vec<String> {
-        p.args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect()
-    }
-
-    fn has(a: &[String], seq: &[&str]) -> bool {
+    fn has(a: &[OsString], seq: &[&str]) -> bool {
         a.windows(seq.len())
             .any(|w| w.iter().zip(seq).all(|(x, y)| x == y))
     }
 
     #[test]
-    fn workspace_write_binds_roots_protects_and_hides() {
-        let t = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(t.path()).unwrap();
-        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
-        let home = root.join("home");
-        std::fs::create_dir_all(home.join(".ssh")).unwrap();
-        let opts = SandboxOptions {
-            cwd: root.clone(),
-            home: Some(home.clone()),
-            ..Default::default()
+    fn every_op_renders_in_order() {
+        let plan = LaunchPlan {
+            mode: SandboxMode::WorkspaceWrite,
+            isolation: Isolation::Namespaces,
+            namespaces: vec![
+                Namespace::User,
+                Namespace::Mount,
+                Namespace::Pid,
+                Namespace::Net,
+            ],
+            cwd: "/w".into(),
+            write_roots: vec!["/w".into()],
+            protected: vec![],
+            mounts: vec![
+                MountOp::Bind {
+                    src: "/".into(),
+                    dst: "/".into(),
+                    writable: false,
+                },
+                MountOp::Tmpfs {
+                    dst: "/tmp".into(),
+                    mode: Mode(0o1777),
+                    size: Some(1 << 20),
+                    writable: true,
+                },
+                MountOp::Dev { dst: "/dev".into() },
+                MountOp::Proc {
+                    dst: "/proc".into(),
+                },
+                MountOp::Bind {
+                    src: "/w".into(),
+                    dst: "/w".into(),
+                    writable: true,
+                },
+                MountOp::BlockCreate {
+                    dst: "/w/.zot".into(),
+                    protected: "/w/.zot".into(),
+                },
+                MountOp::MaskDir {
+                    dst: "/home/.ssh".into(),
+                },
+                MountOp::RemountRo { dst: "/".into() },
+            ],
+            landlock: LandlockPlan {
+                compat: LandlockCompat::Off,
+                rules: vec![],
+                scopes: vec![],
+            },
+            seccomp: SeccompPlan {
+                enabled: false,
+                foreign_arch: SeccompAction::KillProcess,
+                x32: None,
+                rules: vec![],
+            },
+            env: EnvPlan {
+                pass: vec![],
+                set: vec![],
+            },
+            network: NetworkPlan::Off,
+            rlimits: vec![],
+            unenforced: vec![],
         };
-        let pol = compile(SandboxMode::WorkspaceWrite, &opts).unwrap();
-        let plan = plan(&pol, Path::new("/usr/bin/zot"));
-        let a = args(&plan);
-        let r = root.to_string_lossy().into_owned();
-        assert!(has(&a, &["--unshare-net"]));
-        assert!(has(&a, &["--ro-bind", "/", "/"]));
-        assert!(has(&a, &["--tmpfs", "/tmp"]));
-        assert!(has(&a, &["--bind", &r, &r]));
-        let git = format!("{r}/.git");
-        assert!(has(&a, &["--bind", &git, &git]), "{a:?}");
-        let hooks = format!("{r}/.git/hooks");
-        assert!(has(&a, &["--ro-bind", &hooks, &hooks]));
-        // missing .git/config, .zot, .agents get /dev/null placeholders
-        for missing in [".git/config", ".zot", ".agents"] {
-            let m = format!("{r}/{missing}");
-            assert!(has(&a, &["--ro-bind", "/dev/null", &m]), "{missing}: {a:?}");
-        }
-        assert_eq!(plan.placeholders.len(), 3);
-        let ssh = home.join(".ssh").to_string_lossy().into_owned();
-        assert!(has(&a, &["--tmpfs", &ssh, "--remount-ro", &ssh]));
-        // the write root bind comes after the private /tmp (the root may be under /tmp)
-        let tmp = a.iter().position(|x| x == "/tmp").unwrap();
-        let bind = a.iter().position(|x| x == &r).unwrap();
-        assert!(tmp < bind);
-        assert!(has(&a, &["--chdir", &r]));
-    }
-
-    #[test]
-    fn restricted_view_binds_only_scopes() {
-        let t = tempfile::tempdir().unwrap();
-        let ws = std::fs::canonicalize(t.path()).unwrap();
-        let opts = zot_policy::sandbox::AgentSandboxOptions {
-            cwd: ws.clone(),
-            read_scopes: vec![],
-            write_scopes: vec![ws.clone()],
-            ..Default::default()
-        };
-        let pol = zot_policy::sandbox::agent_policy(&opts).unwrap();
-        let a = args(&plan(&pol, Path::new("/zot")));
-        assert!(!has(&a, &["--ro-bind", "/", "/"]));
-        assert!(has(&a, &["--ro-bind", "/usr", "/usr"]));
-        assert!(has(&a, &["--ro-bind", "/etc", "/etc"]));
-        assert!(has(&a, &["--ro-bind", "/dev/null", "/etc/shadow"]));
-        let w = ws.to_string_lossy().into_owned();
-        assert!(has(&a, &["--bind", &w, &w]));
-        assert!(has(&a, &["--remount-ro", "/"]));
-        // the workspace (under /tmp here) is bound after the private /tmp
-        let tmp = a.iter().position(|x| x == "/tmp").unwrap();
-        let bind = a.iter().position(|x| x == &w).unwrap();
-        assert!(tmp < bind);
-    }
-
-    #[test]
-    fn network_on_keeps_net_namespace() {
-        let opts = SandboxOptions {
-            cwd: "/".into(),
-            network: true,
-            ..Default::default()
-        };
-        let pol = compile(SandboxMode::WorkspaceWrite, &opts).unwrap();
-        assert!(!args(&plan(&pol, Path::new("/zot"))).contains(&"--unshare-net".to_string()));
-    }
-
-    #[test]
-    fn first_missing_component_is_blocked() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path();
-        assert_eq!(
-            protection_for(root, &root.join(".git/hooks")),
-            Some(Protection::Placeholder(root.join(".git")))
-        );
-        std::fs::write(root.join(".git"), "gitdir: elsewhere").unwrap();
-        assert_eq!(
-            protection_for(root, &root.join(".git/hooks")),
-            Some(Protection::ReadOnly(root.join(".git")))
-        );
+        let a = render(&plan);
+        assert!(has(
+            &a,
+            &[
+                "--unshare-user",
+                "--unshare-pid",
+                "--unshare-net",
+                "--ro-bind",
+                "/",
+                "/"
+            ]
+        ));
+        assert!(has(
+            &a,
+            &["--perms", "1777", "--size", "1048576", "--tmpfs", "/tmp"]
+        ));
+        assert!(has(
+            &a,
+            &["--dev", "/dev", "--proc", "/proc", "--bind", "/w", "/w"]
+        ));
+        assert!(has(&a, &["--ro-bind", "/dev/null", "/w/.zot"]));
+        assert!(has(
+            &a,
+            &[
+                "--perms",
+                "0000",
+                "--size",
+                "4096",
+                "--tmpfs",
+                "/home/.ssh",
+                "--remount-ro",
+                "/home/.ssh"
+            ]
+        ));
+        assert!(has(&a, &["--remount-ro", "/", "--chdir", "/w"]));
+        assert_eq!(a.last(), Some(&OsString::from(PathBuf::from("/w"))));
     }
 }

@@ -18,7 +18,7 @@ use zot_policy::sandbox::{compile, NetworkPolicy, SandboxMode, SandboxOptions, S
 use zot_probes::HostReport;
 
 use crate::resolve::{self, Backend};
-use crate::{BackendChoice, Level, Output, RunRequest, Stdin, SupervisorError};
+use crate::{BackendChoice, BackendKind, Level, Output, RunRequest, Stdin, SupervisorError};
 
 /// Hidden CLI arguments that turn `zot` into the attempt runner:
 /// `zot debug sandbox --run-attempts <json AttemptSpec>`.
@@ -98,8 +98,7 @@ pub struct CheckLine {
 pub struct CheckReport {
     pub host: HostReport,
     pub mode: SandboxMode,
-    /// `bwrap`, `native`, `landlock` or `none`.
-    pub backend: String,
+    pub backend: BackendKind,
     /// Why this backend, and why each better one was not chosen.
     pub backend_reasons: Vec<String>,
     /// Level per feature: `fs`, `net`, `pid`, `seccomp`, `landlock`.
@@ -214,7 +213,7 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
     let mut report = CheckReport {
         host,
         mode: req.mode,
-        backend: "none".into(),
+        backend: BackendKind::Unconfined,
         backend_reasons: Vec::new(),
         enforced: Default::default(),
         required: required.clone(),
@@ -223,16 +222,17 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
         ok: false,
         duration_ms: 0,
     };
-    let resolved = match resolve::resolve(&policy, req.backend, true) {
+    let env: Vec<_> = std::env::vars_os().collect();
+    let resolved = match resolve::prepare(&policy, req.backend, true, &env) {
         Ok(r) => r,
         Err(e) => {
-            report.backend_reasons.push(crate_error_chain(&e));
+            report.backend_reasons.push(zot_launcher::error_chain(&e));
             report.missing = required;
             report.duration_ms = start.elapsed().as_millis() as u64;
             return Ok(report);
         }
     };
-    report.backend = resolved.backend.name().to_string();
+    report.backend = resolved.backend.kind();
     report.backend_reasons = resolved.report.backend_reasons();
     fill_enforced(&mut report, &resolved.report);
     if resolved.backend == Backend::Unconfined {
@@ -291,6 +291,8 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
         _ => BackendChoice::Landlock,
     };
     run.allow_degraded = true;
+    run.in_process = true;
+    run.zot_as_launcher = true;
     run.timeout = Some(Duration::from_secs(20));
     run.output = Output::Capture { max_bytes: 1 << 20 };
     run.stdin = Stdin::Null;
@@ -299,7 +301,7 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
         Err(e) => {
             report.backend_reasons.push(format!(
                 "the sandbox could not start: {}",
-                crate_error_chain(&e)
+                zot_launcher::error_chain(&e)
             ));
             report.missing = required;
             report.duration_ms = start.elapsed().as_millis() as u64;
@@ -410,17 +412,6 @@ fn fill_enforced(report: &mut CheckReport, e: &crate::EnforcementReport) {
     ] {
         report.enforced.insert(f.as_str().into(), level);
     }
-}
-
-fn crate_error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }
 
 /// The temporary workspace, outside dir and fake home of a check.

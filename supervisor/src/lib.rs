@@ -14,22 +14,26 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
+use zot_launcher::plan::{Area, Gap, LaunchPlan, Namespace, NetworkPlan};
 use zot_policy::sandbox::{SandboxMode, SandboxPolicy};
 
 pub mod bwrap;
 pub mod check;
-mod env;
 pub mod explain;
 pub mod journal;
+mod output;
+pub mod plan;
 mod process;
 pub mod proxy;
 mod repos;
 pub mod resolve;
+mod spawn;
+mod supervise;
 
-pub use env::command_env;
-pub use process::{launch_spec, run};
+pub use process::{exec_unconfined, run};
 pub use repos::find_nested_repos;
-pub use resolve::{Backend, Resolved};
+pub use resolve::{prepare, Backend, Planned};
+pub use zot_launcher::{BackendKind, Level};
 
 /// Exit code of a run that timed out.
 pub const EXIT_TIMEOUT: i32 = 124;
@@ -100,11 +104,21 @@ pub struct RunRequest {
     /// Forward SIGINT/SIGTERM/SIGHUP received by this process into the
     /// sandbox (installs process-wide handlers for the run's duration).
     pub forward_signals: bool,
+    /// Run the launcher's code in a forked child, without exec'ing the
+    /// launcher, when this process is provably single-threaded at that
+    /// moment (native and landlock backends; `zot sandbox`). Otherwise, and
+    /// always when false, the launcher is exec'd.
+    pub in_process: bool,
+    /// bwrap runs this binary as the launcher instead of the launcher image,
+    /// so that `/proc/self/exe` in the command names this binary (the
+    /// check's attempt runner re-executes zot that way).
+    pub zot_as_launcher: bool,
 }
 
 impl RunRequest {
     /// A request with defaults: auto backend, no timeout, captured output
-    /// (1 MiB per stream), stdin from /dev/null, no signal forwarding.
+    /// (1 MiB per stream), stdin from /dev/null, no signal forwarding, the
+    /// launcher exec'd.
     pub fn new(policy: SandboxPolicy, argv: Vec<OsString>) -> Self {
         RunRequest {
             policy,
@@ -116,34 +130,56 @@ impl RunRequest {
             output: Output::Capture { max_bytes: 1 << 20 },
             stdin: Stdin::Null,
             forward_signals: false,
+            in_process: false,
+            zot_as_launcher: false,
         }
     }
 }
 
-/// How much of one kind of confinement was enforced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Level {
-    Full,
-    Partial,
-    None,
+/// A note of an [`EnforcementReport`]: why something is not full, or what
+/// was accepted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Note {
+    /// A better backend of the auto order could not be used here.
+    BackendNotUsed {
+        backend: BackendKind,
+        reason: String,
+    },
+    /// The policy lets the command use the host network.
+    HostNetwork,
+    /// What the backend's plan cannot enforce (or a caveat).
+    Gap { gap: Gap },
+    /// The kernel enforced only part of the Landlock ruleset.
+    Landlock { detail: String },
+    /// The mode is not fully enforced and `--allow-degraded` accepted it.
+    Degraded {
+        mode: SandboxMode,
+        backend: BackendKind,
+    },
 }
 
-impl std::fmt::Display for Level {
+impl std::fmt::Display for Note {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Level::Full => "full",
-            Level::Partial => "partial",
-            Level::None => "none",
-        })
+        match self {
+            Note::BackendNotUsed { backend, reason } => {
+                write!(f, "backend: {backend} not used: {reason}")
+            }
+            Note::HostNetwork => f.write_str("network: host network allowed by the policy"),
+            Note::Gap { gap } => f.write_str(gap.describe()),
+            Note::Landlock { detail } => write!(f, "landlock: {detail}"),
+            Note::Degraded { mode, backend } => write!(
+                f,
+                "degraded: mode {mode} is not fully enforced on {backend} (--allow-degraded)"
+            ),
+        }
     }
 }
 
 /// What a run actually enforced.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EnforcementReport {
-    /// `bwrap`, `native`, `landlock` or `none`.
-    pub backend: String,
+    pub backend: BackendKind,
     pub mode: SandboxMode,
     pub filesystem: Level,
     /// `full` when the network is cut off as the policy asks; `none` when
@@ -153,21 +189,69 @@ pub struct EnforcementReport {
     pub seccomp: Level,
     pub landlock: Level,
     /// Why something is not full, and every downgrade accepted.
-    pub reasons: Vec<String>,
+    pub notes: Vec<Note>,
 }
 
 impl EnforcementReport {
-    /// Prefix of the note added when a downgrade was accepted with
-    /// `--allow-degraded`.
-    pub const DEGRADED_NOTE: &'static str = "degraded:";
+    /// What a run of `plan` on `backend` will enforce (the launcher's
+    /// Landlock outcome is filled in after the run).
+    pub fn new(backend: BackendKind, plan: &LaunchPlan, skipped: Vec<Note>) -> EnforcementReport {
+        let confined = backend != BackendKind::Unconfined;
+        let level = |l: Level| if confined { l } else { Level::None };
+        let mut notes = skipped;
+        if confined && plan.network == NetworkPlan::Host {
+            notes.push(Note::HostNetwork);
+        }
+        notes.extend(plan.unenforced.iter().map(|g| Note::Gap { gap: *g }));
+        EnforcementReport {
+            backend,
+            mode: plan.mode,
+            filesystem: level(plan.level(Area::Filesystem)),
+            network: match plan.network {
+                NetworkPlan::Off => level(plan.level(Area::Network)),
+                NetworkPlan::Host => Level::None,
+            },
+            pid: if plan.has(Namespace::Pid) {
+                plan.level(Area::Pid)
+            } else {
+                Level::None
+            },
+            seccomp: level(if plan.seccomp.enabled {
+                Level::Full
+            } else {
+                Level::None
+            }),
+            landlock: level(
+                if plan.landlock.compat == zot_launcher::plan::LandlockCompat::Off {
+                    Level::None
+                } else {
+                    Level::Full
+                },
+            ),
+            notes,
+        }
+    }
 
-    /// The reasons without the `--allow-degraded` note: why the backend was
+    /// The mode is enforced as defined: filesystem full, and the network
+    /// cut off when the policy says so. (No PID namespace on the landlock
+    /// backend is reported but does not make a mode unenforced.)
+    pub fn mode_enforced(&self) -> bool {
+        self.backend == BackendKind::Unconfined
+            || (self.filesystem == Level::Full && self.network != Level::Partial)
+    }
+
+    /// Every note, rendered.
+    pub fn reasons(&self) -> Vec<String> {
+        self.notes.iter().map(ToString::to_string).collect()
+    }
+
+    /// The notes without the `--allow-degraded` one: why the backend was
     /// chosen and what it cannot enforce.
     pub fn backend_reasons(&self) -> Vec<String> {
-        self.reasons
+        self.notes
             .iter()
-            .filter(|r| !r.starts_with(Self::DEGRADED_NOTE))
-            .cloned()
+            .filter(|n| !matches!(n, Note::Degraded { .. }))
+            .map(ToString::to_string)
             .collect()
     }
 
@@ -177,9 +261,9 @@ impl EnforcementReport {
             "zot sandbox report: mode {} backend {}\n  filesystem: {}\n  network: {}\n  pid: {}\n  seccomp: {}\n  landlock: {}\n",
             self.mode, self.backend, self.filesystem, self.network, self.pid, self.seccomp, self.landlock
         );
-        for r in &self.reasons {
+        for r in self.reasons() {
             s.push_str("  note: ");
-            s.push_str(r);
+            s.push_str(&r);
             s.push('\n');
         }
         s
@@ -214,11 +298,15 @@ pub enum SupervisorError {
     },
     #[error("backend {backend} cannot fully enforce mode {mode}: {reason}\nhint: {hint}")]
     Degraded {
-        backend: String,
+        backend: BackendKind,
         mode: SandboxMode,
         reason: String,
         hint: String,
     },
+    #[error("cannot plan the sandbox")]
+    Plan(#[source] plan::PlanError),
+    #[error("cannot prepare the launch")]
+    Prepare(#[source] zot_launcher::LaunchError),
     #[error("cannot find the zot executable to use as launcher")]
     CurrentExe(#[source] std::io::Error),
     #[error("{what}")]
@@ -235,7 +323,7 @@ pub enum SupervisorError {
     },
     #[error("sandbox setup failed ({backend}): {message}{}", hint.as_deref().map(|h| format!("\nhint: {h}")).unwrap_or_default())]
     Setup {
-        backend: String,
+        backend: BackendKind,
         message: String,
         hint: Option<String>,
     },

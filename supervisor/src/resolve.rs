@@ -9,13 +9,16 @@
 //! even that). When a bwrap launch still fails before the launcher reports,
 //! [`bwrap_failure_hint`] runs the full probes to say why.
 
+use std::ffi::OsString;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
-use zot_policy::sandbox::{NetworkPolicy, SandboxMode, SandboxPolicy};
+use zot_launcher::plan::LaunchPlan;
+use zot_policy::sandbox::{SandboxMode, SandboxPolicy};
 
-use crate::{BackendChoice, EnforcementReport, Level, SupervisorError};
+use crate::plan::{self, RealFs};
+use crate::{BackendChoice, BackendKind, EnforcementReport, Note, SupervisorError};
 
 /// The backend chosen for a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,124 +34,101 @@ pub enum Backend {
 }
 
 impl Backend {
-    pub fn name(&self) -> &'static str {
+    pub fn kind(&self) -> BackendKind {
         match self {
-            Backend::Unconfined => "none",
-            Backend::Bwrap { .. } => "bwrap",
-            Backend::Native => "native",
-            Backend::Landlock => "landlock",
+            Backend::Unconfined => BackendKind::Unconfined,
+            Backend::Bwrap { .. } => BackendKind::Bwrap,
+            Backend::Native => BackendKind::Native,
+            Backend::Landlock => BackendKind::Landlock,
         }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.kind().as_str()
     }
 }
 
 /// A backend that was considered and not chosen, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Considered {
-    pub backend: &'static str,
+    pub backend: BackendKind,
     pub reason: String,
 }
 
-/// A resolved backend and what it will enforce (the launcher's Landlock and
-/// seccomp status is filled in after the run).
+/// The backend chosen for a policy, and the better ones that were not.
 #[derive(Debug, Clone)]
 pub struct Resolved {
     pub backend: Backend,
-    pub report: EnforcementReport,
-    /// Better backends that were not chosen (also in `report.reasons`).
     pub considered: Vec<Considered>,
 }
 
-impl Resolved {
-    /// The mode is enforced as defined: filesystem full, and the network
-    /// cut off when the policy says so. (No PID namespace on the landlock
-    /// backend is reported but does not make a mode unenforced.)
-    pub fn ok_without_degraded(&self) -> bool {
-        self.backend == Backend::Unconfined
-            || (self.report.filesystem == Level::Full && self.report.network != Level::Partial)
-    }
+/// A policy resolved and planned for this host: the backend, the plan it
+/// runs, and what a run will enforce.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    pub backend: Backend,
+    /// Better backends that were not chosen (also in `report.notes`).
+    pub considered: Vec<Considered>,
+    pub plan: LaunchPlan,
+    pub report: EnforcementReport,
 }
 
-/// Whether the launcher's seccomp filter refuses unix-socket `connect` on
-/// the landlock backend (hides host sockets without a mount namespace).
-const LANDLOCK_DENIES_UNIX_CONNECT: bool = true;
-
-fn report(backend: &Backend, policy: &SandboxPolicy) -> EnforcementReport {
-    let confined = *backend != Backend::Unconfined;
-    let net_off = policy.network == NetworkPolicy::Off;
-    let mut network = if net_off && confined {
-        Level::Full
-    } else {
-        Level::None
-    };
-    let mut reasons = Vec::new();
-    if policy.network == NetworkPolicy::On && confined {
-        reasons.push("network: host network allowed by the policy".to_string());
-    }
-    let (mut filesystem, pid) = match backend {
-        Backend::Unconfined => (Level::None, Level::None),
-        Backend::Bwrap { .. } | Backend::Native => (Level::Full, Level::Full),
-        Backend::Landlock => {
-            let mut fs = Level::Full;
-            if policy.mode == SandboxMode::WorkspaceWrite {
-                fs = Level::Partial;
-                reasons.push(
-                    "filesystem: landlock cannot keep protected paths (.git/hooks, .git/config, .zot, .agents) read-only inside writable roots"
-                        .to_string(),
-                );
+/// Resolve `policy` to a backend, plan it, and check that the mode is
+/// fully enforced (or accept the downgrade with `allow_degraded`, noted in
+/// the report). `env` is the caller's environment.
+pub fn prepare(
+    policy: &SandboxPolicy,
+    choice: BackendChoice,
+    allow_degraded: bool,
+    env: &[(OsString, OsString)],
+) -> Result<Planned, SupervisorError> {
+    let resolved = resolve(policy, choice)?;
+    let plan = plan::plan(policy, resolved.backend.kind().isolation(), env, &RealFs)
+        .map_err(SupervisorError::Plan)?;
+    let skipped = resolved
+        .considered
+        .iter()
+        .map(|c| Note::BackendNotUsed {
+            backend: c.backend,
+            reason: c.reason.clone(),
+        })
+        .collect();
+    let mut report = EnforcementReport::new(resolved.backend.kind(), &plan, skipped);
+    if !report.mode_enforced() {
+        if !allow_degraded {
+            let why: Vec<String> = plan
+                .unenforced
+                .iter()
+                .filter(|g| g.level() != zot_launcher::Level::Full)
+                .filter(|g| g.area() != zot_launcher::plan::Area::Pid)
+                .map(|g| g.describe().to_string())
+                .collect();
+            let mut hint = "use --allow-degraded to run anyway".to_string();
+            if let Err((_, h)) = namespaces_usable() {
+                if !h.is_empty() {
+                    hint.push_str(&format!(
+                        ", or enable user namespaces for the native/bwrap backend: {h}"
+                    ));
+                }
             }
-            if !policy.deny_read.is_empty() {
-                reasons.push(
-                    "filesystem: deny-read paths are carved out of the Landlock read rules (their parent directories cannot be listed)"
-                        .to_string(),
-                );
-            }
-            reasons.push(
-                "pid: no pid namespace, host processes are visible (seccomp still blocks ptrace)"
-                    .to_string(),
-            );
-            (fs, Level::None)
+            return Err(SupervisorError::Degraded {
+                backend: resolved.backend.kind(),
+                mode: policy.mode,
+                reason: why.join("; "),
+                hint,
+            });
         }
-    };
-    if *backend == Backend::Landlock && (!LANDLOCK_DENIES_UNIX_CONNECT || !net_off) {
-        reasons.push(
-            "network: host unix sockets (docker, ssh-agent, dbus) stay reachable by path without a mount namespace"
-                .to_string(),
-        );
-        if net_off {
-            network = Level::Partial;
-        } else {
-            filesystem = filesystem.min_level(Level::Partial);
-        }
+        report.notes.push(Note::Degraded {
+            mode: policy.mode,
+            backend: resolved.backend.kind(),
+        });
     }
-    EnforcementReport {
-        backend: backend.name().to_string(),
-        mode: policy.mode,
-        filesystem,
-        network,
-        pid,
-        seccomp: if confined { Level::Full } else { Level::None },
-        landlock: if confined { Level::Full } else { Level::None },
-        reasons,
-    }
-}
-
-trait MinLevel {
-    fn min_level(self, other: Level) -> Level;
-}
-
-impl MinLevel for Level {
-    fn min_level(self, other: Level) -> Level {
-        let rank = |l: Level| match l {
-            Level::Full => 2,
-            Level::Partial => 1,
-            Level::None => 0,
-        };
-        if rank(self) <= rank(other) {
-            self
-        } else {
-            other
-        }
-    }
+    Ok(Planned {
+        backend: resolved.backend,
+        considered: resolved.considered,
+        plan,
+        report,
+    })
 }
 
 /// Roots a trusted helper binary must not live in.
@@ -161,52 +141,13 @@ fn untrusted_roots(policy: &SandboxPolicy) -> Vec<PathBuf> {
     roots
 }
 
-/// The first `bwrap` on PATH that is trustworthy: outside the workspace and
-/// write roots (after resolving symlinks), a regular file, owned by root or
-/// us, not writable by group or others. Does not run it.
+/// The first `bwrap` on PATH that the probes' trust rule accepts for this
+/// policy (outside the workspace and write roots). Does not run it.
 pub fn find_bwrap(policy: &SandboxPolicy) -> Result<PathBuf, String> {
-    let roots = untrusted_roots(policy);
-    let mut refused = Vec::new();
-    for cand in zot_probes::path_candidates("bwrap") {
-        let Ok(real) = std::fs::canonicalize(&cand) else {
-            continue;
-        };
-        match trust(&cand, &real, &roots) {
-            Ok(()) => return Ok(real),
-            Err(why) => refused.push(format!("{}: {why}", cand.display())),
-        }
-    }
-    if refused.is_empty() {
-        Err("bwrap not found on PATH".to_string())
-    } else {
-        Err(format!("no trusted bwrap on PATH ({})", refused.join("; ")))
-    }
+    zot_probes::find_trusted("bwrap", &untrusted_roots(policy)).map_err(|e| e.to_string())
 }
 
-fn trust(cand: &Path, path: &Path, roots: &[PathBuf]) -> Result<(), String> {
-    for p in [cand, path] {
-        if let Some(root) = roots
-            .iter()
-            .find(|r| r.as_os_str() != "/" && p.starts_with(r))
-        {
-            return Err(format!("lies inside {} (never trusted)", root.display()));
-        }
-    }
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
-    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
-        return Err("not an executable file".into());
-    }
-    if meta.permissions().mode() & 0o022 != 0 {
-        return Err("writable by group or others".into());
-    }
-    let euid = nix::unistd::geteuid().as_raw();
-    if meta.uid() != 0 && meta.uid() != euid && !zot_probes::owned_outside_our_userns(meta.uid()) {
-        return Err(format!("owned by uid {}", meta.uid()));
-    }
-    Ok(())
-}
-
-fn is_setuid_root(path: &Path) -> bool {
+fn is_setuid_root(path: &std::path::Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.uid() == 0 && m.permissions().mode() & 0o4000 != 0)
 }
 
@@ -255,8 +196,13 @@ fn quick_namespaces_check() -> Result<(), (String, String)> {
     if let Some((reason, hint)) = zot_probes::userns_blocked_by_sysctl() {
         return Err((format!("user namespaces unavailable: {reason}"), hint));
     }
-    // One fork + unshare(CLONE_NEWUSER): catches container seccomp profiles
-    // and limits exhausted further up, still far cheaper than a bwrap run.
+    // In the initial user namespace without a seccomp filter the sysctls
+    // say it all. Elsewhere (containers, another sandbox) one fork +
+    // unshare(CLONE_NEWUSER) catches seccomp profiles and limits exhausted
+    // further up, still far cheaper than a failed bwrap run.
+    if !zot_probes::userns_may_be_filtered() {
+        return Ok(());
+    }
     zot_probes::host().userns_quick().map_err(|e| {
         let p = zot_probes::host().userns();
         (
@@ -312,21 +258,18 @@ fn no_backend(policy: &SandboxPolicy, reason: String, hint: String) -> Superviso
     }
 }
 
-/// Pick the backend for `policy`.
-pub fn resolve(
-    policy: &SandboxPolicy,
-    choice: BackendChoice,
-    allow_degraded: bool,
-) -> Result<Resolved, SupervisorError> {
+/// Pick the backend for `policy` (no plan yet: see [`prepare`]).
+pub fn resolve(policy: &SandboxPolicy, choice: BackendChoice) -> Result<Resolved, SupervisorError> {
     if policy.mode == SandboxMode::DangerFullAccess {
-        let backend = Backend::Unconfined;
         return Ok(Resolved {
-            report: report(&backend, policy),
-            backend,
+            backend: Backend::Unconfined,
             considered: Vec::new(),
         });
     }
     let mut considered: Vec<Considered> = Vec::new();
+    let skip = |considered: &mut Vec<Considered>, backend, reason: String| {
+        considered.push(Considered { backend, reason })
+    };
     let backend = match choice {
         BackendChoice::Bwrap => match find_bwrap(policy) {
             Ok(path) => Backend::Bwrap { path },
@@ -339,8 +282,8 @@ pub fn resolve(
                 ))
             }
         },
-        // Pinned: only the cheap sysctl check up front (no fork); a failure at
-        // launch is explained by the full probe afterwards.
+        // Pinned: only the cheap checks up front; a failure at launch is
+        // explained by the full probe afterwards.
         BackendChoice::Native => match quick_namespaces_check() {
             Ok(()) => Backend::Native,
             Err((reason, hint)) => {
@@ -370,22 +313,15 @@ pub fn resolve(
                     None
                 }
                 Ok(path) => {
-                    // Happy path: no fork, only the sysctls that certainly forbid it.
                     let ns = quick_namespaces_check();
                     match &ns {
                         Ok(()) => chosen = Some(Backend::Bwrap { path }),
-                        Err((r, _)) => considered.push(Considered {
-                            backend: "bwrap",
-                            reason: r.clone(),
-                        }),
+                        Err((r, _)) => skip(&mut considered, BackendKind::Bwrap, r.clone()),
                     }
                     Some(ns)
                 }
                 Err(reason) => {
-                    considered.push(Considered {
-                        backend: "bwrap",
-                        reason,
-                    });
+                    skip(&mut considered, BackendKind::Bwrap, reason);
                     None
                 }
             };
@@ -393,10 +329,7 @@ pub fn resolve(
                 match ns.unwrap_or_else(namespaces_usable) {
                     Ok(()) => chosen = Some(Backend::Native),
                     Err((reason, hint)) => {
-                        considered.push(Considered {
-                            backend: "native",
-                            reason,
-                        });
+                        skip(&mut considered, BackendKind::Native, reason);
                         hints.push(hint);
                     }
                 }
@@ -405,10 +338,7 @@ pub fn resolve(
                 match landlock_usable() {
                     Ok(()) => chosen = Some(Backend::Landlock),
                     Err((reason, hint)) => {
-                        considered.push(Considered {
-                            backend: "landlock",
-                            reason,
-                        });
+                        skip(&mut considered, BackendKind::Landlock, reason);
                         hints.push(hint);
                     }
                 }
@@ -428,52 +358,19 @@ pub fn resolve(
             }
         }
     };
-    let mut report = report(&backend, policy);
-    let mut reasons: Vec<String> = considered
-        .iter()
-        .map(|c| format!("backend: {} not used: {}", c.backend, c.reason))
-        .collect();
-    reasons.append(&mut report.reasons);
-    report.reasons = reasons;
-    let resolved = Resolved {
+    Ok(Resolved {
         backend,
-        report,
         considered,
-    };
-    if !resolved.ok_without_degraded() && !allow_degraded {
-        let r = &resolved.report;
-        let why: Vec<&str> = r
-            .reasons
-            .iter()
-            .filter(|s| s.starts_with("filesystem:") || s.starts_with("network:"))
-            .map(String::as_str)
-            .collect();
-        let mut hint = "use --allow-degraded to run anyway".to_string();
-        if let Err((_, h)) = namespaces_usable() {
-            if !h.is_empty() {
-                hint.push_str(&format!(
-                    ", or enable user namespaces for the native/bwrap backend: {h}"
-                ));
-            }
-        }
-        return Err(SupervisorError::Degraded {
-            backend: resolved.backend.name().to_string(),
-            mode: policy.mode,
-            reason: why.join("; "),
-            hint,
-        });
+    })
+}
+
+/// Explain a native launch that failed to create its namespaces: runs the
+/// host probes (slow path only).
+pub fn namespace_hint() -> String {
+    match namespaces_usable() {
+        Err((_, hint)) if !hint.is_empty() => hint,
+        _ => "run `zot debug sandbox --check` for a diagnosis".to_string(),
     }
-    if allow_degraded && !resolved.ok_without_degraded() {
-        let mut resolved = resolved;
-        resolved.report.reasons.push(format!(
-            "{} mode {} is not fully enforced on {} (--allow-degraded)",
-            EnforcementReport::DEGRADED_NOTE,
-            policy.mode,
-            resolved.backend.name()
-        ));
-        return Ok(resolved);
-    }
-    Ok(resolved)
 }
 
 /// Explain a bwrap launch that failed before the launcher started: runs the
@@ -492,15 +389,15 @@ pub fn bwrap_failure_hint() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zot_policy::sandbox::{EnvPolicy, ReadScope};
+    use zot_policy::sandbox::{EnvPolicy, NetworkPolicy, ReadScope};
 
-    fn policy(mode: SandboxMode) -> SandboxPolicy {
+    fn policy(mode: SandboxMode, ws: &std::path::Path) -> SandboxPolicy {
         SandboxPolicy {
             mode,
-            cwd: "/w".into(),
+            cwd: ws.into(),
             read: ReadScope::FullDisk,
-            write_roots: vec!["/w".into()],
-            protected: vec![],
+            write_roots: vec![ws.into()],
+            protected: vec![ws.join(".git/hooks")],
             deny_read: vec![],
             network: NetworkPolicy::Off,
             env: EnvPolicy::default(),
@@ -509,44 +406,61 @@ mod tests {
 
     #[test]
     fn danger_needs_no_backend() {
-        let r = resolve(
-            &policy(SandboxMode::DangerFullAccess),
+        let ws = tempfile::tempdir().unwrap();
+        let r = prepare(
+            &policy(SandboxMode::DangerFullAccess, ws.path()),
             BackendChoice::Landlock,
             false,
+            &[],
         )
         .unwrap();
         assert_eq!(r.backend, Backend::Unconfined);
+        assert_eq!(r.report.filesystem, zot_launcher::Level::None);
     }
 
     #[test]
     fn landlock_workspace_write_is_partial_and_refused_without_degraded() {
-        let rep = report(&Backend::Landlock, &policy(SandboxMode::WorkspaceWrite));
-        assert_eq!(rep.filesystem, Level::Partial);
-        assert_eq!(rep.pid, Level::None);
-        if zot_probes::host().landlock().available() && zot_probes::host().seccomp().available {
-            let err = resolve(
-                &policy(SandboxMode::WorkspaceWrite),
-                BackendChoice::Landlock,
-                false,
-            )
-            .unwrap_err();
-            assert!(matches!(err, SupervisorError::Degraded { .. }), "{err}");
-            let ok = resolve(
-                &policy(SandboxMode::WorkspaceWrite),
-                BackendChoice::Landlock,
-                true,
-            )
-            .unwrap();
-            assert!(ok.report.reasons.iter().any(|r| r.starts_with("degraded:")));
+        if !(zot_probes::host().landlock().available() && zot_probes::host().seccomp().available) {
+            return;
         }
+        let ws = tempfile::tempdir().unwrap();
+        let pol = policy(SandboxMode::WorkspaceWrite, ws.path());
+        let err = prepare(&pol, BackendChoice::Landlock, false, &[]).unwrap_err();
+        assert!(matches!(err, SupervisorError::Degraded { .. }), "{err}");
+        let ok = prepare(&pol, BackendChoice::Landlock, true, &[]).unwrap();
+        assert_eq!(ok.report.filesystem, zot_launcher::Level::Partial);
+        assert_eq!(ok.report.pid, zot_launcher::Level::None);
+        assert!(ok
+            .report
+            .notes
+            .iter()
+            .any(|n| matches!(n, Note::Degraded { .. })));
+        assert!(!ok
+            .report
+            .backend_reasons()
+            .iter()
+            .any(|r| r.starts_with("degraded")));
     }
 
     #[test]
     fn native_report_is_full() {
-        let rep = report(&Backend::Native, &policy(SandboxMode::WorkspaceWrite));
+        let ws = tempfile::tempdir().unwrap();
+        let pol = policy(SandboxMode::WorkspaceWrite, ws.path());
+        let plan = plan::plan(
+            &pol,
+            zot_launcher::plan::Isolation::Namespaces,
+            &[],
+            &RealFs,
+        )
+        .unwrap();
+        let rep = EnforcementReport::new(BackendKind::Native, &plan, vec![]);
         assert_eq!(
             (rep.filesystem, rep.network, rep.pid),
-            (Level::Full, Level::Full, Level::Full)
+            (
+                zot_launcher::Level::Full,
+                zot_launcher::Level::Full,
+                zot_launcher::Level::Full
+            )
         );
     }
 
@@ -556,7 +470,7 @@ mod tests {
         let b = d.path().join("bwrap");
         std::fs::write(&b, "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(&b, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let err = trust(&b, &b, &[d.path().to_path_buf()]).unwrap_err();
-        assert!(err.contains("never trusted"), "{err}");
+        let err = zot_probes::trusted_binary(&b, &[d.path().to_path_buf()]).unwrap_err();
+        assert!(err.contains("untrusted"), "{err}");
     }
 }

@@ -23,6 +23,9 @@ pub const PYTHON: &str = "/usr/bin/python3";
 /// One attack run: which backend, as whom, in a fresh workspace.
 pub struct Ctx {
     pub backend: String,
+    /// Make `zot sandbox` exec the launcher (as `zot run` does) instead of
+    /// running its code in a forked child (suite name `BACKEND/exec`).
+    pub exec_launcher: bool,
     pub unpriv: bool,
     /// Keeps the fixture directory alive.
     _dir: tempfile::TempDir,
@@ -163,7 +166,11 @@ pub fn available(backend: &str, unpriv: bool) -> bool {
 
 impl Ctx {
     /// A fresh fixture, or None when the backend is unavailable here.
-    pub fn new(backend: &str, unpriv: bool) -> Option<Ctx> {
+    pub fn new(suite: &str, unpriv: bool) -> Option<Ctx> {
+        let (backend, exec_launcher) = match suite.strip_suffix("/exec") {
+            Some(b) => (b, true),
+            None => (suite, false),
+        };
         if !available(backend, unpriv) {
             return None;
         }
@@ -193,6 +200,7 @@ impl Ctx {
         }
         Some(Ctx {
             backend: backend.to_string(),
+            exec_launcher,
             unpriv,
             _dir: dir,
             ws,
@@ -220,15 +228,20 @@ impl Ctx {
         cmd
     }
 
+    /// `--backend B` (and how the launcher starts) for this suite.
+    pub fn backend_args(&self) -> Vec<String> {
+        let mut args = vec!["--backend".to_string(), self.backend.clone()];
+        if self.exec_launcher {
+            args.push("--exec-launcher".into());
+        }
+        args
+    }
+
     /// Arguments for `zot sandbox` in `mode` with this backend.
     pub fn sandbox_args(&self, mode: &str) -> Vec<String> {
-        let mut args: Vec<String> = vec![
-            "sandbox".into(),
-            "--backend".into(),
-            self.backend.clone(),
-            "--mode".into(),
-            mode.into(),
-        ];
+        let mut args: Vec<String> = vec!["sandbox".into()];
+        args.extend(self.backend_args());
+        args.extend(["--mode".into(), mode.into()]);
         // workspace-write refuses on landlock without it; the attacks then
         // test what landlock claims.
         if self.backend == "landlock" {
@@ -764,6 +777,9 @@ esc = []
 if nnp != '1': esc.append('nnp=' + nnp)
 if sec != '2': esc.append('seccomp=' + sec)
 if int(caps, 16) != 0: esc.append('caps=' + caps)
+for set_ in ('CapPrm:', 'CapInh:', 'CapAmb:'):
+    v = [l for l in st.splitlines() if l.startswith(set_)][0].split()[1]
+    if int(v, 16) != 0: esc.append(set_ + v)
 if int(bnd, 16) != 0 and __import__('os').getuid() == 0: esc.append('bounding=' + bnd)
 if off == 0 and open('/proc/self/status').read().count('NoNewPrivs:\t0'): esc.append('nnp-off')
 print('ESCAPED ' + ','.join(esc) if esc else 'BLOCKED')
@@ -912,6 +928,80 @@ pub fn signal_forwarding(ctx: &Ctx) {
     assert_eq!(status.code(), Some(7));
 }
 
+/// SIGTERM to zot (forwarded) and the timeout's SIGTERM reach the
+/// command's whole process group, not only the command: a background child
+/// of the shell traps TERM and records it.
+pub fn signals_reach_the_process_group(ctx: &Ctx) {
+    let script = "trap 'echo child-term >> term.log; exit 0' TERM; echo child-ready >> term.log; \
+                  while :; do sleep 0.05; done";
+    let parent = format!(
+        "/bin/sh -c \"{script}\" & trap 'wait; echo parent-term >> term.log; exit 7' TERM; \
+         while ! grep -q child-ready term.log 2>/dev/null; do sleep 0.02; done; echo ready; \
+         while :; do sleep 0.05; done"
+    );
+    let log = ctx.ws.join("term.log");
+    let wait_logged = |what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.contains(what) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "[{} {}] {what} not seen: {text:?}",
+                ctx.backend,
+                ctx.who()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    // 1. A signal to zot.
+    let _ = std::fs::remove_file(&log);
+    let mut cmd = ctx.zot();
+    cmd.args(ctx.sandbox_args("workspace-write"))
+        .args(["--", "/bin/sh", "-c", &parent])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready", "[{} {}]", ctx.backend, ctx.who());
+    // SAFETY: plain kill(2) on our child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("zot did not exit after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let log_text = wait_logged("parent-term");
+    assert!(
+        log_text.contains("child-term"),
+        "[{} {}] SIGTERM did not reach the command's group: {log_text:?}",
+        ctx.backend,
+        ctx.who()
+    );
+    assert_eq!(status.code(), Some(7), "[{} {}]", ctx.backend, ctx.who());
+    // 2. The timeout.
+    let _ = std::fs::remove_file(&log);
+    let o = ctx.sh("workspace-write", &["--timeout", "1"], &parent);
+    assert_eq!(o.status.code(), Some(124), "{}", text(&o));
+    let log_text = wait_logged("parent-term");
+    assert!(
+        log_text.contains("child-term"),
+        "[{} {}] the timeout's SIGTERM did not reach the command's group: {log_text:?}",
+        ctx.backend,
+        ctx.who()
+    );
+}
+
 pub fn exit_code_mapping(ctx: &Ctx) {
     let code = |o: &Output| o.status.code();
     assert_eq!(code(&ctx.sh("workspace-write", &[], "exit 3")), Some(3));
@@ -1000,15 +1090,11 @@ pub fn agent_view_restricted(ctx: &Ctx) {
         home = q(&ctx.home)
     );
     let mut cmd = ctx.zot();
-    cmd.args([
-        "sandbox",
-        "--backend",
-        &ctx.backend,
-        "--agent-view",
-        "--read-scope",
-    ])
-    .arg(&ctx.outside)
-    .args(["--", "/bin/sh", "-c", &script]);
+    cmd.arg("sandbox")
+        .args(ctx.backend_args())
+        .args(["--agent-view", "--read-scope"])
+        .arg(&ctx.outside)
+        .args(["--", "/bin/sh", "-c", &script]);
     let o = run_limited(cmd, Duration::from_secs(30));
     expect_blocked(ctx, "agent view", &o);
     assert!(
@@ -1088,7 +1174,8 @@ macro_rules! attack_tests {
             nested_repo_hooks, hardlink_from_outside, tcp_loopback, unix_socket_host_path, unix_socket_host_abstract,
             host_process_ptrace_kill_environ, host_pids_invisible, parent_secret_env, mount_refused,
             nested_userns_refused, chroot_refused, io_uring_refused, no_new_privs_and_seccomp_on, tiocsti_injection,
-            orphan_grandchild_dies, timeout_kills_tree, output_flood_capped, signal_forwarding, exit_code_mapping,
+            orphan_grandchild_dies, timeout_kills_tree, output_flood_capped, signal_forwarding,
+            signals_reach_the_process_group, exit_code_mapping,
             report_is_printed, sanity_unconfined_escapes,
         );
     };

@@ -28,4 +28,5 @@ pub fn require(feature: &str, available: bool, reason: &str) -> bool {
 }
 
 pub mod fake_llm;
+pub mod pty;
 pub mod run;

@@ -16,6 +16,8 @@ use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal
 
 struct Inner {
     flag: AtomicBool,
+    /// The signal that asked for the cancellation ([`Cancel::interrupt`]), 0 if none.
+    signal: AtomicI32,
     read: OwnedFd,
     write: OwnedFd,
 }
@@ -39,6 +41,7 @@ impl Cancel {
                 .map_err(std::io::Error::from)?;
         Ok(Cancel(Arc::new(Inner {
             flag: AtomicBool::new(false),
+            signal: AtomicI32::new(0),
             read,
             write,
         })))
@@ -51,13 +54,30 @@ impl Cancel {
         wake(self.0.write.as_raw_fd());
     }
 
+    /// Cancel because signal `sig` asked the whole run to stop (SIGTERM,
+    /// SIGHUP): the turn ends with [`RunError::Interrupted`] instead of
+    /// [`RunError::Cancelled`], and so does the run. Async-signal-safe.
+    ///
+    /// [`RunError::Interrupted`]: crate::RunError::Interrupted
+    /// [`RunError::Cancelled`]: crate::RunError::Cancelled
+    pub fn interrupt(&self, sig: i32) {
+        self.0.signal.store(sig, Ordering::SeqCst);
+        self.cancel();
+    }
+
     pub fn is_cancelled(&self) -> bool {
         self.0.flag.load(Ordering::SeqCst)
+    }
+
+    /// The signal given to [`Cancel::interrupt`] since the last reset.
+    pub fn signal(&self) -> Option<i32> {
+        Some(self.0.signal.load(Ordering::SeqCst)).filter(|&s| s != 0)
     }
 
     /// Clear a past cancellation.
     pub fn reset(&self) {
         self.0.flag.store(false, Ordering::SeqCst);
+        self.0.signal.store(0, Ordering::SeqCst);
         let mut buf = [0u8; 64];
         // SAFETY: reading into a local buffer from our non-blocking pipe.
         while unsafe { libc::read(self.0.read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0
@@ -159,5 +179,11 @@ mod tests {
         assert!(c.is_cancelled() && readable(&c));
         c.reset();
         assert!(!c.is_cancelled() && !readable(&c));
+        assert_eq!(c.signal(), None);
+        c.interrupt(libc::SIGTERM);
+        assert!(c.is_cancelled() && readable(&c));
+        assert_eq!(c.signal(), Some(libc::SIGTERM));
+        c.reset();
+        assert_eq!(c.signal(), None);
     }
 }

@@ -26,6 +26,21 @@ pub struct Args {
     pub to: Target,
     /// Output: a new folder, or a file ending in .zot (zotfile) or .zip (agent.toml)
     pub out: PathBuf,
+    /// Print the result as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(serde::Serialize)]
+struct Output<'a> {
+    out: &'a Path,
+    /// `zotfile` or `agent-toml`.
+    format: &'static str,
+    /// The archive's digest, when OUT is a `.zot`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    digest: Option<&'a str>,
+    /// Source fields the target format has no place for.
+    not_carried: &'a [String],
 }
 
 fn is_agent_toml(path: &Path) -> bool {
@@ -50,6 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         bail!("{} already exists", args.out.display());
     }
     let from_agent_toml = is_agent_toml(&args.source);
+    let mut digest = None;
     let not_carried = match (from_agent_toml, args.to) {
         (true, Target::Zotfile) => {
             let pkg = load_agent_toml(&args.source)?;
@@ -61,7 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     .with_context(|| format!("writing {}", dir.display()))?;
                 let outcome = zot_package::pack(&dir, Some(&args.out))
                     .context("packing the converted zotfile")?;
-                println!("digest {}", outcome.digest);
+                digest = Some(outcome.digest);
             } else {
                 agent_toml::write_tree(&conv.entries, &args.out)
                     .with_context(|| format!("writing {}", args.out.display()))?;
@@ -82,11 +98,28 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
         (false, Target::Zotfile) => bail!("{} is already a zotfile", args.source.display()),
     };
+    if args.json {
+        let o = Output {
+            out: &args.out,
+            format: match args.to {
+                Target::Zotfile => "zotfile",
+                Target::AgentToml => "agent-toml",
+            },
+            digest: digest.as_deref(),
+            not_carried: &not_carried,
+        };
+        super::inspect::emit(&format!("{}\n", serde_json::to_string(&o)?))?;
+        return Ok(0);
+    }
     let target = match args.to {
         Target::Zotfile => "zotfile",
         Target::AgentToml => "agent.toml package",
     };
-    let mut text = format!("wrote {target} {}\n", args.out.display());
+    let mut text = String::new();
+    if let Some(d) = &digest {
+        text.push_str(&format!("digest {d}\n"));
+    }
+    text.push_str(&format!("wrote {target} {}\n", args.out.display()));
     if not_carried.is_empty() {
         text.push_str("every field was carried\n");
     } else {

@@ -14,8 +14,9 @@ pub struct Args {
     /// Print the verdict as JSON
     #[arg(long)]
     json: bool,
-    /// The shell command string (one argument; quote it)
-    #[arg(last = true, required = true, value_name = "COMMAND", num_args = 1..)]
+    /// The shell command string: one quoted argument (`'rm -rf ~'`), or
+    /// words after `--` (needed when a word starts with `-`)
+    #[arg(required = true, value_name = "COMMAND", num_args = 1..)]
     command: Vec<String>,
 }
 

@@ -157,8 +157,7 @@ fn run_explain(args: &Args) -> anyhow::Result<u8> {
             &[],
         )?,
     };
-    let exe = std::env::current_exe().context("cannot find the zot executable")?;
-    let ex = explain::explain(&policy, args.backend, &exe);
+    let ex = explain::explain(&policy, args.backend);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&ex)?);
     } else {
@@ -167,7 +166,10 @@ fn run_explain(args: &Args) -> anyhow::Result<u8> {
     Ok(if ex.error.is_some() { 1 } else { 0 })
 }
 
+/// The human `--explain`, rendered from the plan (the same data `--json`
+/// prints and a run executes).
 fn explain_text(e: &Explanation) -> String {
+    use zot_launcher::{landlock_rules, seccomp};
     let mut s = format!("mode {}: backend {}\n", e.mode, e.backend);
     if let Some(err) = &e.error {
         s.push_str(&format!("  error: {err}\n"));
@@ -181,43 +183,85 @@ fn explain_text(e: &Explanation) -> String {
             rep.filesystem, rep.network, rep.pid, rep.seccomp, rep.landlock
         ));
     }
-    s.push_str(&format!(
-        "working directory: {}\n",
-        e.working_directory.display()
-    ));
-    if !e.namespaces.is_empty() {
-        s.push_str(&format!("namespaces: {}\n", e.namespaces.join(", ")));
+    let Some(plan) = &e.plan else {
+        return s;
+    };
+    s.push_str(&format!("working directory: {}\n", plan.cwd.display()));
+    if !plan.namespaces.is_empty() {
+        let ns: Vec<&str> = plan.namespaces.iter().map(|n| n.as_str()).collect();
+        s.push_str(&format!("namespaces: {}\n", ns.join(", ")));
     }
-    if !e.mounts.is_empty() {
+    if !plan.mounts.is_empty() {
         s.push_str("mounts (in order):\n");
-        for (i, m) in e.mounts.iter().enumerate() {
-            s.push_str(&format!("  {:>2}. {m}\n", i + 1));
+        for (i, m) in plan.mounts.iter().enumerate() {
+            s.push_str(&format!("  {:>2}. {}\n", i + 1, m.describe()));
         }
     }
-    if !e.landlock.is_empty() {
-        s.push_str("landlock rules:\n");
-        for r in &e.landlock {
-            s.push_str(&format!("  {}: {}\n", r.path.display(), r.rights));
-        }
-        s.push_str(&format!("  scopes: {}\n", e.landlock_scopes.join(", ")));
+    if let Some(b) = &e.bwrap {
+        s.push_str(&format!(
+            "bwrap: {} {} -- (launcher)\n",
+            b.path.display(),
+            b.args.join(" ")
+        ));
     }
-    if !e.seccomp.is_empty() {
-        s.push_str("seccomp:\n");
-        for r in &e.seccomp {
+    let rules = landlock_rules::describe(&plan.landlock);
+    if !rules.is_empty() {
+        s.push_str(&format!(
+            "landlock rules ({}):\n",
+            match plan.landlock.compat {
+                zot_launcher::plan::LandlockCompat::Required => "ABI v1 required",
+                _ => "best effort",
+            }
+        ));
+        for r in rules {
             s.push_str(&format!("  {r}\n"));
         }
     }
+    let rules = seccomp::describe(&plan.seccomp);
+    if !rules.is_empty() {
+        s.push_str("seccomp (everything else allowed; installed last):\n");
+        for r in rules {
+            s.push_str(&format!("  {r}\n"));
+        }
+        s.push_str("  no_new_privs set; every capability dropped (bounding set first)\n");
+    }
+    for l in &plan.rlimits {
+        let v = |x: Option<u64>| {
+            x.map(|n| n.to_string())
+                .unwrap_or_else(|| "unlimited".into())
+        };
+        s.push_str(&format!(
+            "rlimit {:?}: soft {}, hard {}\n",
+            l.resource,
+            v(l.soft),
+            v(l.hard)
+        ));
+    }
     s.push_str(&format!(
-        "env kept: {}\n",
-        if e.env_kept.is_empty() {
+        "env passed: {}\n",
+        if plan.env.pass.is_empty() {
             "(none)".into()
         } else {
-            e.env_kept.join(" ")
+            plan.env.pass.join(" ")
         }
     ));
-    s.push_str(&format!("env allowed: {}\n", e.env_allowed.join(" ")));
-    let set: Vec<String> = e.env_set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let set: Vec<String> = plan
+        .env
+        .set
+        .iter()
+        .map(|v| format!("{}={}", v.name, v.value))
+        .collect();
     s.push_str(&format!("env set: {}\n", set.join(" ")));
-    s.push_str(&format!("network: {}\n", e.network));
+    s.push_str(&format!(
+        "network: {}\n",
+        match (&plan.network, plan.has(zot_launcher::plan::Namespace::Net)) {
+            (zot_launcher::plan::NetworkPlan::Off, true) => "off: own network namespace with loopback only; seccomp refuses non-AF_UNIX sockets",
+            (zot_launcher::plan::NetworkPlan::Off, false) => "off: seccomp refuses non-AF_UNIX sockets, connect and addressed sendto",
+            (zot_launcher::plan::NetworkPlan::Host, _) => "host network",
+        }
+    ));
+    for g in &plan.unenforced {
+        s.push_str(&format!("not enforced: {}\n", g.describe()));
+    }
     s
 }

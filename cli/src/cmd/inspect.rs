@@ -96,7 +96,16 @@ pub fn load(reference: &str) -> anyhow::Result<Loaded> {
     match reference::parse(reference, &cwd)? {
         Reference::Local(p) => load_local(&p),
         Reference::GitHub { .. } | Reference::GitHubRelease { .. } => {
-            let loaded = reference::resolve(reference, &cwd)?;
+            let keys = zot_package::signature::KeySet::default();
+            let sigs = reference::Signatures {
+                keys: &keys,
+                required: false,
+            };
+            let mut bar = None;
+            let loaded =
+                reference::resolve_checked(reference, &cwd, &sigs, &mut Vec::new(), &mut |p| {
+                    crate::ui::progress::Bytes::follow(&mut bar, p)
+                })?;
             // A downloaded archive is described as the archive (its own
             // digest), a repository directory as the directory.
             let local = match &loaded._package {

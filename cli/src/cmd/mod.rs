@@ -1,6 +1,7 @@
 //! One module per subcommand. Each exposes `Args` (clap) and
 //! `run(Args) -> anyhow::Result<u8>` returning the process exit code.
 
+pub mod completions;
 pub mod convert;
 pub mod debug;
 pub mod debug_command;

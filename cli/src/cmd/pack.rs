@@ -47,6 +47,9 @@ fn report(args: &Args, o: &Output) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// Trees with at least this many bytes of files get a progress bar.
+const PROGRESS_FROM: u64 = 16 << 20;
+
 pub fn run(args: Args) -> anyhow::Result<u8> {
     if super::inspect::is_agent_toml(&args.dir) {
         return pack_agent_toml(&args);
@@ -55,8 +58,24 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         include_secrets: args.include_secrets,
         ..Default::default()
     };
-    let outcome = zot_package::pack_with(&args.dir, args.out.as_deref(), &opts)
-        .with_context(|| format!("packing {}", args.dir.display()))?;
+    // A bar for trees large enough to take a moment (drawn only on a
+    // terminal).
+    let mut bar: Option<crate::ui::progress::Bytes> = None;
+    let outcome = zot_package::pack_with_progress(
+        &args.dir,
+        args.out.as_deref(),
+        &opts,
+        &mut |done, total| {
+            if total >= PROGRESS_FROM {
+                bar.get_or_insert_with(|| {
+                    crate::ui::progress::Bytes::start("packing", Some(total))
+                })
+                .set(done, Some(total));
+            }
+        },
+    )
+    .with_context(|| format!("packing {}", args.dir.display()))?;
+    drop(bar);
     report(
         &args,
         &Output {

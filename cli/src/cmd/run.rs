@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use zot_agent::{OutputMode, RunOptions, SessionChoice};
 
 #[derive(clap::Args)]
@@ -125,7 +126,15 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         cancel: None,
         require_signature: a.require_signature,
     };
-    let mut ui = crate::ui::TermUi::new(output);
+    let mut opts = opts;
+    let mut ui = if output == OutputMode::Interactive {
+        // Ctrl-C cancels the running turn, not zot.
+        let cancel = zot_agent::Cancel::new().context("cancellation pipe")?;
+        opts.cancel = Some(cancel.clone());
+        crate::ui::TermUi::interactive(&cancel)
+    } else {
+        crate::ui::TermUi::new(output)
+    };
     match zot_agent::run(opts, &mut ui) {
         Ok(code) => Ok(code),
         Err(e) => {

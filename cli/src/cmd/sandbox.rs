@@ -13,6 +13,9 @@ use zot_supervisor::{BackendChoice, Output, RunRequest, Stdin};
 /// Exit code when the sandbox could not be set up.
 pub const SETUP_FAILURE: u8 = 125;
 
+/// One line of `zot --help` for this subcommand.
+pub const ABOUT: &str = "Run a command confined by the OS sandbox";
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// read-only, workspace-write or danger-full-access
@@ -64,6 +67,11 @@ pub struct Args {
         requires = "agent_view"
     )]
     pub read_scopes: Vec<PathBuf>,
+    /// Exec the zot binary as the launcher (as `zot run` does on the native
+    /// and landlock backends; inside bwrap instead of the launcher image)
+    /// rather than running its code in a forked child (tests, comparisons)
+    #[arg(long, hide = true)]
+    pub exec_launcher: bool,
     /// The command and its arguments
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -231,7 +239,33 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         },
         stdin: Stdin::Inherit,
         forward_signals: true,
+        // zot sandbox is single-threaded: the launcher's code runs in a
+        // forked child, no second start of this binary.
+        in_process: !args.exec_launcher,
+        zot_as_launcher: args.exec_launcher,
     };
+    // Unconfined and unsupervised: become the command (like `env`).
+    if req.policy.mode == SandboxMode::DangerFullAccess
+        && req.timeout.is_none()
+        && args.max_output.is_none()
+        && !args.report
+    {
+        let err = zot_supervisor::exec_unconfined(&req);
+        return Ok(match err {
+            zot_supervisor::SupervisorError::Spawn { program, source } => {
+                eprintln!("zot: {}: {source}", program.display());
+                if source.kind() == std::io::ErrorKind::NotFound {
+                    127
+                } else {
+                    126
+                }
+            }
+            e => {
+                eprintln!("zot: {:#}", anyhow::Error::from(e));
+                SETUP_FAILURE
+            }
+        });
+    }
     match zot_supervisor::run(req) {
         Ok(outcome) => {
             if outcome.truncated {

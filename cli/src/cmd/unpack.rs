@@ -10,11 +10,34 @@ pub struct Args {
     pub archive: PathBuf,
     /// Destination: must not exist, or be an empty directory
     pub dir: PathBuf,
+    /// Print the result as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(serde::Serialize)]
+struct Output<'a> {
+    archive: &'a std::path::Path,
+    dir: &'a std::path::Path,
+    digest: &'a str,
+    files: usize,
+    warnings: &'a [String],
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let s = zot_package::unpack(&args.archive, &args.dir)
         .with_context(|| format!("unpacking {}", args.archive.display()))?;
+    if args.json {
+        let o = Output {
+            archive: &args.archive,
+            dir: &args.dir,
+            digest: &s.digest,
+            files: s.files.len(),
+            warnings: &s.warnings,
+        };
+        super::inspect::emit(&format!("{}\n", serde_json::to_string(&o)?))?;
+        return Ok(0);
+    }
     for w in &s.warnings {
         eprintln!("zot: warning: {w}");
     }

@@ -1,25 +1,80 @@
 //! The terminal side of `zot run`: the [`zot_agent::Ui`] the runtime talks
-//! to. Events are rendered for the output mode (see [`render`]); questions
-//! and input are read from stdin.
+//! to. Events are rendered for the output mode (see [`render`]); in the
+//! interactive mode input goes through the line editor ([`editor`]) when
+//! the terminal allows it, and Ctrl-C cancels the running turn
+//! ([`signals`]). Everything zot itself says goes to stderr; stdout carries
+//! only the model's answers (or `--json` events).
 
 use std::io::{BufRead, IsTerminal, Write};
 
 use zot_agent::events::{Event, OutputMode};
-use zot_agent::{Line, LineRequest, Ui};
+use zot_agent::ui::Progress;
+use zot_agent::{Cancel, Line, LineRequest, Ui};
 
+pub mod editor;
+pub mod progress;
 pub mod render;
+pub mod signals;
+pub mod style;
+
+use style::paint;
 
 /// The `Ui` of one `zot run`.
 pub struct TermUi {
     render: render::Renderer,
     stdin_tty: bool,
+    /// The interactive mode's cancel handle (Ctrl-C during a turn).
+    cancel: Option<Cancel>,
+    editor: Option<editor::LineEditor>,
+    /// The bar of the download in progress.
+    bar: Option<progress::Bytes>,
 }
 
 impl TermUi {
+    /// The `Ui` of a `--print`, `--stream` or `--json` run.
     pub fn new(mode: OutputMode) -> TermUi {
         TermUi {
             render: render::Renderer::new(mode),
             stdin_tty: std::io::stdin().is_terminal(),
+            cancel: None,
+            editor: None,
+            bar: None,
+        }
+    }
+
+    /// The `Ui` of the interactive mode: the line editor when the terminal
+    /// allows it, and signal handling that turns Ctrl-C during a turn into
+    /// `cancel`.
+    pub fn interactive(cancel: &Cancel) -> TermUi {
+        let mut ui = TermUi::new(OutputMode::Interactive);
+        let color = ui.render.err_color();
+        ui.editor = editor::usable().and_then(|b| editor::LineEditor::new(b, color));
+        ui.cancel = Some(cancel.clone());
+        // After the editor: rustyline sets a SIGINT handler of its own when
+        // it is created, and ours must be the one in place.
+        signals::install(cancel);
+        ui
+    }
+
+    fn editor(&mut self) -> Option<&mut editor::LineEditor> {
+        self.editor.as_mut()
+    }
+
+    fn color(&self) -> bool {
+        self.render.err_color()
+    }
+
+    /// Before zot writes to or reads from the terminal.
+    fn settle(&mut self) {
+        self.render.fresh_line();
+    }
+}
+
+impl Drop for TermUi {
+    fn drop(&mut self) {
+        self.render.quiet();
+        if self.cancel.is_some() {
+            signals::restore_terminal();
         }
     }
 }
@@ -37,50 +92,122 @@ fn plain_read_line(prompt: &str) -> Option<String> {
     }
 }
 
+fn is_yes(answer: &str) -> bool {
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
 impl Ui for TermUi {
     fn event(&mut self, ev: &Event) {
+        if let (Event::TurnStart { .. }, Some(_)) = (ev, &self.cancel) {
+            // From here Ctrl-C cancels the turn.
+            signals::set(signals::State::Busy);
+        }
         self.render.emit(ev);
     }
 
     fn note(&mut self, msg: &str) {
-        eprintln!("zot: {msg}");
+        self.settle();
+        eprintln!(
+            "{}",
+            paint(self.color(), style::DIM, &format!("zot: {msg}"))
+        );
     }
 
     fn warn(&mut self, msg: &str) {
-        eprintln!("zot: warning: {msg}");
+        self.settle();
+        let c = self.color();
+        eprintln!("{} {msg}", paint(c, style::WARN, "zot: warning:"));
     }
 
     fn error(&mut self, err: &dyn std::error::Error) {
-        eprintln!("zot: {err}");
+        self.settle();
+        let c = self.color();
+        let msg = zot_agent::ui::error_chain(err);
+        let msg = if msg == "cancelled" {
+            "cancelled (the prompt is back; the session records where the turn stopped)".into()
+        } else {
+            msg
+        };
+        eprintln!("{} {msg}", paint(c, style::ERROR, "zot:"));
     }
 
     fn command_output(&mut self, text: &str) {
+        self.settle();
         eprintln!("{text}");
+    }
+
+    fn progress(&mut self, p: &Progress<'_>) {
+        self.render.quiet();
+        progress::Bytes::follow(&mut self.bar, p);
+    }
+
+    fn greeting(&mut self, text: &str) {
+        self.settle();
+        let c = self.color();
+        eprintln!("{}", paint(c, style::GREETING, &style::sanitize(text)));
     }
 
     fn can_ask(&self) -> bool {
         self.stdin_tty
     }
 
-    /// `text`, then `question [y/N] ` on stderr; only `y`/`yes` (any case)
-    /// is a yes, EOF or anything else a no.
+    /// `text`, then `question [y/N] `; only `y`/`yes` (any case) is a yes,
+    /// EOF or anything else a no. Ctrl-C in the line editor is a no, and
+    /// during a turn it cancels the turn too.
     fn confirm(&mut self, text: &str, question: &str) -> bool {
+        self.settle();
         if !text.is_empty() {
             eprintln!("{text}");
         }
-        match plain_read_line(&format!("{question} [y/N] ")) {
+        let q = format!("{question} [y/N] ");
+        if let Some(ed) = self.editor() {
+            let before = signals::get();
+            signals::set(signals::State::Editing);
+            let r = ed.read(&q, None, None);
+            signals::set(before);
+            return match r {
+                Line::Text(a) => is_yes(&a),
+                Line::Interrupted => {
+                    if let Some(c) = &self.cancel {
+                        c.cancel();
+                    }
+                    false
+                }
+                Line::Eof => false,
+            };
+        }
+        match plain_read_line(&q) {
             None => {
                 eprintln!();
                 false
             }
-            Some(l) => matches!(l.trim().to_ascii_lowercase().as_str(), "y" | "yes"),
+            Some(l) => is_yes(&l),
         }
     }
 
     fn read_line(&mut self, req: &LineRequest<'_>) -> Line {
-        match plain_read_line(req.prompt) {
-            Some(l) => Line::Text(l),
-            None => Line::Eof,
+        self.settle();
+        let line = if let Some(ed) = self.editor() {
+            signals::set(signals::State::Editing);
+            ed.read(req.prompt, req.initial, req.history)
+        } else {
+            signals::set(signals::State::Plain);
+            // No editor: the default can only be offered, Enter sends it.
+            let prompt = match req.initial {
+                Some(d) => format!("[Enter sends: {d}]\n{}", req.prompt),
+                None => req.prompt.to_string(),
+            };
+            match plain_read_line(&prompt) {
+                Some(l) if l.trim().is_empty() && req.initial.is_some() => {
+                    Line::Text(req.initial.unwrap_or_default().to_string())
+                }
+                Some(l) => Line::Text(l),
+                None => Line::Eof,
+            }
+        };
+        if self.cancel.is_some() {
+            signals::set(signals::State::Busy);
         }
+        line
     }
 }

@@ -1,0 +1,350 @@
+//! Entering the plan's namespaces: one `clone` makes the sandbox's PID 1
+//! inside all of them at once; it maps its own uid and gid, brings loopback
+//! up, builds the view, then forks the command.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
+
+use crate::plan::Namespace;
+use crate::{ChildStdio, Forked, LaunchError, Prepared, StatusPipe, EXIT_SETUP};
+
+use super::reaper::{self, exit_now, Forward};
+use super::{mount, NativeError};
+
+fn errno() -> io::Error {
+    io::Error::last_os_error()
+}
+
+fn set_pdeathsig() -> Result<(), NativeError> {
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) } != 0 {
+        return Err(NativeError::sys("prctl(PR_SET_PDEATHSIG)")(errno()));
+    }
+    Ok(())
+}
+
+fn write_proc(path: &str, data: &str) -> Result<(), NativeError> {
+    std::fs::write(path, data).map_err(NativeError::path("writing", Path::new(path)))
+}
+
+/// A step name for a failed `clone` into new namespaces, by errno.
+fn clone_step(err: &io::Error) -> &'static str {
+    match err.raw_os_error() {
+        Some(libc::ENOSPC) => {
+            "creating user namespaces (limit reached: raise user.max_user_namespaces)"
+        }
+        Some(libc::EPERM) | Some(libc::EACCES) => {
+            "creating user namespaces (denied: check kernel.apparmor_restrict_unprivileged_userns, kernel.unprivileged_userns_clone or the container's seccomp profile)"
+        }
+        Some(libc::EINVAL) | Some(libc::ENOSYS) => {
+            "creating user namespaces (kernel without CONFIG_USER_NS / namespace support)"
+        }
+        _ => "clone into new user, mount, pid, ipc, uts, cgroup and net namespaces",
+    }
+}
+
+/// Clone the sandbox's PID 1 into the plan's namespaces. The caller must be
+/// single-threaded. In the fork path `stdio` wires the child's streams.
+pub(crate) fn spawn_pid1(
+    prep: &Prepared,
+    status_fd: RawFd,
+    stdio: Option<ChildStdio>,
+    tail_pipe: Option<(OwnedFd, OwnedFd)>,
+) -> Result<(Forked, Option<OwnedFd>), LaunchError> {
+    let wrap = LaunchError::Native;
+    let plan = prep.plan();
+    if !plan.has(Namespace::User) || !plan.has(Namespace::Mount) || !plan.has(Namespace::Pid) {
+        return Err(LaunchError::Unsupported(
+            "the native backend needs a plan with user, mount and pid namespaces",
+        ));
+    }
+    // SAFETY: plain getters.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let uid_map = format!("{uid} {uid} 1\n");
+    let gid_map = format!("{gid} {gid} 1\n");
+    // Liveness pipe: PID 1 sees POLLHUP when the caller is gone before its
+    // pdeathsig is armed.
+    let mut fds = [0; 2];
+    // SAFETY: valid array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(wrap(NativeError::sys("pipe")(errno())));
+    }
+    // SAFETY: fresh fds we own.
+    let (alive_rd, alive_wr) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // Started without an exec (`stdio`): PID 1 reports the code on a pipe
+    // before its exit tears the namespaces down, so the caller need not wait
+    // for that.
+    let done = match stdio {
+        Some(_) => {
+            let mut fds = [0; 2];
+            // SAFETY: valid array.
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+                return Err(wrap(NativeError::sys("pipe")(errno())));
+            }
+            // SAFETY: fresh fds we own.
+            Some(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+        }
+        None => None,
+    };
+    let flags = plan.clone_flags() | libc::SIGCHLD;
+    // SAFETY: a fork-like clone (no new stack, no CLONE_VM) of a
+    // single-threaded process; the child only runs `pid1` and exits.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            flags as libc::c_ulong,
+            std::ptr::null_mut::<libc::c_void>(),
+            std::ptr::null_mut::<libc::c_int>(),
+            std::ptr::null_mut::<libc::c_int>(),
+            0 as libc::c_ulong,
+        )
+    } as libc::pid_t;
+    if pid < 0 {
+        let e = errno();
+        return Err(wrap(NativeError::sys(clone_step(&e))(e)));
+    }
+    let (tail_rx, tail_tx) = match tail_pipe {
+        Some((rx, tx)) => (Some(rx), Some(tx)),
+        None => (None, None),
+    };
+    if pid == 0 {
+        drop(alive_wr);
+        // Only the caller writes the launch data: EOF ends it.
+        drop(tail_tx);
+        let done_wr = done.map(|(r, w)| {
+            drop(r);
+            w
+        });
+        // SAFETY: our status fd (close-on-exec), owned by this child now.
+        let mut status =
+            StatusPipe((status_fd >= 0).then(|| unsafe { File::from_raw_fd(status_fd) }));
+        let code = match pid1(
+            prep,
+            stdio,
+            alive_rd,
+            done_wr,
+            tail_rx,
+            &uid_map,
+            &gid_map,
+            &mut status,
+        ) {
+            Ok(code) => code,
+            Err(e) => {
+                status.fail(&wrap(e));
+                EXIT_SETUP
+            }
+        };
+        exit_now(code);
+    }
+    drop(alive_rd);
+    drop(tail_rx);
+    Ok((
+        Forked {
+            pid,
+            alive: Some(alive_wr),
+            done: done.map(|(r, _w)| r),
+        },
+        tail_tx,
+    ))
+}
+
+/// The outer launcher (exec path): forward signals to PID 1, wait for it and
+/// return its code.
+pub(crate) fn outer_wait(forked: Forked) -> i32 {
+    // Keep only stdio and the liveness pipe.
+    let keep = forked.alive.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
+    close_from(3, keep);
+    reaper::install_forwarders(Forward::Process(forked.pid));
+    let code = reaper::wait_status(forked.pid);
+    drop(forked.alive);
+    code
+}
+
+fn close_from(first: libc::c_uint, keep: Option<libc::c_int>) {
+    // SAFETY: closing fds we own; no Rust object refers to them afterwards
+    // (this process only waits and exits).
+    unsafe {
+        match keep {
+            Some(k) if k as libc::c_uint >= first => {
+                if k as libc::c_uint > first {
+                    libc::syscall(libc::SYS_close_range, first, k as libc::c_uint - 1, 0);
+                }
+                libc::syscall(libc::SYS_close_range, k as libc::c_uint + 1, u32::MAX, 0);
+            }
+            _ => {
+                libc::syscall(libc::SYS_close_range, first, u32::MAX, 0);
+            }
+        }
+    }
+}
+
+/// `ip link set lo up` in the new network namespace (the kernel then gives
+/// it 127.0.0.1 and ::1), as bubblewrap does.
+fn loopback_up() -> Result<(), NativeError> {
+    // SAFETY: a socket we close below; ifreq is plain data.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(NativeError::sys("socket for loopback setup")(errno()));
+        }
+        let mut ifr: libc::ifreq = std::mem::zeroed();
+        for (i, b) in b"lo\0".iter().enumerate() {
+            ifr.ifr_name[i] = *b as libc::c_char;
+        }
+        let r = if libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut ifr) != 0 {
+            Err(errno())
+        } else {
+            ifr.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+            if libc::ioctl(fd, libc::SIOCSIFFLAGS, &ifr) != 0 {
+                Err(errno())
+            } else {
+                Ok(())
+            }
+        };
+        libc::close(fd);
+        r.map_err(NativeError::sys("bringing loopback up"))
+    }
+}
+
+/// What the command's process needs, prepared by PID 1 before the clone.
+struct CommandStart {
+    tail: Vec<u8>,
+    status_fd: libc::c_int,
+}
+
+/// The command's process: a vfork-like child (shared memory, PID 1 waits
+/// until it execs) that runs only the tail, which makes raw syscalls and
+/// touches nothing but its own buffer and stack. No page-table copy.
+extern "C" fn command_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the CommandStart PID 1 keeps alive while suspended.
+    let start = unsafe { &mut *(arg as *mut CommandStart) };
+    // SAFETY: prctl/getppid with integer arguments.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 || libc::getppid() != 1
+        {
+            libc::_exit(EXIT_SETUP);
+        }
+    }
+    crate::tail::run(&mut start.tail, start.status_fd)
+}
+
+/// Start the command's process (see [`command_main`]).
+fn spawn_command(tail: Vec<u8>, status: &StatusPipe) -> Result<libc::pid_t, NativeError> {
+    use std::os::fd::AsRawFd;
+    let mut start = CommandStart {
+        tail,
+        status_fd: status.0.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1),
+    };
+    // The tail's own stack: its buffers plus headroom.
+    let mut stack = vec![0u8; 256 * 1024];
+    // SAFETY: the top of our buffer, 16-aligned.
+    let top = unsafe { stack.as_mut_ptr().add(stack.len()) };
+    let top = (top as usize & !15) as *mut libc::c_void;
+    // SAFETY: CLONE_VM|CLONE_VFORK: this process is suspended until the
+    // child execs or exits, so `start` and `stack` outlive its use of them.
+    let pid = unsafe {
+        libc::clone(
+            command_main,
+            top,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            &mut start as *mut CommandStart as *mut libc::c_void,
+        )
+    };
+    if pid < 0 {
+        return Err(NativeError::sys("starting the sandboxed process")(errno()));
+    }
+    drop(stack);
+    Ok(pid)
+}
+
+/// PID 1, right after `clone`: returns the exit code to leave with.
+#[allow(clippy::too_many_arguments)]
+fn pid1(
+    prep: &Prepared,
+    stdio: Option<ChildStdio>,
+    alive_rd: OwnedFd,
+    done: Option<OwnedFd>,
+    tail_rx: Option<OwnedFd>,
+    uid_map: &str,
+    gid_map: &str,
+    status: &mut StatusPipe,
+) -> Result<i32, NativeError> {
+    use std::os::fd::AsRawFd;
+    set_pdeathsig()?;
+    let mut pfd = libc::pollfd {
+        fd: alive_rd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: polling our pipe without waiting.
+    if unsafe { libc::poll(&mut pfd, 1, 0) } != 0 {
+        exit_now(EXIT_SETUP); // the caller is already gone
+    }
+    drop(alive_rd);
+    if let Some(stdio) = stdio {
+        stdio
+            .apply()
+            .map_err(NativeError::sys("setting up stdio"))?;
+        // Own process group: the terminal's signals reach the supervisor,
+        // which forwards them once.
+        // SAFETY: plain syscall.
+        unsafe { libc::setpgid(0, 0) };
+    }
+    write_proc("/proc/self/setgroups", "deny")?;
+    write_proc("/proc/self/uid_map", uid_map)?;
+    write_proc("/proc/self/gid_map", gid_map)?;
+    // Not dumpable: started without an exec, PID 1 holds a copy of the
+    // caller's memory and environment; the command (same uid) must not read
+    // them through /proc/1 (Landlock's ptrace scoping also stops it where
+    // the kernel has Landlock). After the maps: they are written through
+    // /proc/self, which a non-dumpable process no longer owns.
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
+        return Err(NativeError::sys("prctl(PR_SET_DUMPABLE)")(errno()));
+    }
+    let plan = prep.plan();
+    if plan.has(Namespace::Net) {
+        loopback_up()?;
+    }
+    mount::build_view(&plan.mounts)?;
+    if std::env::set_current_dir(&plan.cwd).is_err() {
+        return Err(NativeError::Invalid(format!(
+            "working directory {} is not visible in the sandbox",
+            plan.cwd.display()
+        )));
+    }
+    let tail = match tail_rx {
+        // Compiled by the caller meanwhile.
+        Some(rx) => {
+            let mut t = Vec::new();
+            std::io::Read::read_to_end(&mut File::from(rx), &mut t)
+                .map_err(NativeError::sys("reading the launch data"))?;
+            if t.is_empty() {
+                return Err(NativeError::Invalid(
+                    "no launch data from the caller".into(),
+                ));
+            }
+            t
+        }
+        None => prep
+            .tail()
+            .map_err(|e| NativeError::Invalid(crate::error_chain(&e)))?
+            .into_owned(),
+    };
+    let child = spawn_command(tail, status)?;
+    // PID 1 keeps no stream of the command open (a reader sees EOF when the
+    // command's tree is gone), only its report pipe.
+    close_from(0, done.as_ref().map(|d| d.as_raw_fd()));
+    reaper::install_forwarders(Forward::Group(child));
+    let code = reaper::reap(child);
+    if let Some(done) = done {
+        // Everything in the namespace is reaped: the caller may go on while
+        // this exit frees the namespaces.
+        let mut f = File::from(done);
+        let _ = std::io::Write::write_all(&mut f, &code.to_ne_bytes());
+    }
+    Ok(code)
+}

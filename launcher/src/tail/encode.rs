@@ -1,0 +1,121 @@
+//! Encoding a launch for the tail (std side): the layout [`super::run`]
+//! decodes. Little-endian; strings with their NUL; string arrays leave
+//! room for the pointer arrays `execve` needs.
+
+use std::ffi::CString;
+
+use landlock::{Access, AccessFs, BitFlags, Scope, ABI};
+
+use crate::landlock_rules::{rights, TARGET_ABI};
+use crate::plan::{LandlockCompat, LandlockPlan, LandlockScope, Rlimit};
+
+use super::{FLAG_NEW_SESSION, LANDLOCK_BEST_EFFORT, LANDLOCK_OFF, LANDLOCK_REQUIRED, MAGIC};
+
+struct W(Vec<u8>);
+
+impl W {
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn align8(&mut self) {
+        while self.0.len() % 8 != 0 {
+            self.0.push(0);
+        }
+    }
+    fn cstring(&mut self, s: &[u8]) {
+        self.u32(s.len() as u32 + 1);
+        self.0.extend_from_slice(s);
+        self.0.push(0);
+    }
+    fn strings(&mut self, v: &[CString]) {
+        self.u32(v.len() as u32);
+        self.align8();
+        self.0.resize(self.0.len() + (v.len() + 2) * 8, 0);
+        for s in v {
+            self.cstring(s.as_bytes());
+        }
+    }
+}
+
+/// The rights each kernel ABI supports, ABI 1 first, up to ours.
+fn supported_by_abi() -> Vec<u64> {
+    [ABI::V1, ABI::V2, ABI::V3, ABI::V4, ABI::V5, ABI::V6]
+        .into_iter()
+        .map(|abi| AccessFs::from_all(abi).bits())
+        .collect()
+}
+
+fn landlock(plan: &LandlockPlan) -> Vec<u8> {
+    let mut w = W(Vec::new());
+    let compat = match plan.compat {
+        LandlockCompat::Off => {
+            w.u32(LANDLOCK_OFF);
+            return w.0;
+        }
+        LandlockCompat::BestEffort => LANDLOCK_BEST_EFFORT,
+        LandlockCompat::Required => LANDLOCK_REQUIRED,
+    };
+    w.u32(compat);
+    w.u64(AccessFs::from_all(TARGET_ABI).bits());
+    let mut scopes: BitFlags<Scope> = BitFlags::empty();
+    for s in &plan.scopes {
+        scopes |= match s {
+            LandlockScope::AbstractUnixSocket => Scope::AbstractUnixSocket,
+            LandlockScope::Signal => Scope::Signal,
+        };
+    }
+    w.u64(scopes.bits());
+    let abis = supported_by_abi();
+    w.u32(abis.len() as u32);
+    for m in abis {
+        w.u64(m);
+    }
+    w.u32(plan.rules.len() as u32);
+    let file_rights = AccessFs::from_file(TARGET_ABI);
+    for r in &plan.rules {
+        let dir = rights(r.access);
+        w.u64(dir.bits());
+        w.u64((dir & file_rights).bits());
+        w.u32(u32::from(r.must_exist));
+        w.cstring(r.path.as_os_str().as_encoded_bytes());
+    }
+    w.0
+}
+
+/// Encode a launch: `argv`, the complete environment (`K=V`), whether to
+/// start a new session, rlimits, the Landlock plan, the seccomp program.
+pub fn encode(
+    argv: &[CString],
+    env: &[CString],
+    new_session: bool,
+    rlimits: &[Rlimit],
+    lock: &LandlockPlan,
+    seccomp: &[seccompiler::sock_filter],
+) -> Vec<u8> {
+    let mut w = W(Vec::with_capacity(4096));
+    w.0.extend_from_slice(MAGIC);
+    w.u32(if new_session { FLAG_NEW_SESSION } else { 0 });
+    w.strings(argv);
+    w.strings(env);
+    w.u32(rlimits.len() as u32);
+    for l in rlimits {
+        #[allow(clippy::unnecessary_cast)] // the libc type differs between targets
+        w.u32(l.resource.raw() as u32);
+        w.u64(l.soft.unwrap_or(u64::MAX));
+        w.u64(l.hard.unwrap_or(u64::MAX));
+    }
+    let lock = landlock(lock);
+    w.u32(lock.len() as u32);
+    w.0.extend_from_slice(&lock);
+    w.u32(seccomp.len() as u32);
+    for ins in seccomp {
+        w.0.extend_from_slice(&ins.code.to_le_bytes());
+        w.0.push(ins.jt);
+        w.0.push(ins.jf);
+        w.0.extend_from_slice(&ins.k.to_le_bytes());
+    }
+    w.0
+}

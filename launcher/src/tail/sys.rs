@@ -1,0 +1,177 @@
+//! Raw Linux syscalls (no libc: this module also runs in the launcher image,
+//! a static binary without one). Numbers per architecture.
+
+use core::arch::asm;
+
+#[cfg(target_arch = "x86_64")]
+pub mod nr {
+    pub const READ: usize = 0;
+    pub const WRITE: usize = 1;
+    pub const CLOSE: usize = 3;
+    pub const RT_SIGACTION: usize = 13;
+    pub const RT_SIGPROCMASK: usize = 14;
+    pub const GETPID: usize = 39;
+    pub const EXECVE: usize = 59;
+    pub const FCNTL: usize = 72;
+    pub const GETUID: usize = 102;
+    pub const GETEUID: usize = 107;
+    pub const GETPPID: usize = 110;
+    pub const SETSID: usize = 112;
+    pub const GETSID: usize = 124;
+    pub const CAPGET: usize = 125;
+    pub const CAPSET: usize = 126;
+    pub const PRCTL: usize = 157;
+    pub const EXIT_GROUP: usize = 231;
+    pub const OPENAT: usize = 257;
+    pub const PRLIMIT64: usize = 302;
+    pub const SECCOMP: usize = 317;
+    pub const CLOSE_RANGE: usize = 436;
+    pub const LANDLOCK_CREATE_RULESET: usize = 444;
+    pub const LANDLOCK_ADD_RULE: usize = 445;
+    pub const LANDLOCK_RESTRICT_SELF: usize = 446;
+}
+
+#[cfg(any(target_arch = "aarch64", target_arch = "riscv64"))]
+pub mod nr {
+    pub const READ: usize = 63;
+    pub const WRITE: usize = 64;
+    pub const CLOSE: usize = 57;
+    pub const RT_SIGACTION: usize = 134;
+    pub const RT_SIGPROCMASK: usize = 135;
+    pub const GETPID: usize = 172;
+    pub const EXECVE: usize = 221;
+    pub const FCNTL: usize = 25;
+    pub const GETUID: usize = 174;
+    pub const GETEUID: usize = 175;
+    pub const GETPPID: usize = 173;
+    pub const SETSID: usize = 157;
+    pub const GETSID: usize = 156;
+    pub const CAPGET: usize = 90;
+    pub const CAPSET: usize = 91;
+    pub const PRCTL: usize = 167;
+    pub const EXIT_GROUP: usize = 94;
+    pub const OPENAT: usize = 56;
+    pub const PRLIMIT64: usize = 261;
+    pub const SECCOMP: usize = 277;
+    pub const CLOSE_RANGE: usize = 436;
+    pub const LANDLOCK_CREATE_RULESET: usize = 444;
+    pub const LANDLOCK_ADD_RULE: usize = 445;
+    pub const LANDLOCK_RESTRICT_SELF: usize = 446;
+}
+
+/// `syscall(n, a..f)`: the result, or `-errno`.
+///
+/// # Safety
+/// The arguments must be valid for syscall `n`.
+#[inline]
+pub unsafe fn syscall(
+    n: usize,
+    a: usize,
+    b: usize,
+    c: usize,
+    d: usize,
+    e: usize,
+    f: usize,
+) -> isize {
+    let r: isize;
+    #[cfg(target_arch = "x86_64")]
+    asm!(
+        "syscall",
+        inlateout("rax") n as isize => r,
+        in("rdi") a, in("rsi") b, in("rdx") c, in("r10") d, in("r8") e, in("r9") f,
+        lateout("rcx") _, lateout("r11") _,
+        options(nostack)
+    );
+    #[cfg(target_arch = "aarch64")]
+    asm!(
+        "svc 0",
+        in("x8") n,
+        inlateout("x0") a as isize => r,
+        in("x1") b, in("x2") c, in("x3") d, in("x4") e, in("x5") f,
+        options(nostack)
+    );
+    #[cfg(target_arch = "riscv64")]
+    asm!(
+        "ecall",
+        in("a7") n,
+        inlateout("a0") a as isize => r,
+        in("a1") b, in("a2") c, in("a3") d, in("a4") e, in("a5") f,
+        options(nostack)
+    );
+    r
+}
+
+/// A syscall result: the value, or the errno.
+#[inline]
+pub fn check(r: isize) -> Result<usize, i32> {
+    if (-4095..0).contains(&r) {
+        Err((-r) as i32)
+    } else {
+        Ok(r as usize)
+    }
+}
+
+pub const EINTR: i32 = 4;
+pub const EPERM: i32 = 1;
+pub const ENOENT: i32 = 2;
+pub const EACCES: i32 = 13;
+pub const ENOEXEC: i32 = 8;
+pub const EINVAL: i32 = 22;
+pub const ENOSYS: i32 = 38;
+pub const EOPNOTSUPP: i32 = 95;
+pub const EBADF: i32 = 9;
+
+pub const AT_FDCWD: isize = -100;
+pub const AT_EMPTY_PATH: usize = 0x1000;
+pub const O_PATH: usize = 0o10000000;
+pub const O_CLOEXEC: usize = 0o2000000;
+pub const F_SETFD: usize = 2;
+pub const FD_CLOEXEC: usize = 1;
+pub const CLOSE_RANGE_CLOEXEC: usize = 1 << 2;
+
+pub const PR_SET_PDEATHSIG: usize = 1;
+pub const PR_CAPBSET_READ: usize = 23;
+pub const PR_CAPBSET_DROP: usize = 24;
+pub const PR_SET_NO_NEW_PRIVS: usize = 38;
+pub const PR_CAP_AMBIENT: usize = 47;
+pub const PR_CAP_AMBIENT_CLEAR_ALL: usize = 4;
+pub const SIGKILL: usize = 9;
+pub const SIG_SETMASK: usize = 2;
+pub const RLIMIT_NOFILE: usize = 7;
+
+pub const SECCOMP_SET_MODE_FILTER: usize = 1;
+pub const LANDLOCK_CREATE_RULESET_VERSION: usize = 1;
+pub const LANDLOCK_RULE_PATH_BENEATH: usize = 1;
+
+pub fn exit(code: i32) -> ! {
+    // SAFETY: exit_group takes an integer and does not return.
+    unsafe {
+        syscall(nr::EXIT_GROUP, code as usize, 0, 0, 0, 0, 0);
+    }
+    #[allow(clippy::empty_loop)]
+    loop {}
+}
+
+/// `write(fd, buf)` until done; errors are ignored (nothing to report them to).
+pub fn write_all(fd: i32, mut buf: &[u8]) {
+    while !buf.is_empty() {
+        // SAFETY: a valid buffer.
+        let r = unsafe {
+            syscall(
+                nr::WRITE,
+                fd as usize,
+                buf.as_ptr() as usize,
+                buf.len(),
+                0,
+                0,
+                0,
+            )
+        };
+        match check(r) {
+            Ok(0) => return,
+            Ok(n) => buf = &buf[n..],
+            Err(EINTR) => {}
+            Err(_) => return,
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! The tail, run for real in forked children: in-process and as the
+//! launcher image.
+
+use std::ffi::CString;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use crate::plan::{LandlockAccess, LandlockCompat, LandlockPlan, LandlockRule, LandlockScope};
+use crate::LaunchStatus;
+
+fn pipe() -> (OwnedFd, OwnedFd) {
+    let mut fds = [0; 2];
+    // SAFETY: valid array.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: fresh fds.
+    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+}
+
+fn cs(v: &[&str]) -> Vec<CString> {
+    v.iter().map(|s| CString::new(*s).unwrap()).collect()
+}
+
+fn landlock_plan(compat: LandlockCompat) -> LandlockPlan {
+    LandlockPlan {
+        compat,
+        rules: vec![
+            LandlockRule {
+                path: "/".into(),
+                access: LandlockAccess::Read,
+                must_exist: true,
+            },
+            LandlockRule {
+                path: "/dev".into(),
+                access: LandlockAccess::Device,
+                must_exist: false,
+            },
+        ],
+        scopes: vec![LandlockScope::Signal],
+    }
+}
+
+/// Run `spec` in a forked child, in-process (`image`: false) or as the
+/// embedded launcher image: its stdout, the status lines, the exit code.
+fn run(spec: Vec<u8>, image: bool) -> (String, Vec<LaunchStatus>, i32) {
+    let (out_r, out_w) = pipe();
+    let (st_r, st_w) = pipe();
+    let (spec_r, spec_w) = pipe();
+    let image_fd = image.then(|| {
+        let img = crate::launcher_image().expect("this build has a launcher image");
+        let fd = unsafe { libc::memfd_create(c"t".as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(fd >= 0);
+        let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+        std::io::Write::write_all(&mut f, img).unwrap();
+        f
+    });
+    let path = image_fd
+        .as_ref()
+        .map(|f| CString::new(format!("/proc/self/fd/{}", f.as_raw_fd())).unwrap());
+    let mut buf = spec.clone();
+    // SAFETY: the child only dups fds, runs the tail (raw syscalls) or execs.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        unsafe {
+            libc::dup2(out_w.as_raw_fd(), 1);
+            if let Some(p) = &path {
+                libc::dup2(spec_r.as_raw_fd(), 3);
+                libc::dup2(st_w.as_raw_fd(), 4);
+                let argv = [p.as_ptr(), std::ptr::null()];
+                let envp = [std::ptr::null()];
+                libc::execve(p.as_ptr(), argv.as_ptr(), envp.as_ptr());
+                libc::_exit(99);
+            }
+            let code = super::run(&mut buf, st_w.as_raw_fd());
+            libc::_exit(code);
+        }
+    }
+    drop(out_w);
+    drop(st_w);
+    drop(spec_r);
+    let mut w = std::fs::File::from(spec_w);
+    // In-process runs never read it (the pipe may be closed already).
+    let _ = std::io::Write::write_all(&mut w, &spec);
+    drop(w);
+    let mut out = String::new();
+    std::fs::File::from(out_r).read_to_string(&mut out).unwrap();
+    let mut st = String::new();
+    std::fs::File::from(st_r).read_to_string(&mut st).unwrap();
+    let mut status = 0;
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    let lines = st
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect();
+    (out, lines, libc::WEXITSTATUS(status))
+}
+
+fn spec(argv: &[&str], compat: LandlockCompat) -> Vec<u8> {
+    let plan = crate::plan::SeccompPlan {
+        enabled: true,
+        foreign_arch: crate::plan::SeccompAction::KillProcess,
+        x32: cfg!(target_arch = "x86_64").then_some(crate::plan::SeccompAction::Enosys),
+        rules: vec![crate::plan::SeccompRule {
+            syscalls: vec!["ptrace".into()],
+            action: crate::plan::SeccompAction::Eperm,
+            any_of: vec![],
+        }],
+    };
+    let bpf: Vec<_> = crate::seccomp::compile(&plan)
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .collect();
+    super::encode::encode(
+        &cs(argv),
+        &cs(&["PATH=/usr/bin:/bin", "GREETING=hi there"]),
+        true,
+        &[crate::plan::Rlimit {
+            resource: crate::plan::RlimitResource::Core,
+            soft: Some(0),
+            hard: Some(0),
+        }],
+        &landlock_plan(compat),
+        &bpf,
+    )
+}
+
+const PROBE: &str = "echo \"$GREETING\"; grep -E '^(NoNewPrivs|Seccomp|CapEff|CapBnd):' /proc/self/status | tr -s '\\t\\n' ' '; ulimit -c";
+
+fn check_hardened(out: &str, status: &[LaunchStatus], code: i32) {
+    assert_eq!(code, 0, "{out} {status:?}");
+    assert!(out.starts_with("hi there\n"), "{out}");
+    for want in [
+        "NoNewPrivs: 1",
+        "Seccomp: 2",
+        "CapEff: 0000000000000000",
+        "CapBnd: 0000000000000000",
+    ] {
+        assert!(out.contains(want), "{want}: {out}");
+    }
+    assert!(out.trim_end().ends_with(" 0"), "core limit: {out}");
+    assert!(
+        matches!(status, [LaunchStatus::Ready { seccomp: true, .. }]),
+        "{status:?}"
+    );
+}
+
+#[test]
+fn in_process_tail_hardens_and_execs_through_path() {
+    let (out, status, code) = run(
+        spec(&["sh", "-c", PROBE], LandlockCompat::BestEffort),
+        false,
+    );
+    check_hardened(&out, &status, code);
+}
+
+#[test]
+fn launcher_image_runs_the_same_tail() {
+    if crate::launcher_image().is_none() {
+        eprintln!("SKIP: this build has no launcher image");
+        return;
+    }
+    let (out, status, code) = run(spec(&["sh", "-c", PROBE], LandlockCompat::BestEffort), true);
+    check_hardened(&out, &status, code);
+}
+
+#[test]
+fn missing_command_and_script_without_shebang() {
+    for image in [false, crate::launcher_image().is_some()] {
+        let (_, status, code) = run(spec(&["no-such-zot-command"], LandlockCompat::Off), image);
+        assert_eq!(code, 127);
+        assert!(
+            matches!(
+                &status[..],
+                [
+                    LaunchStatus::Ready { .. },
+                    LaunchStatus::ExecFailed { errno: 2, .. }
+                ]
+            ),
+            "{status:?}"
+        );
+        // A file without #! is run by /bin/sh, as execvp does.
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("script");
+        std::fs::write(&script, "echo from-script\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (out, _, code) = run(
+            spec(&[script.to_str().unwrap()], LandlockCompat::Off),
+            image,
+        );
+        assert_eq!((out.as_str(), code), ("from-script\n", 0));
+    }
+}
+
+#[test]
+fn malformed_spec_fails_closed() {
+    let mut s = spec(&["true"], LandlockCompat::Off);
+    s.truncate(s.len() - 3);
+    for image in [false, crate::launcher_image().is_some()] {
+        let (_, status, code) = run(s.clone(), image);
+        assert_eq!(code, 125);
+        assert!(
+            matches!(&status[..], [LaunchStatus::Failed { stage, .. }] if stage == "spec"),
+            "{status:?}"
+        );
+    }
+}
+
+#[test]
+fn required_landlock_rule_on_a_missing_path_fails() {
+    let mut plan = landlock_plan(LandlockCompat::Required);
+    plan.rules.push(LandlockRule {
+        path: "/nonexistent-zot-path".into(),
+        access: LandlockAccess::ReadWrite,
+        must_exist: true,
+    });
+    let s = super::encode::encode(&cs(&["true"]), &[], true, &[], &plan, &[]);
+    let (_, status, code) = run(s, false);
+    assert_eq!(code, 125);
+    assert!(
+        matches!(&status[..], [LaunchStatus::Failed { stage, message }]
+            if stage == "landlock" && message.contains("/nonexistent-zot-path")),
+        "{status:?}"
+    );
+}
+
+/// A rule on a file gets file rights; what no rule covers is refused.
+#[test]
+fn landlock_rules_on_files_and_directories() {
+    if !std::path::Path::new("/etc/passwd").is_file() {
+        return;
+    }
+    let read = |p: &str| LandlockRule {
+        path: p.into(),
+        access: LandlockAccess::Read,
+        must_exist: false,
+    };
+    let plan = LandlockPlan {
+        compat: LandlockCompat::BestEffort,
+        rules: [
+            "/usr",
+            "/bin",
+            "/lib",
+            "/lib64",
+            "/etc/ld.so.cache",
+            "/etc/passwd",
+        ]
+        .into_iter()
+        .map(read)
+        .collect(),
+        scopes: vec![],
+    };
+    let prog =
+        "cat /etc/passwd | head -c1 >&2 && echo file-ok; cat /etc/hostname 2>&1 | head -c0; \
+                if cat /etc/hostname >&2 2>&-; then echo ESCAPED; else echo other-denied; fi";
+    let s = super::encode::encode(
+        &cs(&["/bin/sh", "-c", prog]),
+        &cs(&["PATH=/usr/bin:/bin"]),
+        true,
+        &[],
+        &plan,
+        &[],
+    );
+    for image in [false, crate::launcher_image().is_some()] {
+        let (out, status, code) = run(s.clone(), image);
+        assert_eq!(code, 0, "{out} {status:?}");
+        if matches!(status[..], [LaunchStatus::Ready { ref landlock, .. }] if landlock.level == crate::Level::None)
+        {
+            eprintln!("SKIP: Landlock not enforced here: {status:?}");
+            return;
+        }
+        assert!(
+            out.contains("file-ok") && out.contains("other-denied"),
+            "{out}"
+        );
+    }
+}

@@ -1,0 +1,674 @@
+//! The planner: a [`SandboxPolicy`] and the host become a [`LaunchPlan`].
+//! The one place that decides what a sandbox is; every backend consumes its
+//! output (bwrap renders it, native executes it, landlock executes its
+//! part). It only reads the host, through [`HostFs`] (so tests can plan
+//! against a fake filesystem), and changes nothing.
+
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+use zot_launcher::plan::{
+    ArgCmp, ArgOp, ArgWidth, EnvPlan, EnvVar, Gap, Isolation, LandlockAccess, LandlockCompat,
+    LandlockPlan, LandlockRule, LandlockScope, LaunchPlan, Mode, MountOp, Namespace, NetworkPlan,
+    SeccompAction, SeccompPlan, SeccompRule,
+};
+use zot_policy::sandbox::{NetworkPolicy, ReadScope, SandboxMode, SandboxPolicy};
+
+/// Host directories replaced by private empty ones (host sockets live
+/// there), with their modes.
+pub const PRIVATE_DIRS: [(&str, u32); 3] =
+    [("/tmp", 0o1777), ("/var/tmp", 0o1777), ("/run", 0o755)];
+
+/// What a path is on the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Dir,
+    File,
+    Symlink,
+    Other,
+}
+
+/// The planner's view of the host filesystem.
+pub trait HostFs {
+    /// The entry itself (symlinks not followed).
+    fn lstat(&self, p: &Path) -> Option<FileKind>;
+    /// What the path leads to (symlinks followed).
+    fn stat(&self, p: &Path) -> Option<FileKind>;
+    fn canonicalize(&self, p: &Path) -> Option<PathBuf>;
+    /// The entries of a directory, sorted.
+    fn read_dir(&self, p: &Path) -> Vec<PathBuf>;
+}
+
+/// The real filesystem.
+pub struct RealFs;
+
+fn kind(m: &std::fs::Metadata) -> FileKind {
+    let t = m.file_type();
+    if t.is_dir() {
+        FileKind::Dir
+    } else if t.is_file() {
+        FileKind::File
+    } else if t.is_symlink() {
+        FileKind::Symlink
+    } else {
+        FileKind::Other
+    }
+}
+
+impl HostFs for RealFs {
+    fn lstat(&self, p: &Path) -> Option<FileKind> {
+        std::fs::symlink_metadata(p).ok().map(|m| kind(&m))
+    }
+    fn stat(&self, p: &Path) -> Option<FileKind> {
+        std::fs::metadata(p).ok().map(|m| kind(&m))
+    }
+    fn canonicalize(&self, p: &Path) -> Option<PathBuf> {
+        std::fs::canonicalize(p).ok()
+    }
+    fn read_dir(&self, p: &Path) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(p)
+            .map(|rd| rd.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+}
+
+/// Why a policy cannot be planned here.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("write root {} does not exist", path.display())]
+    MissingWriteRoot { path: PathBuf },
+}
+
+fn depth(p: &Path) -> usize {
+    p.components().count()
+}
+
+fn sort_by_depth(v: &mut [PathBuf]) {
+    v.sort_by(|a, b| depth(a).cmp(&depth(b)).then_with(|| a.cmp(b)));
+}
+
+/// Under one of the private dirs (hidden unless bound back).
+fn under_private(p: &Path) -> bool {
+    PRIVATE_DIRS.iter().any(|(d, _)| p.starts_with(d))
+}
+
+/// Plan `policy` for a backend of `isolation`. `env` is the caller's
+/// environment (only the names the policy passes end up in the plan).
+pub fn plan(
+    policy: &SandboxPolicy,
+    isolation: Isolation,
+    env: &[(OsString, OsString)],
+    fs: &dyn HostFs,
+) -> Result<LaunchPlan, PlanError> {
+    let unconfined = policy.mode == SandboxMode::DangerFullAccess || isolation == Isolation::None;
+    let env = env_plan(policy, env, unconfined);
+    if unconfined {
+        return Ok(LaunchPlan {
+            mode: policy.mode,
+            isolation: Isolation::None,
+            namespaces: Vec::new(),
+            cwd: policy.cwd.clone(),
+            write_roots: vec![PathBuf::from("/")],
+            protected: Vec::new(),
+            mounts: Vec::new(),
+            landlock: LandlockPlan {
+                compat: LandlockCompat::Off,
+                rules: Vec::new(),
+                scopes: Vec::new(),
+            },
+            seccomp: SeccompPlan {
+                enabled: false,
+                foreign_arch: SeccompAction::KillProcess,
+                x32: None,
+                rules: Vec::new(),
+            },
+            env,
+            network: NetworkPlan::Host,
+            rlimits: Vec::new(),
+            unenforced: Vec::new(),
+        });
+    }
+    let mut roots = Vec::new();
+    for r in &policy.write_roots {
+        let c = fs
+            .canonicalize(r)
+            .ok_or_else(|| PlanError::MissingWriteRoot { path: r.clone() })?;
+        if !roots.contains(&c) {
+            roots.push(c);
+        }
+    }
+    sort_by_depth(&mut roots);
+    let mut protected = policy.protected.clone();
+    sort_by_depth(&mut protected);
+    protected.dedup();
+    let network = match policy.network {
+        NetworkPolicy::Off => NetworkPlan::Off,
+        NetworkPolicy::On => NetworkPlan::Host,
+    };
+    let namespaces = match isolation {
+        Isolation::Namespaces => {
+            let mut n = vec![
+                Namespace::User,
+                Namespace::Mount,
+                Namespace::Pid,
+                Namespace::Ipc,
+                Namespace::Uts,
+                Namespace::Cgroup,
+            ];
+            if network == NetworkPlan::Off {
+                n.push(Namespace::Net);
+            }
+            n
+        }
+        _ => Vec::new(),
+    };
+    let mounts = match isolation {
+        Isolation::Namespaces => mount_view(policy, &roots, &protected, fs),
+        _ => Vec::new(),
+    };
+    let mut unenforced = Vec::new();
+    if isolation == Isolation::LandlockOnly {
+        if policy.mode == SandboxMode::WorkspaceWrite && !protected.is_empty() {
+            unenforced.push(Gap::ProtectedPathsWritable);
+        }
+        if matches!(policy.read, ReadScope::FullDisk) && !policy.deny_read.is_empty() {
+            unenforced.push(Gap::DenyReadCarved);
+        }
+        unenforced.push(Gap::NoPidNamespace);
+        if network == NetworkPlan::Host {
+            unenforced.push(Gap::HostUnixSockets);
+        }
+    }
+    Ok(LaunchPlan {
+        mode: policy.mode,
+        isolation,
+        namespaces,
+        cwd: policy.cwd.clone(),
+        landlock: landlock_plan(policy, isolation, &roots, fs),
+        seccomp: seccomp_plan(&network, isolation),
+        write_roots: roots,
+        protected,
+        mounts,
+        env,
+        network,
+        rlimits: Vec::new(),
+        unenforced,
+    })
+}
+
+fn env_plan(policy: &SandboxPolicy, env: &[(OsString, OsString)], all: bool) -> EnvPlan {
+    let set: Vec<EnvVar> = if all {
+        Vec::new()
+    } else {
+        policy
+            .env
+            .set
+            .iter()
+            .map(|(name, value)| EnvVar {
+                name: name.clone(),
+                value: value.clone(),
+            })
+            .collect()
+    };
+    let mut pass: Vec<String> = env
+        .iter()
+        .filter_map(|(k, _)| k.to_str())
+        .filter(|k| all || (policy.env.keeps(k) && !set.iter().any(|s| s.name == *k)))
+        .map(str::to_string)
+        .collect();
+    pass.sort();
+    pass.dedup();
+    EnvPlan { pass, set }
+}
+
+/// Where writes to `protected` inside `root` are blocked.
+enum Protection {
+    /// This existing path is bound read-only onto itself.
+    ReadOnly(PathBuf),
+    /// This component is missing: block its creation.
+    Missing(PathBuf),
+}
+
+/// The first missing component of `protected` below `root`, else a
+/// non-directory ancestor (e.g. the `.git` file of a worktree), else the
+/// path itself.
+fn protection_for(root: &Path, protected: &Path, fs: &dyn HostFs) -> Option<Protection> {
+    let rel = protected.strip_prefix(root).ok()?;
+    let mut cur = root.to_path_buf();
+    for comp in rel.components() {
+        match comp {
+            Component::Normal(n) => cur.push(n),
+            _ => return None,
+        }
+        match fs.lstat(&cur) {
+            None => return Some(Protection::Missing(cur)),
+            Some(k) if cur != protected && k != FileKind::Dir => {
+                return Some(Protection::ReadOnly(cur))
+            }
+            Some(_) => {}
+        }
+    }
+    Some(Protection::ReadOnly(cur))
+}
+
+fn ro_bind(src: PathBuf, dst: PathBuf) -> MountOp {
+    MountOp::Bind {
+        src,
+        dst,
+        writable: false,
+    }
+}
+
+/// The mount view (bwrap and native), in order.
+fn mount_view(
+    policy: &SandboxPolicy,
+    roots: &[PathBuf],
+    protected: &[PathBuf],
+    fs: &dyn HostFs,
+) -> Vec<MountOp> {
+    let restricted = matches!(policy.read, ReadScope::Restricted { .. });
+    let mut ops = Vec::new();
+    // Read scopes of a restricted view: the source resolved, the mount point
+    // as given (so /bin -> usr/bin stays /bin), shallowest first.
+    let mut reads: Vec<(PathBuf, PathBuf)> = Vec::new();
+    match &policy.read {
+        ReadScope::FullDisk => ops.push(ro_bind("/".into(), "/".into())),
+        ReadScope::Restricted { paths } => {
+            ops.push(MountOp::Tmpfs {
+                dst: "/".into(),
+                mode: Mode(0o755),
+                size: None,
+                writable: true,
+            });
+            reads = paths
+                .iter()
+                .filter_map(|p| fs.canonicalize(p).map(|c| (c, p.clone())))
+                .collect();
+            reads.sort_by(|a, b| depth(&a.1).cmp(&depth(&b.1)).then_with(|| a.1.cmp(&b.1)));
+            reads.dedup_by(|a, b| a.1 == b.1);
+            for (src, dst) in reads.iter().filter(|(_, d)| !under_private(d)) {
+                ops.push(ro_bind(src.clone(), dst.clone()));
+            }
+        }
+    }
+    for (dir, mode) in PRIVATE_DIRS {
+        if restricted || fs.lstat(Path::new(dir)) == Some(FileKind::Dir) {
+            ops.push(MountOp::Tmpfs {
+                dst: dir.into(),
+                mode: Mode(mode),
+                size: None,
+                writable: true,
+            });
+        }
+    }
+    ops.push(MountOp::Dev { dst: "/dev".into() });
+    ops.push(MountOp::Tmpfs {
+        dst: "/dev/shm".into(),
+        mode: Mode(0o1777),
+        size: None,
+        writable: true,
+    });
+    ops.push(MountOp::RemountRo { dst: "/dev".into() });
+    ops.push(MountOp::Proc {
+        dst: "/proc".into(),
+    });
+    // Read scopes inside the private dirs go on top of them.
+    for (src, dst) in reads.iter().filter(|(_, d)| under_private(d)) {
+        ops.push(ro_bind(src.clone(), dst.clone()));
+    }
+    // Name resolution with the network on: resolv.conf and friends often
+    // point into /run (systemd-resolved).
+    if policy.network == NetworkPolicy::On {
+        for f in ["/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf"] {
+            if let Some(t) = fs.canonicalize(Path::new(f)) {
+                if under_private(&t) && fs.stat(&t) == Some(FileKind::File) {
+                    ops.push(ro_bind(t.clone(), t));
+                }
+            }
+        }
+    }
+    // A read-only cwd inside a private dir (e.g. /tmp/x in read-only mode)
+    // stays visible, read-only.
+    let hidden_cwd = (!restricted
+        && under_private(&policy.cwd)
+        && !roots.iter().any(|r| policy.cwd.starts_with(r)))
+    .then(|| fs.canonicalize(&policy.cwd))
+    .flatten();
+    if let Some(c) = &hidden_cwd {
+        ops.push(ro_bind(c.clone(), c.clone()));
+    }
+    for r in roots {
+        ops.push(MountOp::Bind {
+            src: r.clone(),
+            dst: r.clone(),
+            writable: true,
+        });
+    }
+    // Protected paths: pin each `.git` directory holding one (a mount point
+    // cannot be renamed away), then bind read-only or block at the first
+    // missing component, shallowest first.
+    let mut pins: Vec<PathBuf> = Vec::new();
+    let mut prots: Vec<MountOp> = Vec::new();
+    for p in protected {
+        let Some(root) = roots.iter().rev().find(|r| p.starts_with(r)) else {
+            // Outside every write root nothing can write it: already read-only.
+            continue;
+        };
+        if let Some(parent) = p.parent() {
+            if parent.file_name() == Some(".git".as_ref())
+                && parent.starts_with(root)
+                && fs.lstat(parent) == Some(FileKind::Dir)
+                && !pins.iter().any(|x| x == parent)
+            {
+                pins.push(parent.to_path_buf());
+            }
+        }
+        let op = match protection_for(root, p, fs) {
+            Some(Protection::ReadOnly(at)) => {
+                let c = fs.canonicalize(&at).unwrap_or(at);
+                ro_bind(c.clone(), c)
+            }
+            Some(Protection::Missing(at)) => MountOp::BlockCreate {
+                dst: at,
+                protected: p.clone(),
+            },
+            None => continue,
+        };
+        if !prots.iter().any(|o| o.dst() == op.dst()) {
+            prots.push(op);
+        }
+    }
+    sort_by_depth(&mut pins);
+    for pin in pins {
+        ops.push(MountOp::Bind {
+            src: pin.clone(),
+            dst: pin,
+            writable: true,
+        });
+    }
+    prots.sort_by_key(|o| depth(o.dst()));
+    ops.extend(prots);
+    // Deny-read: wherever the path shows in the view.
+    let mut denies: Vec<PathBuf> = policy
+        .deny_read
+        .iter()
+        .filter_map(|p| fs.canonicalize(p))
+        .collect();
+    sort_by_depth(&mut denies);
+    denies.dedup();
+    // What the view shows under a private dir: write roots, read scopes and
+    // the read-only cwd bound back on top of it.
+    let bound_back = |a: &Path| {
+        roots.iter().any(|r| a.starts_with(r))
+            || reads
+                .iter()
+                .any(|(_, d)| under_private(d) && a.starts_with(d))
+            || hidden_cwd.as_ref().is_some_and(|c| a.starts_with(c))
+    };
+    let mut masks: Vec<PathBuf> = Vec::new();
+    for c in &denies {
+        let mut at: Vec<PathBuf> = Vec::new();
+        if restricted {
+            // Seen through every read scope whose source holds it.
+            for (src, dst) in &reads {
+                if let Ok(rel) = c.strip_prefix(src) {
+                    at.push(if rel.as_os_str().is_empty() {
+                        dst.clone()
+                    } else {
+                        dst.join(rel)
+                    });
+                }
+            }
+            if roots.iter().any(|r| c.starts_with(r)) {
+                at.push(c.clone());
+            }
+        } else {
+            at.push(c.clone());
+        }
+        for a in at {
+            if (under_private(&a) && !bound_back(&a)) || masks.contains(&a) {
+                continue; // hidden already
+            }
+            masks.push(a.clone());
+            ops.push(match fs.stat(c) {
+                Some(FileKind::Dir) => MountOp::MaskDir { dst: a },
+                _ => MountOp::MaskFile { dst: a },
+            });
+        }
+    }
+    if restricted {
+        ops.push(MountOp::RemountRo { dst: "/".into() });
+    }
+    ops
+}
+
+/// The read rules of the landlock backend for a full-disk view with
+/// deny-read paths: every sibling along the way to each denied path. The
+/// ancestors themselves get no rule (so listing `/` or `$HOME` fails there:
+/// the price of hiding without mounts).
+fn carve(dir: &Path, denied: &[PathBuf], fs: &dyn HostFs, out: &mut Vec<PathBuf>) {
+    if denied.iter().any(|d| d == dir) {
+        return;
+    }
+    if !denied.iter().any(|d| d.starts_with(dir)) {
+        out.push(dir.to_path_buf());
+        return;
+    }
+    if fs.lstat(dir) != Some(FileKind::Dir) {
+        return;
+    }
+    for child in fs.read_dir(dir) {
+        carve(&child, denied, fs, out);
+    }
+}
+
+fn rule(path: impl Into<PathBuf>, access: LandlockAccess, must_exist: bool) -> LandlockRule {
+    LandlockRule {
+        path: path.into(),
+        access,
+        must_exist,
+    }
+}
+
+fn landlock_plan(
+    policy: &SandboxPolicy,
+    isolation: Isolation,
+    roots: &[PathBuf],
+    fs: &dyn HostFs,
+) -> LandlockPlan {
+    let mounts = isolation == Isolation::Namespaces;
+    let mut rules = Vec::new();
+    match &policy.read {
+        ReadScope::Restricted { paths } => {
+            rules.extend(paths.iter().map(|p| rule(p, LandlockAccess::Read, false)));
+            rules.push(rule("/proc", LandlockAccess::Read, false));
+            // In a view built by mounts only allowed paths exist, so listing
+            // directories is harmless; on the host it is not.
+            if mounts {
+                rules.push(rule("/", LandlockAccess::ListDir, false));
+            }
+        }
+        ReadScope::FullDisk if !mounts && !policy.deny_read.is_empty() => {
+            let denied: Vec<PathBuf> = policy
+                .deny_read
+                .iter()
+                .filter_map(|p| fs.canonicalize(p))
+                .collect();
+            let mut out = Vec::new();
+            carve(Path::new("/"), &denied, fs, &mut out);
+            rules.extend(
+                out.into_iter()
+                    .map(|p| rule(p, LandlockAccess::Read, false)),
+            );
+        }
+        ReadScope::FullDisk => rules.push(rule("/", LandlockAccess::Read, false)),
+    }
+    rules.push(rule("/dev", LandlockAccess::Device, false));
+    rules.extend(
+        roots
+            .iter()
+            .map(|r| rule(r, LandlockAccess::ReadWrite, true)),
+    );
+    if mounts {
+        // The private temp dirs of the view.
+        for p in ["/tmp", "/var/tmp", "/dev/shm"] {
+            rules.push(rule(p, LandlockAccess::ReadWrite, false));
+        }
+    }
+    LandlockPlan {
+        compat: if mounts {
+            LandlockCompat::BestEffort
+        } else {
+            LandlockCompat::Required
+        },
+        rules,
+        scopes: vec![LandlockScope::AbstractUnixSocket, LandlockScope::Signal],
+    }
+}
+
+/// Syscalls refused with EPERM whatever their arguments.
+const DENIED: &[&str] = &[
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "setns",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "kexec_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "acct",
+    "swapon",
+    "swapoff",
+    "reboot",
+];
+
+fn names(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+fn cmp(arg: u8, width: ArgWidth, op: ArgOp, value: u64, name: &str) -> ArgCmp {
+    ArgCmp {
+        arg,
+        width,
+        op,
+        value,
+        name: name.into(),
+    }
+}
+
+fn seccomp_plan(network: &NetworkPlan, isolation: Isolation) -> SeccompPlan {
+    let ns_flags: Vec<ArgCmp> = [
+        (libc::CLONE_NEWNS as u64, "CLONE_NEWNS"),
+        (libc::CLONE_NEWCGROUP as u64, "CLONE_NEWCGROUP"),
+        (libc::CLONE_NEWUTS as u64, "CLONE_NEWUTS"),
+        (libc::CLONE_NEWIPC as u64, "CLONE_NEWIPC"),
+        (libc::CLONE_NEWUSER as u64, "CLONE_NEWUSER"),
+        (libc::CLONE_NEWPID as u64, "CLONE_NEWPID"),
+        (libc::CLONE_NEWNET as u64, "CLONE_NEWNET"),
+        (0x80, "CLONE_NEWTIME"),
+    ]
+    .into_iter()
+    .map(|(f, n)| cmp(0, ArgWidth::Bits64, ArgOp::MaskedEq { mask: f }, f, n))
+    .collect();
+    #[allow(clippy::unnecessary_cast)] // the libc type differs between targets
+    let ioctls = vec![
+        cmp(
+            1,
+            ArgWidth::Bits32,
+            ArgOp::Eq,
+            libc::TIOCSTI as u64,
+            "TIOCSTI",
+        ),
+        cmp(
+            1,
+            ArgWidth::Bits32,
+            ArgOp::Eq,
+            libc::TIOCLINUX as u64,
+            "TIOCLINUX",
+        ),
+    ];
+    let mut rules = vec![
+        SeccompRule {
+            syscalls: names(DENIED),
+            action: SeccompAction::Eperm,
+            any_of: Vec::new(),
+        },
+        SeccompRule {
+            syscalls: names(&["unshare", "clone"]),
+            action: SeccompAction::Eperm,
+            any_of: ns_flags,
+        },
+        // Terminal input injection and console control.
+        SeccompRule {
+            syscalls: names(&["ioctl"]),
+            action: SeccompAction::Eperm,
+            any_of: ioctls,
+        },
+        // libc falls back to the filterable clone.
+        SeccompRule {
+            syscalls: names(&["clone3"]),
+            action: SeccompAction::Enosys,
+            any_of: Vec::new(),
+        },
+    ];
+    if *network == NetworkPlan::Off {
+        rules.push(SeccompRule {
+            syscalls: names(&["socket", "socketpair"]),
+            action: SeccompAction::Eperm,
+            any_of: vec![cmp(
+                0,
+                ArgWidth::Bits32,
+                ArgOp::Ne,
+                libc::AF_UNIX as u64,
+                "AF_UNIX",
+            )],
+        });
+        if isolation == Isolation::LandlockOnly {
+            // Without a private /tmp and /run, host sockets are reachable by
+            // path: refuse reaching any socket the command did not create
+            // (`sendmsg` stays allowed: its address is behind a pointer).
+            rules.push(SeccompRule {
+                syscalls: names(&["connect"]),
+                action: SeccompAction::Eperm,
+                any_of: Vec::new(),
+            });
+            rules.push(SeccompRule {
+                syscalls: names(&["sendto"]),
+                action: SeccompAction::Eperm,
+                any_of: vec![cmp(4, ArgWidth::Bits64, ArgOp::Ne, 0, "NULL (an address)")],
+            });
+        }
+    }
+    SeccompPlan {
+        enabled: true,
+        foreign_arch: SeccompAction::KillProcess,
+        x32: cfg!(target_arch = "x86_64").then_some(SeccompAction::Enosys),
+        rules,
+    }
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;

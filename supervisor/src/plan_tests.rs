@@ -1,0 +1,475 @@
+//! Planner tests against a fake filesystem, and plan snapshots per mode and
+//! view (`supervisor/src/snapshots/*.json`; `ZOT_UPDATE_SNAPSHOTS=1`
+//! rewrites them, review the diff).
+
+use std::collections::BTreeMap;
+
+use zot_policy::sandbox::{agent_policy, compile, AgentSandboxOptions, SandboxOptions};
+
+use super::*;
+
+#[derive(Debug, Clone)]
+enum Entry {
+    Dir,
+    File,
+    Link(PathBuf),
+}
+
+/// A filesystem made of a list of entries (parents are implied dirs).
+#[derive(Default)]
+struct FakeFs(BTreeMap<PathBuf, Entry>);
+
+impl FakeFs {
+    fn new(entries: &[(&str, &str)]) -> FakeFs {
+        let mut fs = FakeFs::default();
+        fs.0.insert("/".into(), Entry::Dir);
+        for (path, what) in entries {
+            let e = match *what {
+                "dir" => Entry::Dir,
+                "file" => Entry::File,
+                t => Entry::Link(
+                    t.strip_prefix("-> ")
+                        .expect("dir, file or -> target")
+                        .into(),
+                ),
+            };
+            let p = PathBuf::from(path);
+            for a in p.ancestors().skip(1) {
+                fs.0.entry(a.to_path_buf()).or_insert(Entry::Dir);
+            }
+            fs.0.insert(p, e);
+        }
+        fs
+    }
+
+    /// Resolve every component, following links (relative to their dir).
+    fn resolve(&self, p: &Path, depth: usize) -> Option<PathBuf> {
+        if depth > 20 {
+            return None;
+        }
+        let mut cur = PathBuf::from("/");
+        for comp in p.components() {
+            match comp {
+                Component::RootDir => {}
+                Component::ParentDir => {
+                    cur.pop();
+                }
+                Component::CurDir => {}
+                Component::Normal(n) => {
+                    cur.push(n);
+                    if let Entry::Link(t) = self.0.get(&cur)? {
+                        let base = cur.parent().unwrap().to_path_buf();
+                        cur = self.resolve(&base.join(t), depth + 1)?;
+                    }
+                }
+                Component::Prefix(_) => return None,
+            }
+        }
+        Some(cur)
+    }
+}
+
+impl HostFs for FakeFs {
+    fn lstat(&self, p: &Path) -> Option<FileKind> {
+        let Some(parent) = p.parent() else {
+            return Some(FileKind::Dir); // the root
+        };
+        let parent = self.resolve(parent, 0)?;
+        let full = parent.join(p.file_name()?);
+        self.0.get(&full).map(|e| match e {
+            Entry::Dir => FileKind::Dir,
+            Entry::File => FileKind::File,
+            Entry::Link(_) => FileKind::Symlink,
+        })
+    }
+    fn stat(&self, p: &Path) -> Option<FileKind> {
+        let c = self.resolve(p, 0)?;
+        self.0.get(&c).map(|e| match e {
+            Entry::Dir => FileKind::Dir,
+            Entry::File => FileKind::File,
+            Entry::Link(_) => FileKind::Other,
+        })
+    }
+    fn canonicalize(&self, p: &Path) -> Option<PathBuf> {
+        self.resolve(p, 0)
+    }
+    fn read_dir(&self, p: &Path) -> Vec<PathBuf> {
+        self.0
+            .keys()
+            .filter(|k| k.parent() == Some(p) && k.as_path() != p)
+            .cloned()
+            .collect()
+    }
+}
+
+fn host() -> FakeFs {
+    FakeFs::new(&[
+        ("/usr/bin", "dir"),
+        ("/usr/sbin", "dir"),
+        ("/usr/lib", "dir"),
+        ("/usr/lib64", "dir"),
+        ("/bin", "-> usr/bin"),
+        ("/sbin", "-> usr/sbin"),
+        ("/lib", "-> usr/lib"),
+        ("/lib64", "-> usr/lib64"),
+        ("/etc/passwd", "file"),
+        ("/etc/shadow", "file"),
+        ("/etc/ssh", "dir"),
+        ("/etc/hosts", "file"),
+        ("/etc/nsswitch.conf", "file"),
+        (
+            "/etc/resolv.conf",
+            "-> ../run/systemd/resolve/stub-resolv.conf",
+        ),
+        ("/run/systemd/resolve/stub-resolv.conf", "file"),
+        ("/tmp", "dir"),
+        ("/var/tmp", "dir"),
+        ("/dev/null", "file"),
+        ("/proc", "dir"),
+        ("/home/u/.ssh/id_ed25519", "file"),
+        ("/home/u/.docker/config.json", "file"),
+        ("/home/u/proj/.git/hooks", "dir"),
+        ("/home/u/proj/.git/config", "file"),
+        ("/home/u/proj/src/main.rs", "file"),
+        ("/home/u/proj/vendor/lib/.git", "file"),
+        ("/data/ref/doc.md", "file"),
+    ])
+}
+
+fn env() -> Vec<(OsString, OsString)> {
+    [
+        ("PATH", "/usr/bin:/bin"),
+        ("HOME", "/home/u"),
+        ("LANG", "C.UTF-8"),
+        ("TERM", "xterm"),
+        ("AWS_SECRET_ACCESS_KEY", "secret"),
+        ("MY_TOKEN", "t"),
+    ]
+    .iter()
+    .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+    .collect()
+}
+
+fn opts() -> SandboxOptions {
+    SandboxOptions {
+        cwd: "/home/u/proj".into(),
+        home: Some("/home/u".into()),
+        nested_repos: vec!["/home/u/proj/vendor/lib".into()],
+        ..Default::default()
+    }
+}
+
+fn agent() -> SandboxPolicy {
+    agent_policy(&AgentSandboxOptions {
+        cwd: "/home/u/proj".into(),
+        read_scopes: vec!["/data/ref".into()],
+        write_scopes: vec!["/home/u/proj".into()],
+        env_read: vec!["MY_TOKEN".into()],
+        network: false,
+        nested_repos: vec![],
+    })
+    .unwrap()
+}
+
+fn plan_of(policy: &SandboxPolicy, isolation: Isolation) -> LaunchPlan {
+    plan(policy, isolation, &env(), &host()).unwrap()
+}
+
+/// Compare `plan` with its snapshot file.
+fn snapshot(name: &str, plan: &LaunchPlan) {
+    let got = serde_json::to_string_pretty(plan).unwrap() + "\n";
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src/snapshots")
+        .join(format!("{name}.json"));
+    if std::env::var_os("ZOT_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with ZOT_UPDATE_SNAPSHOTS=1)", path.display()));
+    if got != want {
+        panic!(
+            "plan {name} differs from {} (ZOT_UPDATE_SNAPSHOTS=1 rewrites it):\n{got}",
+            path.display()
+        );
+    }
+    // What the launcher receives is what was planned.
+    let back: LaunchPlan = serde_json::from_str(&want).unwrap();
+    assert_eq!(&back, plan);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn snapshots_per_mode_and_view() {
+    let ws = compile(SandboxMode::WorkspaceWrite, &opts()).unwrap();
+    snapshot("workspace-write", &plan_of(&ws, Isolation::Namespaces));
+    snapshot(
+        "workspace-write.landlock",
+        &plan_of(&ws, Isolation::LandlockOnly),
+    );
+    let mut net = opts();
+    net.network = true;
+    net.env_allow = vec!["MY_TOKEN".into()];
+    let net = compile(SandboxMode::WorkspaceWrite, &net).unwrap();
+    snapshot("workspace-write.net", &plan_of(&net, Isolation::Namespaces));
+    let ro = compile(SandboxMode::ReadOnly, &opts()).unwrap();
+    snapshot("read-only", &plan_of(&ro, Isolation::Namespaces));
+    snapshot("read-only.landlock", &plan_of(&ro, Isolation::LandlockOnly));
+    snapshot("agent", &plan_of(&agent(), Isolation::Namespaces));
+    let danger = compile(SandboxMode::DangerFullAccess, &opts()).unwrap();
+    snapshot("danger-full-access", &plan_of(&danger, Isolation::None));
+}
+
+fn position(plan: &LaunchPlan, pred: impl Fn(&MountOp) -> bool) -> usize {
+    plan.mounts
+        .iter()
+        .position(pred)
+        .unwrap_or_else(|| panic!("{:#?}", plan.mounts))
+}
+
+#[test]
+fn workspace_view_order() {
+    let p = plan_of(
+        &compile(SandboxMode::WorkspaceWrite, &opts()).unwrap(),
+        Isolation::Namespaces,
+    );
+    let ws = Path::new("/home/u/proj");
+    assert_eq!(p.mounts[0], ro_bind("/".into(), "/".into()));
+    let tmp = position(
+        &p,
+        |o| matches!(o, MountOp::Tmpfs { dst, .. } if dst == Path::new("/tmp")),
+    );
+    let root = position(
+        &p,
+        |o| matches!(o, MountOp::Bind { dst, writable: true, .. } if dst == ws),
+    );
+    let pin = position(
+        &p,
+        |o| matches!(o, MountOp::Bind { dst, writable: true, .. } if *dst == ws.join(".git")),
+    );
+    let cfg = position(
+        &p,
+        |o| matches!(o, MountOp::Bind { dst, writable: false, .. } if *dst == ws.join(".git/config")),
+    );
+    let zot = position(
+        &p,
+        |o| matches!(o, MountOp::BlockCreate { dst, .. } if *dst == ws.join(".zot")),
+    );
+    let ssh = position(
+        &p,
+        |o| matches!(o, MountOp::MaskDir { dst } if dst == Path::new("/home/u/.ssh")),
+    );
+    let docker = position(
+        &p,
+        |o| matches!(o, MountOp::MaskFile { dst } if dst == Path::new("/home/u/.docker/config.json")),
+    );
+    // Shallowest first: pins, then protections (.zot before .git/config),
+    // then masks.
+    assert!(tmp < root && root < pin && pin < zot && zot < cfg && cfg < ssh && ssh < docker);
+    // The nested repo's `.git` is a file (worktree): bound read-only as is.
+    position(
+        &p,
+        |o| matches!(o, MountOp::Bind { dst, writable: false, .. } if *dst == ws.join("vendor/lib/.git")),
+    );
+    // Missing deny-read entries (~/.aws ...) are not mounted at all.
+    assert!(!p.mounts.iter().any(|o| o.dst().starts_with("/home/u/.aws")));
+    assert_eq!(p.placeholders(), vec![ws.join(".agents"), ws.join(".zot")]);
+}
+
+#[test]
+fn missing_git_is_blocked_at_its_first_component() {
+    let fs = FakeFs::new(&[("/w", "dir")]);
+    let pol = compile(
+        SandboxMode::WorkspaceWrite,
+        &SandboxOptions {
+            cwd: "/w".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let p = plan(&pol, Isolation::Namespaces, &[], &fs).unwrap();
+    assert_eq!(
+        p.placeholders(),
+        vec![
+            PathBuf::from("/w/.agents"),
+            "/w/.zot".into(),
+            "/w/.git".into()
+        ]
+    );
+}
+
+#[test]
+fn missing_write_root_is_an_error() {
+    let fs = FakeFs::new(&[("/w", "dir")]);
+    let mut pol = compile(
+        SandboxMode::WorkspaceWrite,
+        &SandboxOptions {
+            cwd: "/w".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    pol.write_roots.push("/nope".into());
+    let err = plan(&pol, Isolation::Namespaces, &[], &fs).unwrap_err();
+    assert!(err.to_string().contains("/nope"), "{err}");
+}
+
+#[test]
+fn network_on_binds_name_resolution_back_and_keeps_the_net_namespace_out() {
+    let mut o = opts();
+    o.network = true;
+    let p = plan_of(
+        &compile(SandboxMode::WorkspaceWrite, &o).unwrap(),
+        Isolation::Namespaces,
+    );
+    assert!(!p.has(Namespace::Net));
+    let stub = PathBuf::from("/run/systemd/resolve/stub-resolv.conf");
+    assert!(p.mounts.contains(&ro_bind(stub.clone(), stub)));
+    // hosts and nsswitch.conf are not under /run: nothing to bind back.
+    assert!(!p.mounts.iter().any(|o| o.dst() == Path::new("/etc/hosts")));
+    assert!(!p
+        .seccomp
+        .rules
+        .iter()
+        .any(|r| r.syscalls.contains(&"socket".to_string())));
+}
+
+#[test]
+fn restricted_view_binds_resolved_sources_at_the_given_paths() {
+    let p = plan_of(&agent(), Isolation::Namespaces);
+    assert_eq!(
+        p.mounts[0],
+        MountOp::Tmpfs {
+            dst: "/".into(),
+            mode: Mode(0o755),
+            size: None,
+            writable: true
+        }
+    );
+    assert!(p
+        .mounts
+        .contains(&ro_bind("/usr/bin".into(), "/bin".into())));
+    assert!(p
+        .mounts
+        .contains(&ro_bind("/data/ref".into(), "/data/ref".into())));
+    // Nothing of $HOME but the workspace.
+    assert!(!p
+        .mounts
+        .iter()
+        .any(|o| o.dst().starts_with("/home") && !o.dst().starts_with("/home/u/proj")));
+    // /etc/shadow is masked; /etc/gshadow (absent here) is not mounted.
+    assert!(p.mounts.contains(&MountOp::MaskFile {
+        dst: "/etc/shadow".into()
+    }));
+    assert!(!p
+        .mounts
+        .iter()
+        .any(|o| o.dst() == Path::new("/etc/gshadow")));
+    assert_eq!(
+        p.mounts.last(),
+        Some(&MountOp::RemountRo { dst: "/".into() })
+    );
+    // Listing directories is allowed in a view made of mounts only.
+    assert!(p.landlock.rules.contains(&LandlockRule {
+        path: "/".into(),
+        access: LandlockAccess::ListDir,
+        must_exist: false
+    }));
+    assert_eq!(p.env.pass, vec!["LANG", "MY_TOKEN", "PATH", "TERM"]);
+}
+
+#[test]
+fn a_deny_path_is_masked_everywhere_the_view_shows_it() {
+    let fs = FakeFs::new(&[
+        ("/usr/lib/secret", "file"),
+        ("/lib", "-> usr/lib"),
+        ("/w", "dir"),
+    ]);
+    let mut pol = agent_policy(&AgentSandboxOptions {
+        cwd: "/w".into(),
+        write_scopes: vec!["/w".into()],
+        ..Default::default()
+    })
+    .unwrap();
+    pol.deny_read.push("/usr/lib/secret".into());
+    let p = plan(&pol, Isolation::Namespaces, &[], &fs).unwrap();
+    for at in ["/usr/lib/secret", "/lib/secret"] {
+        assert!(
+            p.mounts.contains(&MountOp::MaskFile { dst: at.into() }),
+            "{at}: {:#?}",
+            p.mounts
+        );
+    }
+}
+
+#[test]
+fn landlock_only_plan_has_no_mounts_and_says_what_it_misses() {
+    let ws = compile(SandboxMode::WorkspaceWrite, &opts()).unwrap();
+    let p = plan_of(&ws, Isolation::LandlockOnly);
+    assert!(p.mounts.is_empty() && p.namespaces.is_empty());
+    assert_eq!(
+        p.unenforced,
+        vec![
+            Gap::ProtectedPathsWritable,
+            Gap::DenyReadCarved,
+            Gap::NoPidNamespace
+        ]
+    );
+    assert_eq!(p.landlock.compat, LandlockCompat::Required);
+    // Carved read rules: no rule covers the denied paths or their ancestors.
+    for r in &p.landlock.rules {
+        assert!(
+            !Path::new("/home/u/.ssh").starts_with(&r.path) || r.access != LandlockAccess::Read,
+            "{r:?}"
+        );
+    }
+    assert!(p.landlock.rules.iter().any(|r| r.path == Path::new("/usr")));
+    assert!(p
+        .seccomp
+        .rules
+        .iter()
+        .any(|r| r.syscalls == vec!["connect".to_string()]));
+    let ro = compile(SandboxMode::ReadOnly, &opts()).unwrap();
+    assert_eq!(
+        plan_of(&ro, Isolation::LandlockOnly).level(zot_launcher::plan::Area::Filesystem),
+        zot_launcher::Level::Full
+    );
+}
+
+#[test]
+fn env_passes_only_what_the_policy_keeps() {
+    let mut o = opts();
+    o.env_allow = vec!["MY_TOKEN".into()];
+    let p = plan_of(
+        &compile(SandboxMode::WorkspaceWrite, &o).unwrap(),
+        Isolation::Namespaces,
+    );
+    assert_eq!(p.env.pass, vec!["HOME", "LANG", "MY_TOKEN", "PATH", "TERM"]);
+    assert_eq!(
+        p.env.set,
+        vec![EnvVar {
+            name: "TMPDIR".into(),
+            value: "/tmp".into()
+        }]
+    );
+    let danger = plan_of(
+        &compile(SandboxMode::DangerFullAccess, &opts()).unwrap(),
+        Isolation::None,
+    );
+    assert!(danger
+        .env
+        .pass
+        .contains(&"AWS_SECRET_ACCESS_KEY".to_string()));
+}
+
+#[test]
+fn the_plan_seccomp_rules_compile_here() {
+    let p = plan_of(
+        &compile(SandboxMode::WorkspaceWrite, &opts()).unwrap(),
+        Isolation::LandlockOnly,
+    );
+    assert!(!zot_launcher::seccomp::compile(&p.seccomp)
+        .unwrap()
+        .is_empty());
+}

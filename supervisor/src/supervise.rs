@@ -1,0 +1,330 @@
+//! Waiting for the sandbox while enforcing the timeout and forwarding
+//! signals, and whom a signal or a kill reaches on each backend: always the
+//! command's whole process group (or the whole PID namespace).
+
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::Pid;
+
+/// Whom to signal, by how the sandbox was started.
+pub(crate) enum Target {
+    /// The command leads its own process group (unconfined, landlock).
+    Group(i32),
+    /// The sandbox's PID 1 (native, started without an exec): it forwards
+    /// signals to the command's process group; killing it ends the PID
+    /// namespace. It writes the command's code on `done` once the whole
+    /// sandbox is reaped.
+    Init { pid: i32, done: Option<OwnedFd> },
+    /// The native launcher we exec'd: it forwards to PID 1, and PID 1 dies
+    /// with it.
+    Launcher(i32),
+    /// bwrap; its PID 1 inside the sandbox comes on the info pipe.
+    Bwrap {
+        direct: i32,
+        init: AtomicI32,
+        info: Mutex<Option<std::fs::File>>,
+    },
+}
+
+fn kill_raw(pid: i32, sig: Signal) -> bool {
+    kill(Pid::from_raw(pid), sig).is_ok()
+}
+
+impl Target {
+    /// The process we wait for.
+    pub(crate) fn pid(&self) -> i32 {
+        match self {
+            Target::Group(p) | Target::Init { pid: p, .. } | Target::Launcher(p) => *p,
+            Target::Bwrap { direct, .. } => *direct,
+        }
+    }
+
+    /// bwrap's PID 1 inside the sandbox, as a host pid (from --info-fd).
+    fn bwrap_init(&self) -> Option<i32> {
+        let Target::Bwrap { init, info, .. } = self else {
+            return None;
+        };
+        let known = init.load(Ordering::SeqCst);
+        if known > 0 {
+            return Some(known);
+        }
+        let mut guard = info.lock().ok()?;
+        let f = guard.as_mut()?;
+        let _ = nix::fcntl::fcntl(
+            &*f,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+        );
+        let mut s = String::new();
+        let _ = f.read_to_string(&mut s);
+        let pid = parse_child_pid(&s)?;
+        init.store(pid, Ordering::SeqCst);
+        Some(pid)
+    }
+
+    /// Deliver `sig` to the command and everything in its process group.
+    pub(crate) fn signal(&self, sig: Signal) {
+        match self {
+            Target::Group(p) => {
+                if !kill_raw(-p, sig) {
+                    kill_raw(*p, sig);
+                }
+            }
+            Target::Init { pid: p, .. } | Target::Launcher(p) => {
+                kill_raw(*p, sig);
+            }
+            Target::Bwrap { .. } => {
+                // The command is the first child of bwrap's PID 1; it leads
+                // its own session (the launcher called setsid).
+                let cmd = self.bwrap_init().and_then(|init| {
+                    let children =
+                        std::fs::read_to_string(format!("/proc/{init}/task/{init}/children"))
+                            .ok()?;
+                    children.split_whitespace().next()?.parse::<i32>().ok()
+                });
+                match cmd {
+                    Some(pid) => {
+                        if !kill_raw(-pid, sig) {
+                            kill_raw(pid, sig);
+                        }
+                    }
+                    // Not started yet or unknown: stop everything.
+                    None => self.kill_all(),
+                }
+            }
+        }
+    }
+
+    /// PID 1's report fd, if it gives one.
+    fn done_fd(&self) -> Option<RawFd> {
+        match self {
+            Target::Init { done: Some(d), .. } => Some(d.as_raw_fd()),
+            _ => None,
+        }
+    }
+
+    /// SIGKILL the whole tree.
+    pub(crate) fn kill_all(&self) {
+        match self {
+            Target::Group(p) | Target::Launcher(p) => {
+                kill_raw(-p, Signal::SIGKILL);
+                kill_raw(*p, Signal::SIGKILL);
+            }
+            // Killing a PID namespace's init kills every process in it.
+            Target::Init { pid: p, .. } => {
+                kill_raw(*p, Signal::SIGKILL);
+            }
+            Target::Bwrap { direct, .. } => {
+                if let Some(init) = self.bwrap_init() {
+                    kill_raw(init, Signal::SIGKILL);
+                }
+                kill_raw(-direct, Signal::SIGKILL);
+                kill_raw(*direct, Signal::SIGKILL);
+            }
+        }
+    }
+}
+
+fn parse_child_pid(info: &str) -> Option<i32> {
+    let v: serde_json::Value = serde_json::from_str(info.trim()).ok()?;
+    v.get("child-pid")?.as_i64().map(|p| p as i32)
+}
+
+/// Wait for the target while enforcing the timeout (TERM to the command's
+/// group, then KILL of the whole tree after `grace`) and forwarding
+/// signals. Single-threaded: polls a pidfd, woken by the exit, the deadline
+/// or a signal.
+pub(crate) fn supervise(
+    target: &Target,
+    timeout: Option<Duration>,
+    grace: Duration,
+    forward: bool,
+) -> (std::io::Result<i32>, bool) {
+    let pid = target.pid();
+    let mut done = target.done_fd();
+    if timeout.is_none() && !forward {
+        if let Some(code) = done.and_then(read_code) {
+            reap_later(pid);
+            return (Ok(code), false);
+        }
+        return (wait_pid(pid), false);
+    }
+    let _handlers = forward.then(signals::Handlers::install);
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
+    // SAFETY: a fresh fd we own (when >= 0).
+    let pidfd = (raw >= 0).then(|| unsafe { OwnedFd::from_raw_fd(raw) });
+    let mut deadline = timeout.map(|t| Instant::now() + t);
+    let mut timed_out = false;
+    loop {
+        let mut wait = Duration::from_millis(if forward { 100 } else { 1000 });
+        if let Some(d) = deadline {
+            wait = wait.min(d.saturating_duration_since(Instant::now()));
+        }
+        let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+        let (exited, reported) = match &pidfd {
+            Some(fd) => {
+                let mut pfds = [
+                    libc::pollfd {
+                        fd: fd.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    },
+                    libc::pollfd {
+                        fd: done.unwrap_or(-1),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    },
+                ];
+                // SAFETY: valid pollfds (a negative fd is ignored).
+                let r = unsafe { libc::poll(pfds.as_mut_ptr(), 2, ms) };
+                (r > 0 && pfds[0].revents != 0, r > 0 && pfds[1].revents != 0)
+            }
+            None => {
+                // No pidfd (Linux < 5.3): poll with WNOHANG.
+                std::thread::sleep(wait.min(Duration::from_millis(10)));
+                let exited = matches!(
+                    nix::sys::wait::waitid(
+                        nix::sys::wait::Id::Pid(Pid::from_raw(pid)),
+                        nix::sys::wait::WaitPidFlag::WEXITED
+                            | nix::sys::wait::WaitPidFlag::WNOHANG
+                            | nix::sys::wait::WaitPidFlag::WNOWAIT
+                    ),
+                    Ok(WaitStatus::Exited(..)) | Ok(WaitStatus::Signaled(..))
+                );
+                (exited, false)
+            }
+        };
+        if forward {
+            for sig in signals::take() {
+                target.signal(sig);
+            }
+        }
+        if reported {
+            match done.and_then(read_code) {
+                // The whole sandbox is reaped: no need to wait for the
+                // kernel to free its namespaces.
+                Some(code) => {
+                    reap_later(pid);
+                    return (Ok(code), timed_out);
+                }
+                None => done = None, // it died without a report
+            }
+        }
+        if exited {
+            break;
+        }
+        if let Some(d) = deadline {
+            if Instant::now() >= d {
+                if !timed_out {
+                    timed_out = true;
+                    target.signal(Signal::SIGTERM);
+                    deadline = Some(Instant::now() + grace);
+                } else {
+                    target.kill_all();
+                    deadline = None;
+                }
+            }
+        }
+    }
+    (wait_pid(pid), timed_out)
+}
+
+/// The 4-byte code PID 1 writes on its report pipe (blocks until it does
+/// or dies: EOF, None).
+fn read_code(fd: RawFd) -> Option<i32> {
+    let mut b = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        // SAFETY: reading into our buffer.
+        let r = unsafe { libc::read(fd, b[got..].as_mut_ptr().cast(), 4 - got) };
+        match r {
+            n if n > 0 => got += n as usize,
+            0 => return None,
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => return None,
+        }
+    }
+    Some(i32::from_ne_bytes(b))
+}
+
+/// Reap `pid` without waiting for it here (PID 1 freeing its namespaces).
+fn reap_later(pid: i32) {
+    std::thread::spawn(move || wait_pid(pid));
+}
+
+/// Wait for `pid`; its exit code, or 128+N when killed by signal N.
+pub(crate) fn wait_pid(pid: i32) -> std::io::Result<i32> {
+    loop {
+        match waitpid(Pid::from_raw(pid), None) {
+            Ok(WaitStatus::Exited(_, code)) => return Ok(code),
+            Ok(WaitStatus::Signaled(_, sig, _)) => return Ok(128 + sig as i32),
+            Ok(_) => continue,
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+mod signals {
+    //! Process-wide SIGINT/SIGTERM/SIGHUP handlers (installed for the run's
+    //! duration) that only record the signal; the supervising loop forwards.
+
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+
+    static PENDING: AtomicU64 = AtomicU64::new(0);
+    const FORWARDED: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+
+    extern "C" fn on_signal(sig: libc::c_int) {
+        PENDING.fetch_or(1 << sig, Ordering::SeqCst);
+    }
+
+    /// Signals received since the last call.
+    pub(super) fn take() -> Vec<Signal> {
+        let bits = PENDING.swap(0, Ordering::SeqCst);
+        FORWARDED
+            .into_iter()
+            .filter(|s| bits & (1 << *s as i32) != 0)
+            .collect()
+    }
+
+    pub(super) struct Handlers {
+        old: Vec<(Signal, SigAction)>,
+    }
+
+    impl Handlers {
+        pub(super) fn install() -> Handlers {
+            // No SA_RESTART: a signal interrupts the wait so it is forwarded at once.
+            let action = SigAction::new(
+                SigHandler::Handler(on_signal),
+                SaFlags::empty(),
+                SigSet::empty(),
+            );
+            let mut old = Vec::new();
+            for sig in FORWARDED {
+                // SAFETY: the handler only touches an atomic.
+                if let Ok(prev) = unsafe { sigaction(sig, &action) } {
+                    old.push((sig, prev));
+                }
+            }
+            Handlers { old }
+        }
+    }
+
+    impl Drop for Handlers {
+        fn drop(&mut self) {
+            for (sig, prev) in self.old.drain(..) {
+                // SAFETY: restoring the previous disposition.
+                let _ = unsafe { sigaction(sig, &prev) };
+            }
+        }
+    }
+}

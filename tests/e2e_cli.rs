@@ -1,0 +1,208 @@
+//! The command line itself: shell completions (generated and loaded by the
+//! shells), `--json` results parsed, `zot debug command` without `--`.
+
+mod common;
+
+use std::process::Command;
+
+use common::run::{s, text, World};
+use serde_json::Value;
+
+fn example() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/code-reviewer")
+}
+
+fn json_of(out: &std::process::Output) -> Value {
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert_eq!(t.lines().count(), 1, "one JSON line: {t}");
+    serde_json::from_str(&t).unwrap_or_else(|e| panic!("not JSON: {e}: {t}"))
+}
+
+#[test]
+fn completions_are_valid_scripts_for_each_shell() {
+    let w = World::new();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = w.run(&["completions", shell]);
+        assert!(out.status.success(), "{shell}: {}", text(&out.stderr));
+        let script = w.root.join(format!("zot.{shell}"));
+        std::fs::write(&script, &out.stdout).unwrap();
+        let t = text(&out.stdout);
+        for sub in ["run", "pack", "completions", "debug"] {
+            assert!(t.contains(sub), "{shell} script lacks {sub}");
+        }
+        // Parse it with the shell itself where that shell is installed
+        // (bash always is).
+        let Ok(path) = which::which(shell) else {
+            assert_ne!(shell, "bash");
+            eprintln!("SKIP: {shell} is not installed: its script is not parsed");
+            continue;
+        };
+        let check = Command::new(path).arg("-n").arg(&script).output().unwrap();
+        assert!(
+            check.status.success(),
+            "{shell} -n: {}",
+            text(&check.stderr)
+        );
+    }
+    // bash: load it and complete `zot r` and `zot run --mo`.
+    let script = w.root.join("zot.bash");
+    let complete = |words: &str, cword: usize| -> String {
+        let prog = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD={cword}; COMP_LINE='{words}'; COMP_POINT=${{#COMP_LINE}}; _zot zot; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            s(&script)
+        );
+        let out = Command::new("bash").arg("-c").arg(&prog).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let subs = complete("zot r", 1);
+    assert!(subs.lines().any(|l| l == "run"), "{subs}");
+    let opts = complete("zot run --mo", 2);
+    assert!(opts.lines().any(|l| l == "--model"), "{opts}");
+    // An unknown shell is a usage error.
+    assert_eq!(w.run(&["completions", "tcsh"]).status.code(), Some(2));
+}
+
+#[test]
+fn unpack_and_convert_report_json() {
+    let w = World::new();
+    let archive = w.root.join("reviewer.zot");
+    let packed = json_of(&w.run(&["pack", s(&example()), s(&archive), "--json"]));
+    let dir = w.root.join("unpacked");
+    let v = json_of(&w.run(&["unpack", s(&archive), s(&dir), "--json"]));
+    assert_eq!(v["digest"], packed["digest"]);
+    assert_eq!(v["dir"], s(&dir));
+    assert!(v["files"].as_u64().unwrap() >= 2, "{v}");
+    assert!(v["warnings"].as_array().unwrap().is_empty(), "{v}");
+    assert!(dir.join("manifest.json").is_file());
+    // A refused unpack (the directory is not empty) is an error, not JSON.
+    let out = w.run(&["unpack", s(&archive), s(&dir), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+
+    let toml = w.root.join("reviewer-toml");
+    let v = json_of(&w.run(&[
+        "convert",
+        s(&example()),
+        "--to",
+        "agent-toml",
+        s(&toml),
+        "--json",
+    ]));
+    assert_eq!(v["format"], "agent-toml");
+    assert_eq!(v["out"], s(&toml));
+    assert!(v["not_carried"].is_array(), "{v}");
+    assert!(v.get("digest").is_none(), "{v}");
+    assert!(toml.join("agent.toml").is_file());
+    let back = w.root.join("back.zot");
+    let v = json_of(&w.run(&["convert", s(&toml), "--to", "zotfile", s(&back), "--json"]));
+    assert_eq!(v["format"], "zotfile");
+    assert!(v["digest"].as_str().unwrap().starts_with("sha256:"), "{v}");
+    assert!(back.is_file());
+}
+
+#[test]
+fn debug_command_takes_the_command_without_dashes() {
+    let w = World::new();
+    let quoted = w.run(&["debug", "command", "--json", "rm -rf ~/"]);
+    let dashed = w.run(&["debug", "command", "--json", "--", "rm -rf ~/"]);
+    assert_eq!(quoted.status.code(), dashed.status.code());
+    let (a, b) = (
+        serde_json::from_slice::<Value>(&quoted.stdout).unwrap(),
+        serde_json::from_slice::<Value>(&dashed.stdout).unwrap(),
+    );
+    assert_eq!(a, b);
+    assert_eq!(a["decision"], "ask", "{a}");
+    assert_eq!(
+        a["commands"][0]["argv"],
+        serde_json::json!(["rm", "-rf", "~/"])
+    );
+    // Options may follow the command; unquoted words are joined.
+    let after = w.run(&["debug", "command", "ls", "src", "--json"]);
+    let v: Value = serde_json::from_slice(&after.stdout).unwrap();
+    assert_eq!(v["decision"], "allow", "{v}");
+    // A word that looks like an option needs `--` (clap says so).
+    let out = w.run(&["debug", "command", "rm", "-rf", "/"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--"), "{}", text(&out.stderr));
+}
+
+/// An agent directory with `mib` MiB of incompressible data in assets/.
+fn big_agent(w: &World, mib: usize) -> std::path::PathBuf {
+    let dir = w.agent("bulky", serde_json::json!({}));
+    std::fs::create_dir_all(dir.join("assets")).unwrap();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let data: Vec<u8> = (0..mib << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(dir.join("assets/blob.bin"), data).unwrap();
+    dir
+}
+
+#[test]
+fn packing_a_large_tree_shows_progress_on_a_terminal_only() {
+    use common::pty::Pty;
+    let w = World::new();
+    let dir = big_agent(&w, 24);
+    let out = w.root.join("bulky.zot");
+    let mut c = w.cmd(&["pack", s(&dir), s(&out)]);
+    c.env("TERM", "xterm");
+    let mut p = Pty::spawn(c);
+    p.expect("packing");
+    p.expect("digest sha256:");
+    let (_, code) = p.finish();
+    assert_eq!(code, Some(0), "{}", p.transcript);
+    assert!(p.transcript.contains("MiB"), "{:?}", p.transcript);
+    // Not a terminal: no bar, the same result.
+    std::fs::remove_file(&out).unwrap();
+    let o = w
+        .cmd(&["pack", s(&dir), s(&out)])
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(o.stderr.is_empty(), "{}", text(&o.stderr));
+}
+
+#[test]
+fn github_downloads_show_progress_on_a_terminal() {
+    use common::fake_llm::{FakeServer, Part, Reply};
+    use common::pty::Pty;
+    let w = World::new();
+    // A repository archive: one top directory holding the agent.
+    let repo = w.root.join("repo-main");
+    std::fs::create_dir_all(&repo).unwrap();
+    let agent = w.agent("fetched", serde_json::json!({"description": "from afar"}));
+    std::fs::copy(agent.join("manifest.json"), repo.join("manifest.json")).unwrap();
+    let tgz = w.root.join("main.tar.gz");
+    let st = Command::new("tar")
+        .arg("czf")
+        .arg(&tgz)
+        .arg("-C")
+        .arg(&w.root)
+        .arg("repo-main")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let bytes = std::fs::read(&tgz).unwrap();
+    let srv = FakeServer::start(move |_, _| Reply {
+        status: 200,
+        headers: vec![("content-type".into(), "application/gzip".into())],
+        parts: vec![Part::Bytes(bytes.clone())],
+        silent: false,
+    });
+    let mut c = w.cmd(&["inspect", "acme/repo"]);
+    c.env("ZOT_GITHUB_BASE", &srv.base).env("TERM", "xterm");
+    let mut p = Pty::spawn(c);
+    p.expect("downloading 127.0.0.1");
+    p.expect("from afar");
+    let (_, code) = p.finish();
+    assert_eq!(code, Some(0), "{}", p.transcript);
+    assert_eq!(srv.requests()[0].path, "/acme/repo/archive/HEAD.tar.gz");
+}
