@@ -37,6 +37,18 @@ pub struct Args {
     /// Allow the host network (workspace-write)
     #[arg(long)]
     pub net: bool,
+    /// Allow connections to HOST[:PORT] only, through zot's filtering proxy
+    /// (repeatable): HOST is a name, `*.name` (subdomains), an IP address or
+    /// ADDRESS/PREFIX; without :PORT, ports 80 and 443. The command gets its
+    /// own network namespace with only loopback and HTTP_PROXY, HTTPS_PROXY
+    /// and ALL_PROXY pointing at the proxy; names resolving to loopback,
+    /// link-local or private addresses are refused unless that address is
+    /// listed.
+    #[arg(long = "allow-host", value_name = "HOST[:PORT]", conflicts_with = "net")]
+    pub allow_hosts: Vec<String>,
+    /// With --allow-host: append the proxy's decisions to FILE (JSON lines)
+    #[arg(long = "proxy-log", value_name = "FILE", requires = "allow_hosts")]
+    pub proxy_log: Option<PathBuf>,
     /// Pass this environment variable (or PREFIX*) through (repeatable)
     #[arg(long = "env-allow", value_name = "VAR")]
     pub env_allow: Vec<String>,
@@ -211,13 +223,30 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             &args.env_allow,
         )
     };
-    let policy = match policy {
+    let mut policy = match policy {
         Ok(p) => p,
         Err(e) => {
             eprintln!("zot: sandbox setup failed: {e:#}");
             return Ok(SETUP_FAILURE);
         }
     };
+    if !args.allow_hosts.is_empty() {
+        if policy.mode == SandboxMode::DangerFullAccess {
+            eprintln!("zot: --allow-host does not apply to danger-full-access (it has the host network)");
+            return Ok(super::USAGE);
+        }
+        let allow = match zot_policy::net::AllowList::parse(&args.allow_hosts) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("zot: --allow-host {e}");
+                return Ok(super::USAGE);
+            }
+        };
+        policy.network = zot_policy::sandbox::NetworkPolicy::Proxied {
+            allow,
+            socket_dir: None,
+        };
+    }
     let timeout = match args.timeout {
         Some(s) if !(s.is_finite() && s > 0.0) => {
             eprintln!("zot: --timeout must be a positive number of seconds");
@@ -243,6 +272,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         // forked child, no second start of this binary.
         in_process: !args.exec_launcher,
         zot_as_launcher: args.exec_launcher,
+        proxy_log: args.proxy_log.clone(),
     };
     // Unconfined and unsupervised: become the command (like `env`).
     if req.policy.mode == SandboxMode::DangerFullAccess
@@ -279,6 +309,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             }
             if args.report {
                 eprint!("{}", outcome.report.to_text());
+                if !args.allow_hosts.is_empty() {
+                    eprint!("{}", proxy_summary(&outcome.proxy));
+                }
             }
             Ok(outcome.exit_code.clamp(0, 255) as u8)
         }
@@ -287,4 +320,29 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Ok(SETUP_FAILURE)
         }
     }
+}
+
+/// The proxy's decisions, per destination, for `--report`.
+fn proxy_summary(records: &[zot_supervisor::proxy::AuditRecord]) -> String {
+    use zot_supervisor::proxy::{audit::summarize, Decision};
+    let s = summarize(records);
+    let mut out = format!(
+        "proxy: {} allowed, {} refused; {} bytes sent, {} received\n",
+        s.allowed, s.denied, s.bytes_up, s.bytes_down
+    );
+    for l in &s.lines {
+        let what = match l.decision {
+            Decision::Allow => "allowed",
+            Decision::Deny => "refused",
+        };
+        out.push_str(&format!(
+            "  {what} {} x{} (up {} B, down {} B): {}\n",
+            l.destination,
+            l.connections,
+            l.bytes_up,
+            l.bytes_down,
+            l.why.join("; ")
+        ));
+    }
+    out
 }
