@@ -61,13 +61,12 @@ fn start_proxy(
             "creating the proxy's directory in {}",
             base.display()
         )))?;
-    let dir_path = dir.path().canonicalize().map_err(SupervisorError::io(
-        "resolving the proxy's directory",
-    ))?;
-    let mut cfg = crate::proxy::ProxyConfig::new(
-        allow.clone(),
-        dir_path.join(crate::plan::PROXY_SOCKET),
-    );
+    let dir_path = dir
+        .path()
+        .canonicalize()
+        .map_err(SupervisorError::io("resolving the proxy's directory"))?;
+    let mut cfg =
+        crate::proxy::ProxyConfig::new(allow.clone(), dir_path.join(crate::plan::PROXY_SOCKET));
     cfg.audit_log = req.proxy_log.clone();
     let proxy = crate::proxy::Proxy::start(cfg).map_err(SupervisorError::Proxy)?;
     *socket_dir = Some(dir_path);

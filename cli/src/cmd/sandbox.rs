@@ -44,7 +44,11 @@ pub struct Args {
     /// and ALL_PROXY pointing at the proxy; names resolving to loopback,
     /// link-local or private addresses are refused unless that address is
     /// listed.
-    #[arg(long = "allow-host", value_name = "HOST[:PORT]", conflicts_with = "net")]
+    #[arg(
+        long = "allow-host",
+        value_name = "HOST[:PORT]",
+        conflicts_with = "net"
+    )]
     pub allow_hosts: Vec<String>,
     /// With --allow-host: append the proxy's decisions to FILE (JSON lines)
     #[arg(long = "proxy-log", value_name = "FILE", requires = "allow_hosts")]
@@ -232,7 +236,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     if !args.allow_hosts.is_empty() {
         if policy.mode == SandboxMode::DangerFullAccess {
-            eprintln!("zot: --allow-host does not apply to danger-full-access (it has the host network)");
+            eprintln!(
+                "zot: --allow-host does not apply to danger-full-access (it has the host network)"
+            );
             return Ok(super::USAGE);
         }
         let allow = match zot_policy::net::AllowList::parse(&args.allow_hosts) {
