@@ -25,10 +25,17 @@ pub fn run(mut req: RunRequest) -> Result<RunOutcome, SupervisorError> {
     }
     let start = Instant::now();
     let host_env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    // Checked before the proxy starts: a policy no backend can run starts
-    // nothing.
-    resolve::prepare(&req.policy, req.backend, req.allow_degraded, &host_env)?;
-    let proxy = start_proxy(&mut req)?;
+    let proxy = if matches!(
+        req.policy.network,
+        zot_policy::sandbox::NetworkPolicy::Proxied { .. }
+    ) {
+        // Checked before the proxy starts: a policy no backend can run
+        // starts nothing.
+        resolve::prepare(&req.policy, req.backend, req.allow_degraded, &host_env)?;
+        start_proxy(&mut req)?
+    } else {
+        None
+    };
     let planned = resolve::prepare(&req.policy, req.backend, req.allow_degraded, &host_env)?;
     // The proxy's thread exists: the launcher is exec'd, never forked.
     debug_assert!(proxy.is_none() || zot_launcher::thread_count().map_or(true, |n| n > 1));
