@@ -102,7 +102,7 @@ fn run_planned(
         (Some((ow, ew)), Some((or, er)))
     };
     let placeholders = planned.plan.placeholders();
-    let started = match spawn::start(&req, &planned, env, &host_env, out_pipes) {
+    let started = match spawn::start(req, &planned, env, &host_env, out_pipes) {
         Ok(s) => s,
         Err(err) => {
             cleanup(&placeholders);

@@ -551,9 +551,8 @@ async fn serve(shared: &Shared, stream: UnixStream, busy: bool) {
             return;
         };
         let mut b = [0u8; 1];
-        match tokio::time::timeout_at(deadline, tcp.read(&mut b)).await {
-            Ok(Ok(1)) => dispatch(shared, tcp, b[0], deadline, busy).await,
-            _ => {}
+        if let Ok(Ok(1)) = tokio::time::timeout_at(deadline, tcp.read(&mut b)).await {
+            dispatch(shared, tcp, b[0], deadline, busy).await;
         }
         return;
     }
