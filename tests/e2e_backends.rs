@@ -28,6 +28,7 @@ mod landlock {
         control_write_read_inside_cwd, control_read_os_release, read_only_mode_refuses_cwd_writes,
         write_outside_cwd, write_etc, write_bashrc, read_ssh_key, symlink_preplanted, symlink_fresh,
         hardlink_from_outside, tcp_loopback, unix_socket_host_abstract, host_process_ptrace_kill_environ,
+        unix_socket_host_anywhere, landlock_host_ipc,
         parent_secret_env, mount_refused, nested_userns_refused, chroot_refused, io_uring_refused,
         no_new_privs_and_seccomp_on, tiocsti_injection, output_flood_capped,
         signal_forwarding, signals_reach_the_process_group, exit_code_mapping,
@@ -446,6 +447,10 @@ fn check_read_only_passes_on_landlock_without_userns() {
             let want = match name {
                 n if n.starts_with("control:") => "ok",
                 "see a host process" => "not-enforced",
+                // No private tmpfs, no per-sandbox process limit there.
+                "/tmp larger than the tmpfs limit" | "processes beyond the process limit" => {
+                    "not-enforced"
+                }
                 _ => "refused",
             };
             assert_eq!(c["result"], want, "{name}: {c}");
@@ -629,6 +634,10 @@ fn visible_mounts(mountinfo: &str) -> Vec<String> {
                 .iter()
                 .any(|(later, _)| Path::new(mp).starts_with(later))
         })
+        // Host sockets other tests bind meanwhile are masked in one run and
+        // not the other (the masks themselves are compared by the planner
+        // tests and the socket attacks).
+        .filter(|(_, (mp, _))| !mp.ends_with(".sock"))
         .map(|(_, (_, row))| row.clone())
         .collect()
 }

@@ -206,3 +206,84 @@ fn github_downloads_show_progress_on_a_terminal() {
     assert_eq!(code, Some(0), "{}", p.transcript);
     assert_eq!(srv.requests()[0].path, "/acme/repo/archive/HEAD.tar.gz");
 }
+
+/// Usage errors exit 2 in every subcommand, and `zot --help` lists the
+/// exit codes.
+#[test]
+fn usage_errors_exit_2_and_help_lists_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("a");
+    std::fs::create_dir(&agent).unwrap();
+    std::fs::write(agent.join("manifest.json"), r#"{"zotfile":1,"name":"a"}"#).unwrap();
+    let home = dir.path().join("home");
+    let a = agent.to_str().unwrap();
+    let out_dir = dir.path().join("out");
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["sandbox", "--net", "--", "true"],
+        vec!["sandbox", "--cwd", "/nonexistent-zot-dir", "true"],
+        vec!["sandbox", "--bogus", "true"],
+        vec!["sandbox"],
+        vec!["run", a, "-y", "--print"],
+        vec!["run", a, "-y", "--model", "no-such-model", "--print", "hi"],
+        vec!["run", a, "-y", "--model", "gpt-5", "--sim-script", "x", "--print", "hi"],
+        vec!["run", a, "-y", "--tools", "bogus", "--print", "hi"],
+        vec!["convert", a, "--to", "zotfile", out_dir.to_str().unwrap()],
+        vec!["debug", "sandbox"],
+        vec!["debug", "command"],
+    ];
+    for args in cases {
+        let o = std::process::Command::new(common::zot_bin())
+            .args(&args)
+            .env("HOME", &home)
+            .env("ZOT_HOME", home.join("zot"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(!o.stderr.is_empty(), "{args:?}: no message");
+    }
+    assert!(!out_dir.exists(), "a usage error writes nothing");
+    let o = std::process::Command::new(common::zot_bin())
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&o.stdout);
+    for line in ["Exit codes:", "2        usage error", "128+N", "125 the sandbox"] {
+        assert!(help.contains(line), "{line:?} missing from:\n{help}");
+    }
+    // The internal flag stays out of the usage line.
+    let o = std::process::Command::new(common::zot_bin())
+        .args(["debug", "sandbox", "--help"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("run-attempts"));
+}
+
+/// `zot sandbox CMD` without `--` (the command's own options stay its
+/// own), and `--report --json` as one JSON object on stderr.
+#[test]
+fn sandbox_command_without_dashes_and_json_report() {
+    let o = std::process::Command::new(common::zot_bin())
+        .args(["sandbox", "--report", "--json", "sh", "-c", "echo out; exit 3"])
+        .output()
+        .unwrap();
+    if !common::require(
+        "a sandbox backend",
+        o.status.code() == Some(3),
+        &String::from_utf8_lossy(&o.stderr),
+    ) {
+        return;
+    }
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "out\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let v: Value = serde_json::from_str(err.trim()).unwrap_or_else(|e| panic!("{e}: {err}"));
+    assert_eq!(v["exit_code"], 3);
+    assert_eq!(v["timed_out"], false);
+    assert_eq!(v["report"]["mode"], "read-only");
+    assert_eq!(v["report"]["filesystem"], "full");
+    assert!(v["report"]["backend"].is_string() && v["duration_ms"].is_u64());
+}

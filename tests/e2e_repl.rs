@@ -279,6 +279,52 @@ fn ctrl_c_cancels_a_model_request_and_the_prompt_comes_back() {
     );
 }
 
+/// Live processes whose command line is exactly `argv`.
+fn processes(argv: &[&str]) -> usize {
+    let want: Vec<u8> = argv.iter().flat_map(|a| [a.as_bytes(), b"\0"].concat()).collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == want)
+        })
+        .count()
+}
+
+#[test]
+fn ctrl_c_stops_a_running_command_in_the_sandbox() {
+    let w = World::new();
+    if !common::run::sandbox_works(&w) {
+        return;
+    }
+    let agent = w.agent(
+        "napper",
+        json!({"permissions": {"fs": {"read": ["${workspace}"]}, "bash": {"mode": "allowlist", "allow": ["sleep"]}}}),
+    );
+    let script = w.script(
+        "nap.json",
+        json!([{"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 42.3"}}]}, {"text": "unreachable"}, {"text": "after the nap"}]),
+    );
+    let mut p = repl(&w, &agent, &["--sim-script", s(&script)], &[]);
+    p.line("nap");
+    let t0 = Instant::now();
+    while processes(&["sleep", "42.3"]) == 0 {
+        assert!(t0.elapsed() < Duration::from_secs(20), "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let t0 = Instant::now();
+    p.send(CTRL_C);
+    p.expect("cancelled");
+    // The command got TERM (then KILL): it is gone, and so is the turn.
+    while processes(&["sleep", "42.3"]) != 0 {
+        assert!(t0.elapsed() < Duration::from_secs(5), "the command outlived the cancel");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    p.at_prompt("napper> ", CTRL_D);
+    let (_, code) = p.finish();
+    assert_eq!(code, Some(0), "{}", p.transcript);
+}
+
 #[test]
 fn colour_follows_no_color_and_the_terminal() {
     let w = World::new();

@@ -1555,3 +1555,234 @@ fn a_killed_runs_temp_dirs_are_removed_by_the_next_invocation() {
         .iter()
         .all(|p| p.extension().is_none_or(|x| x != "jsonl")));
 }
+
+// ------------------------------------------------------------ signals
+
+/// Live processes whose command line is exactly `argv`.
+fn processes(argv: &[&str]) -> Vec<u32> {
+    let want: Vec<u8> = argv.iter().flat_map(|a| [a.as_bytes(), b"\0"].concat()).collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want))
+        .collect()
+}
+
+/// Every entry below `dir` (relative paths), for before/after comparisons.
+fn tree(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                todo.push(p.clone());
+            }
+            out.push(p.strip_prefix(dir).unwrap().to_path_buf());
+        }
+    }
+    out.sort();
+    out
+}
+
+fn git(dir: &Path, args: &[&str]) -> Output {
+    Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .output()
+        .unwrap()
+}
+
+/// A real signal while `zot run` works (a bash tool call, `entry.pre`)
+/// reaches the command in the sandbox; zot removes what it created
+/// (placeholders in the workspace, the extraction dir of a `.zot`, the
+/// download of a GitHub reference) and exits 128+N. For a directory, a
+/// `.zot` and a GitHub reference, in a plain workspace and in a
+/// subdirectory of a git repository (where git must keep working).
+#[test]
+fn signals_stop_the_run_forward_to_the_sandbox_and_clean_up() {
+    let w = World::new();
+    if !sandbox_works(&w) {
+        return;
+    }
+    let perms = json!({"fs": {"read": ["${workspace}"], "write": ["${workspace}"]}, "bash": {"mode": "allowlist", "allow": ["sleep"]}});
+    let src = w.agent("napper", json!({ "permissions": perms }));
+    let pre = w.agent(
+        "prenapper",
+        json!({"permissions": perms, "entry": {"pre": "!sleep 41.8"}}),
+    );
+    let archive = w.root.join("napper.zot");
+    let out = w.run(&["pack", s(&src), s(&archive)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let repo = w.root.join("src/napper-0123");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::copy(src.join("manifest.json"), repo.join("manifest.json")).unwrap();
+    let tgz = w.root.join("n.tar.gz");
+    assert!(Command::new("tar")
+        .arg("-czf")
+        .arg(&tgz)
+        .arg("-C")
+        .arg(w.root.join("src"))
+        .arg("napper-0123")
+        .status()
+        .unwrap()
+        .success());
+    let (base, _hits) = serve(vec![(
+        "/acme/napper/archive/HEAD.tar.gz".into(),
+        std::fs::read(&tgz).unwrap(),
+    )]);
+    let script = w.script(
+        "nap.json",
+        json!([{"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 41.7"}}]}, {"text": "done"}]),
+    );
+    // A plain workspace, and a subdirectory of a repository with a commit.
+    let plain = w.root.join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    std::fs::write(plain.join("notes.txt"), "n\n").unwrap();
+    let checkout = w.root.join("checkout");
+    std::fs::create_dir_all(checkout.join("sub")).unwrap();
+    std::fs::write(checkout.join("sub/a.txt"), "a\n").unwrap();
+    assert!(git(&checkout, &["init", "-q"]).status.success());
+    assert!(git(&checkout, &["add", "."]).status.success());
+    assert!(git(&checkout, &["commit", "-qm", "one"]).status.success());
+    let nested = checkout.join("sub");
+    let tmp = w.root.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+
+    let refs: [(&str, &str, &[&str]); 4] = [
+        (s(&src), "", &["sleep", "41.7"]),
+        (s(&archive), "zot-agent-", &["sleep", "41.7"]),
+        ("acme/napper", "zot-github-", &["sleep", "41.7"]),
+        (s(&pre), "", &["sleep", "41.8"]),
+    ];
+    let signals = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
+    let mut n = 0;
+    for ws in [&plain, &nested] {
+        for (reference, prefix, sleeper) in refs {
+            let sig = signals[n % signals.len()];
+            n += 1;
+            let what = format!("{reference} in {} with signal {sig}", ws.display());
+            let before = tree(ws);
+            let mut child = w
+                .cmd(&[
+                    "run",
+                    reference,
+                    "-y",
+                    "--json",
+                    "--no-session",
+                    "--sim-script",
+                    s(&script),
+                    "go",
+                ])
+                .current_dir(ws)
+                .env("ZOT_GITHUB_BASE", &base)
+                .env("TMPDIR", &tmp)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            // Wait until the command runs in the sandbox.
+            let t0 = std::time::Instant::now();
+            while processes(sleeper).is_empty() {
+                assert!(
+                    t0.elapsed() < std::time::Duration::from_secs(20),
+                    "{what}: the command never started"
+                );
+                assert!(child.try_wait().unwrap().is_none(), "{what}: zot ended early");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            if !prefix.is_empty() {
+                assert_eq!(named(&tmp, prefix).len(), 1, "{what}");
+            }
+            // SAFETY: signalling our child.
+            unsafe { libc::kill(child.id() as i32, sig) };
+            let t1 = std::time::Instant::now();
+            let status = child.wait().unwrap();
+            let mut err = String::new();
+            child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            assert_eq!(status.code(), Some(128 + sig), "{what}: {err}");
+            assert!(
+                t1.elapsed() < std::time::Duration::from_secs(5),
+                "{what}: took {:?}",
+                t1.elapsed()
+            );
+            // The sandboxed command is gone (it got the signal).
+            let t2 = std::time::Instant::now();
+            while !processes(sleeper).is_empty() {
+                assert!(
+                    t2.elapsed() < std::time::Duration::from_secs(3),
+                    "{what}: the command outlived zot"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            assert_eq!(tree(ws), before, "{what}: the workspace changed");
+            assert!(named(&tmp, "zot-").is_empty(), "{what}: {:?}", named(&tmp, "zot-"));
+            if ws == &nested {
+                let st = git(ws, &["status", "--porcelain"]);
+                assert!(st.status.success(), "{what}: {}", text(&st.stderr));
+                assert!(st.stdout.is_empty(), "{what}: {}", text(&st.stdout));
+            }
+        }
+    }
+}
+
+/// `entry.pre`'s output streams as it comes: on stderr as text, as
+/// `command_output` events with `--json`; the first line arrives well
+/// before the command ends.
+#[test]
+fn entry_pre_output_streams_live() {
+    let w = World::new();
+    if !sandbox_works(&w) {
+        return;
+    }
+    let agent = w.agent(
+        "streamer",
+        json!({"permissions": {"fs": {"read": ["${workspace}"]}, "bash": {"mode": "allowlist", "allow": ["echo", "sleep"]}},
+               "entry": {"pre": "!echo first; sleep 2; echo second"}}),
+    );
+    for json_mode in [false, true] {
+        let mode = if json_mode { "--json" } else { "--print" };
+        let mut child = w
+            .cmd(&["run", s(&agent), "-y", "--no-session", mode, "hi"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stream: Box<dyn Read + Send> = if json_mode {
+            Box::new(child.stdout.take().unwrap())
+        } else {
+            Box::new(child.stderr.take().unwrap())
+        };
+        let mut seen: Vec<(String, std::time::Instant)> = Vec::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stream)).map_while(Result::ok) {
+            let t = std::time::Instant::now();
+            let piece = if json_mode {
+                let v: Value = serde_json::from_str(&line).unwrap();
+                if v["type"] != "command_output" {
+                    continue;
+                }
+                assert_eq!(v["stream"], "stdout", "{line}");
+                v["text"].as_str().unwrap().to_string()
+            } else {
+                line
+            };
+            for word in ["first", "second"] {
+                if piece.contains(word) {
+                    seen.push((word.to_string(), t));
+                }
+            }
+        }
+        let status = child.wait().unwrap();
+        assert!(status.success(), "{mode}");
+        let words: Vec<&str> = seen.iter().map(|(w, _)| w.as_str()).collect();
+        assert_eq!(words, ["first", "second"], "{mode}: each once, in order");
+        let gap = seen[1].1 - seen[0].1;
+        assert!(
+            gap > std::time::Duration::from_millis(1500),
+            "{mode}: the first line came only {gap:?} before the second"
+        );
+    }
+}

@@ -304,6 +304,11 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
     };
     let mut policy =
         zot_policy::sandbox::agent_policy(&opts).map_err(|e| RunError::Sandbox(e.to_string()))?;
+    // The config file's `[sandbox]` limits (a broken file already failed
+    // the run when it was loaded first).
+    if let Ok(cfg) = crate::config::load() {
+        policy.limits = cfg.config.sandbox.limits();
+    }
     let home = crate::perms::canonical_prefix(&input.zot_home);
     policy.protected.extend(input.read_only.iter().cloned());
     if input.write.iter().any(|r| home.starts_with(r)) {
@@ -326,23 +331,40 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
     Ok(policy)
 }
 
+/// How [`run_sandboxed`] runs a command.
+pub struct RunLimits<'a> {
+    /// The whole tree is killed after this long (TERM, then KILL).
+    pub timeout: Duration,
+    /// Output kept per stream.
+    pub max_bytes: usize,
+    /// `--backend`, when given.
+    pub backend: Option<&'a str>,
+    /// Stops the command (its signal, then KILL) when it fires.
+    pub cancel: Option<&'a zot_supervisor::Cancel>,
+    /// Sees the output as it comes.
+    pub live_output: Option<zot_supervisor::OutputSink>,
+}
+
 /// Run `argv` under `policy` with the supervisor: output captured, stdin
-/// from /dev/null, the whole tree killed on timeout. A host that cannot
-/// fully enforce the policy is an error (never a silent downgrade).
+/// from /dev/null, the whole tree killed on timeout or cancellation. A host
+/// that cannot fully enforce the policy is an error (never a silent
+/// downgrade).
 pub fn run_sandboxed(
     policy: &SandboxPolicy,
     argv: &[String],
-    timeout: Duration,
-    max_bytes: usize,
-    backend: Option<&str>,
+    limits: &RunLimits<'_>,
 ) -> Result<zot_supervisor::RunOutcome, RunError> {
     use zot_supervisor as sv;
     let mut req = sv::RunRequest::new(policy.clone(), argv.iter().map(Into::into).collect());
-    if let Some(b) = backend {
+    if let Some(b) = limits.backend {
         req.backend = b.parse().map_err(RunError::Sandbox)?;
     }
-    req.timeout = Some(timeout);
-    req.output = sv::Output::Capture { max_bytes };
+    req.timeout = Some(limits.timeout);
+    req.output = sv::Output::Capture {
+        max_bytes: limits.max_bytes,
+    };
     req.stdin = sv::Stdin::Null;
+    req.cancel = limits.cancel.cloned();
+    req.on_output = limits.live_output.clone();
     sv::run(req).map_err(|e| RunError::Sandbox(e.to_string()))
 }

@@ -66,6 +66,14 @@ pub enum Event {
         /// Tokens of the whole turn.
         usage: Usage,
     },
+    /// Output of a command zot runs for the user (`entry.pre`'s `!CMD`),
+    /// as it comes (`--json` only; the other modes copy it to stderr).
+    CommandOutput {
+        /// `stdout` or `stderr`.
+        stream: &'static str,
+        /// The bytes, decoded leniently (an invalid sequence becomes U+FFFD).
+        text: String,
+    },
     Done {
         agent: String,
         model: String,

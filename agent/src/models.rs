@@ -471,7 +471,7 @@ pub fn select(reg: &Registry, choice: &Choice, spec: &AgentSpec) -> Result<Selec
     if let Some(id) = &choice.model {
         let m = reg
             .resolve(id, choice.provider.as_deref(), default_provider)
-            .map_err(|e| RunError::Model(format!("--model: {e}")))?;
+            .map_err(|e| RunError::Usage(format!("--model: {e}")))?;
         check(&m).map_err(|e| RunError::Model(format!("{} ({}) {e}", m.id, m.provider)))?;
         if let Some((pp, pm)) = &spec.model_pin {
             if (pp, pm) != (&m.provider, &m.id) {

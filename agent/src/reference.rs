@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::deps::{self, LoadedAgent};
 use crate::ui::Progress;
 use crate::RunError;
+use zot_supervisor::Cancel;
 
 /// A parsed reference.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,7 +171,7 @@ pub fn resolve(s: &str, cwd: &Path) -> Result<LoadedAgent, RunError> {
         keys: &none,
         required: false,
     };
-    resolve_checked(s, cwd, &sigs, &mut Vec::new(), &mut |_| {})
+    resolve_checked(s, cwd, &sigs, &mut Vec::new(), &mut |_| {}, None)
 }
 
 /// Resolve and load a reference, checking the publisher signature of a
@@ -180,14 +181,27 @@ pub fn resolve(s: &str, cwd: &Path) -> Result<LoadedAgent, RunError> {
 /// no signed artifact (directories, agent.toml packages) are refused.
 /// Reasons a signature was not used go to `warnings`.
 ///
-/// Downloads report their progress to `progress`.
+/// Downloads report their progress to `progress` and stop when `cancel`
+/// fires ([`RunError::Interrupted`] for a signal, else
+/// [`RunError::Cancelled`]); what they wrote is removed.
 pub fn resolve_checked(
     s: &str,
     cwd: &Path,
     sigs: &Signatures,
     warnings: &mut Vec<String>,
     progress: &mut dyn FnMut(&Progress),
+    cancel: Option<&Cancel>,
 ) -> Result<LoadedAgent, RunError> {
+    let mut progress = |p: &Progress| -> Result<(), RunError> {
+        progress(p);
+        match cancel {
+            Some(c) if c.is_cancelled() => Err(c
+                .signal()
+                .map_or(RunError::Cancelled, RunError::Interrupted)),
+            _ => Ok(()),
+        }
+    };
+    let progress = &mut progress;
     match parse(s, cwd)? {
         Reference::Local(p) => open_local(s, &p, sigs, warnings),
         Reference::GitHub {
@@ -236,19 +250,41 @@ fn http_agent() -> ureq::Agent {
         .new_agent()
 }
 
+/// Why a download did not finish.
+enum FetchError {
+    /// It failed (the message names the URL).
+    Failed(String),
+    /// The run was cancelled or interrupted while it ran.
+    Stopped(RunError),
+}
+
+impl FetchError {
+    fn into_run(self, failed: impl FnOnce(String) -> RunError) -> RunError {
+        match self {
+            FetchError::Failed(m) => failed(m),
+            FetchError::Stopped(e) => e,
+        }
+    }
+}
+
+/// What [`resolve_checked`]'s downloads report to: the front end's
+/// progress, and whether to go on.
+type Report<'a> = dyn FnMut(&Progress) -> Result<(), RunError> + 'a;
+
 /// GET `url` (at most `limit` bytes); `Ok(None)` on 404. The bytes
-/// received are reported to `progress` as they come.
+/// received are reported to `progress` as they come; an error from it
+/// stops the download.
 fn download(
     agent: &ureq::Agent,
     url: &str,
     limit: u64,
-    progress: &mut dyn FnMut(&Progress),
-) -> Result<Option<Vec<u8>>, String> {
+    progress: &mut Report<'_>,
+) -> Result<Option<Vec<u8>>, FetchError> {
     use std::io::Read;
     let mut resp = match agent.get(url).call() {
         Ok(r) => r,
         Err(ureq::Error::StatusCode(404)) => return Ok(None),
-        Err(e) => return Err(format!("download {url}: {e}")),
+        Err(e) => return Err(FetchError::Failed(format!("download {url}: {e}"))),
     };
     let total = resp.body().content_length();
     let what = format!("downloading {}", url.split("://").nth(1).unwrap_or(url));
@@ -260,24 +296,29 @@ fn download(
             Ok(0) => break Ok(()),
             Ok(n) => {
                 data.extend_from_slice(&buf[..n]);
-                progress(&Progress {
+                let go_on = progress(&Progress {
                     what: &what,
                     done: data.len() as u64,
                     total,
                     finished: false,
                 });
+                if let Err(e) = go_on {
+                    break Err(FetchError::Stopped(e));
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => break Err(format!("download {url}: {e}")),
+            Err(e) => break Err(FetchError::Failed(format!("download {url}: {e}"))),
         }
     };
-    progress(&Progress {
+    let end = progress(&Progress {
         what: &what,
         done: data.len() as u64,
         total,
         finished: true,
     });
-    result.map(|_| Some(data))
+    result?;
+    end.map_err(FetchError::Stopped)?;
+    Ok(Some(data))
 }
 
 /// The base URL GitHub references are fetched from.
@@ -297,7 +338,7 @@ fn fetch_release(
     file: &str,
     sigs: &Signatures,
     warnings: &mut Vec<String>,
-    progress: &mut dyn FnMut(&Progress),
+    progress: &mut Report<'_>,
 ) -> Result<LoadedAgent, RunError> {
     let url = format!(
         "{}/{owner}/{repo}/releases/download/{tag}/{file}",
@@ -306,16 +347,16 @@ fn fetch_release(
     let err = |m: String| RunError::Reference(format!("github release {owner}/{repo} {tag}: {m}"));
     let http = http_agent();
     let bytes = download(&http, &url, MAX_DOWNLOAD, progress)
-        .map_err(err)?
+        .map_err(|e| e.into_run(err))?
         .ok_or_else(|| err(format!("download {url}: 404 Not Found")))?;
     let sig_url = format!("{url}{}", zot_package::signature::SIGNATURE_SUFFIX);
     let sig = download(
         &http,
         &sig_url,
         zot_package::signature::MAX_SIGNATURE_FILE,
-        &mut |_| {},
+        &mut |_| Ok(()),
     )
-    .map_err(err)?;
+    .map_err(|e| e.into_run(err))?;
     let tmp = deps::scratch_dir("zot-github-")?;
     let local = tmp.path().join(file);
     std::fs::write(&local, &bytes).map_err(|e| RunError::io(local.display().to_string(), e))?;
@@ -351,7 +392,7 @@ fn fetch_github(
     path: &str,
     sigs: &Signatures,
     warnings: &mut Vec<String>,
-    progress: &mut dyn FnMut(&Progress),
+    progress: &mut Report<'_>,
 ) -> Result<LoadedAgent, RunError> {
     let url = archive_url(owner, repo, git_ref);
     let what = format!(
@@ -360,7 +401,7 @@ fn fetch_github(
     );
     let err = |m: String| RunError::Reference(format!("github {what}: {m}"));
     let bytes = download(&http_agent(), &url, MAX_DOWNLOAD, progress)
-        .map_err(err)?
+        .map_err(|e| e.into_run(err))?
         .ok_or_else(|| err(format!("download {url}: 404 Not Found")))?;
     let tmp = deps::scratch_dir("zot-github-")?;
     let top = deps::extract_github_archive(&bytes, tmp.path())?;

@@ -271,6 +271,13 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
     let cfg = config::load()?;
     let required = opts.require_signature || cfg.config.trust.require_signature;
     let keys = trust::trusted_keys(&zot_home)?;
+    let (cancel, signals) = match &opts.cancel {
+        Some(c) => (c.clone(), false),
+        None => (
+            Cancel::new().map_err(|e| RunError::io("cancellation pipe", e))?,
+            true,
+        ),
+    };
     let mut sig_warnings = Vec::new();
     let mut agent = reference::resolve_checked(
         &opts.reference,
@@ -281,7 +288,11 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
         },
         &mut sig_warnings,
         &mut |p| ui.progress(p),
+        Some(&cancel),
     )?;
+    if let Some(sig) = cancel.signal() {
+        return Err(RunError::Interrupted(sig));
+    }
     let spec = agent.spec.clone();
     for w in sig_warnings.iter().chain(&agent.warnings) {
         ui.warn(w);
@@ -298,13 +309,6 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
         ui.warn(n);
     }
     let enabled = tools::enabled(&spec, opts.tools.as_deref()).map_err(RunError::Usage)?;
-    let (cancel, signals) = match &opts.cancel {
-        Some(c) => (c.clone(), false),
-        None => (
-            Cancel::new().map_err(|e| RunError::io("cancellation pipe", e))?,
-            true,
-        ),
-    };
     let model = open_model(&selection, opts.sim_script.as_deref(), signals)?;
     let ah = AgentHome::new(zot_home.clone(), &spec.name);
     let data = ah.data_dir();
@@ -383,6 +387,8 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
             .collect(),
         tool_specs: enabled.iter().filter_map(|n| tools::spec(n)).collect(),
         enabled,
+        cancel: Some(cancel.clone()),
+        live_output: None,
     };
     let mut rt = Runtime {
         agent,
@@ -510,8 +516,18 @@ impl Runtime<'_> {
                     name: "bash".into(),
                     arguments: serde_json::json!({ "command": cmd }),
                 };
+                // Its output is shown as it comes when the front end can;
+                // otherwise once it ends.
+                self.env.live_output = self.ui.live_output();
+                let live = self.env.live_output.is_some();
                 let r = tools::execute(&self.env, &call, &mut *self.ui);
-                self.ui.command_output(r.content.trim_end());
+                self.env.live_output = None;
+                if let Some(sig) = self.cancel.signal() {
+                    return Err(RunError::Interrupted(sig));
+                }
+                if !live {
+                    self.ui.command_output(r.content.trim_end());
+                }
                 if r.is_error {
                     if non_interactive {
                         return Err(RunError::Pre(format!(

@@ -188,6 +188,10 @@ pub struct ToolEnv {
     pub enabled: Vec<&'static str>,
     /// Their definitions, as sent to the model.
     pub tool_specs: Vec<ToolSpec>,
+    /// Stops a running command (TERM, then KILL) when it fires.
+    pub cancel: Option<zot_supervisor::Cancel>,
+    /// Sees a command's output as it comes (`entry.pre`'s, shown live).
+    pub live_output: Option<zot_supervisor::OutputSink>,
     /// Why each tool the manifest forbids is forbidden.
     pub refusals: Vec<(&'static str, String)>,
 }
@@ -621,8 +625,18 @@ fn bash(
         .policy
         .as_ref()
         .map_err(|e| fail(format!("could not run the command: {e}")))?;
-    let out = deps::run_sandboxed(policy, &argv, timeout, BASH_CAPTURE, env.backend.as_deref())
-        .map_err(|e| fail(format!("could not run the command: {e}")))?;
+    let out = deps::run_sandboxed(
+        policy,
+        &argv,
+        &deps::RunLimits {
+            timeout,
+            max_bytes: BASH_CAPTURE,
+            backend: env.backend.as_deref(),
+            cancel: env.cancel.as_ref(),
+            live_output: env.live_output.clone(),
+        },
+    )
+    .map_err(|e| fail(format!("could not run the command: {e}")))?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.stderr.is_empty() {
         if !text.is_empty() && !text.ends_with('\n') {
@@ -648,7 +662,9 @@ fn bash(
     }
     let (shown, _) = cap(&text, MODEL_OUTPUT, full_output.as_deref());
     let ms = out.duration.as_millis() as u64;
-    let status = if out.timed_out {
+    let status = if out.cancelled {
+        format!("cancelled (exit code {})", out.exit_code)
+    } else if out.timed_out {
         format!(
             "timed out after {} s (exit code {})",
             timeout.as_secs_f64(),
@@ -659,7 +675,7 @@ fn bash(
     };
     Ok(ToolOutput {
         content: format!("{status}, {ms} ms\n{shown}"),
-        is_error: out.exit_code != 0 || out.timed_out,
+        is_error: out.exit_code != 0 || out.timed_out || out.cancelled,
         exit_code: Some(out.exit_code),
         duration_ms: Some(ms),
         full_output,
@@ -693,6 +709,8 @@ mod tests {
             read_only: vec![],
             enabled: NAMES.to_vec(),
             tool_specs: vec![],
+            cancel: None,
+            live_output: None,
             refusals: vec![(
                 "bash",
                 "bash is not permitted for this agent (permissions.bash.mode: none)".into(),

@@ -58,6 +58,12 @@ pub trait Ui {
     /// Output of a command zot runs for the user rather than for the model
     /// (`entry.pre`'s `!CMD`).
     fn command_output(&mut self, text: &str);
+    /// Where the output of such a command goes as it comes, if this front
+    /// end shows it live (called from other threads; `None`: shown once the
+    /// command ends, through [`Ui::command_output`]).
+    fn live_output(&mut self) -> Option<zot_supervisor::OutputSink> {
+        None
+    }
     /// What a slash command answers (`/help`, `/usage`, `/session tree`).
     fn show(&mut self, text: &str) {
         self.command_output(text)

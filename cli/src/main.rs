@@ -18,12 +18,25 @@ mod ui;
     version,
     about = "Pack AI agents into verifiable .zot files and run them confined by the kernel",
     long_about = None,
-    propagate_version = true
+    propagate_version = true,
+    after_help = EXIT_CODES
 )]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
+
+/// The exit codes the subcommands share (docs/zotfiles.md, docs/run.md and
+/// docs/sandbox.md have each command's).
+const EXIT_CODES: &str = "\
+Exit codes:
+  0        success
+  1        failure (an invalid package, a failed check, a refused run)
+  2        usage error (bad arguments, options that contradict each other)
+  128+N    stopped by signal N (130 Ctrl-C, 143 SIGTERM)
+zot sandbox: the command's own code, 124 timeout, 125 the sandbox could
+  not be set up, 126/127 the command could not be executed / was not found.
+zot debug command: 0 allow, 1 deny, 3 ask.";
 
 #[derive(Subcommand)]
 enum Command {

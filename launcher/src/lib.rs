@@ -293,6 +293,7 @@ impl Prepared {
             &self.env,
             true,
             &self.plan.rlimits,
+            self.plan.pid_max,
             &self.plan.landlock,
             &seccomp,
         ))

@@ -196,6 +196,10 @@ pub enum MountOp {
     MaskFile { dst: PathBuf },
     /// An empty read-only tmpfs of mode 0000 over a directory (deny-read).
     MaskDir { dst: PathBuf },
+    /// The host's `/dev/null` bound read-only over a unix socket a host
+    /// process had bound when the plan was made (`connect` and `sendto`
+    /// to it fail with `ECONNREFUSED`).
+    MaskSocket { dst: PathBuf },
     /// `protected` does not exist yet: an empty file is created on the host
     /// at its first missing component `dst` (inside a write root) and the
     /// host's `/dev/null` bound read-only over it, so nothing can be created
@@ -215,6 +219,7 @@ impl MountOp {
             | MountOp::Proc { dst }
             | MountOp::MaskFile { dst }
             | MountOp::MaskDir { dst }
+            | MountOp::MaskSocket { dst }
             | MountOp::BlockCreate { dst, .. }
             | MountOp::RemountRo { dst } => dst,
         }
@@ -265,6 +270,10 @@ impl MountOp {
             }
             MountOp::MaskDir { dst } => format!(
                 "deny-read {} (empty read-only tmpfs, mode 0000)",
+                dst.display()
+            ),
+            MountOp::MaskSocket { dst } => format!(
+                "mask-socket {} (a host unix socket: /dev/null, read-only)",
                 dst.display()
             ),
             MountOp::BlockCreate { dst, protected } => format!(
@@ -553,6 +562,15 @@ pub enum Gap {
     /// Without a private /tmp and /run, and with the network on, host unix
     /// sockets can be connected to by path.
     HostUnixSockets,
+    /// Without a user namespace the process limit would count every
+    /// process of the user on the host (and not apply to root): not set.
+    NoProcessLimit,
+    /// uid 0 is exempt from `RLIMIT_NPROC` and the kernel (before 6.14)
+    /// has no per-namespace `pid_max`: no process limit.
+    NoProcessLimitForRoot,
+    /// Without a mount namespace the private tmpfs (and its size limit)
+    /// does not exist: writes go where Landlock allows them.
+    NoTmpfsLimit,
 }
 
 /// The part of the confinement a [`Gap`] weakens.
@@ -562,6 +580,7 @@ pub enum Area {
     Filesystem,
     Network,
     Pid,
+    Limits,
 }
 
 impl Gap {
@@ -570,6 +589,9 @@ impl Gap {
             Gap::ProtectedPathsWritable | Gap::DenyReadCarved => Area::Filesystem,
             Gap::NoPidNamespace => Area::Pid,
             Gap::HostUnixSockets => Area::Filesystem,
+            Gap::NoProcessLimit | Gap::NoTmpfsLimit | Gap::NoProcessLimitForRoot => {
+                Area::Limits
+            }
         }
     }
 
@@ -579,6 +601,9 @@ impl Gap {
             Gap::ProtectedPathsWritable | Gap::HostUnixSockets => Level::Partial,
             Gap::DenyReadCarved => Level::Full,
             Gap::NoPidNamespace => Level::None,
+            Gap::NoProcessLimit | Gap::NoTmpfsLimit | Gap::NoProcessLimitForRoot => {
+                Level::Partial
+            }
         }
     }
 
@@ -591,7 +616,16 @@ impl Gap {
                 "filesystem: deny-read paths are carved out of the Landlock read rules (their parent directories cannot be listed)"
             }
             Gap::NoPidNamespace => {
-                "pid: no pid namespace, host processes are visible (seccomp still blocks ptrace)"
+                "pid: no pid namespace, host processes and their command lines (/proc/PID/cmdline) are visible (seccomp still blocks ptrace, Landlock scoping signals)"
+            }
+            Gap::NoProcessLimit => {
+                "limits: no user namespace, so no per-sandbox process limit (RLIMIT_NPROC would count the user's host processes)"
+            }
+            Gap::NoProcessLimitForRoot => {
+                "limits: uid 0 is exempt from RLIMIT_NPROC and this kernel (before 6.14) has no per-namespace pid_max: no process limit"
+            }
+            Gap::NoTmpfsLimit => {
+                "limits: no private tmpfs, so no size limit on temporary files (the file size rlimit still applies)"
             }
             Gap::HostUnixSockets => {
                 "network: host unix sockets (docker, ssh-agent, dbus) stay reachable by path without a mount namespace"
@@ -623,6 +657,11 @@ pub struct LaunchPlan {
     pub env: EnvPlan,
     pub network: NetworkPlan,
     pub rlimits: Vec<Rlimit>,
+    /// The PID namespace's `pid_max`, written before the capabilities are
+    /// dropped (bwrap: `--cap-add CAP_SYS_ADMIN,CAP_SETPCAP` for that).
+    /// Bounds the processes of uid 0 too, which `RLIMIT_NPROC` exempts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_max: Option<u64>,
     /// What this plan cannot enforce for the mode (and caveats).
     pub unenforced: Vec<Gap>,
 }

@@ -57,6 +57,18 @@ const SYSCALLS: &[(&str, i64)] = &[
     ("connect", libc::SYS_connect),
     ("sendto", libc::SYS_sendto),
     ("sendmsg", libc::SYS_sendmsg),
+    ("shmget", libc::SYS_shmget),
+    ("shmat", libc::SYS_shmat),
+    ("shmdt", libc::SYS_shmdt),
+    ("shmctl", libc::SYS_shmctl),
+    ("semget", libc::SYS_semget),
+    ("semop", libc::SYS_semop),
+    ("semtimedop", libc::SYS_semtimedop),
+    ("semctl", libc::SYS_semctl),
+    ("msgget", libc::SYS_msgget),
+    ("msgsnd", libc::SYS_msgsnd),
+    ("msgrcv", libc::SYS_msgrcv),
+    ("msgctl", libc::SYS_msgctl),
 ];
 
 /// The number of syscall `name` here.

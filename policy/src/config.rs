@@ -26,7 +26,7 @@ use crate::diagnostic::{suggest, Diagnostic};
 pub const FILE_NAME: &str = "config.toml";
 
 /// Top-level tables of the file.
-pub const SECTIONS: &[&str] = &["defaults", "http", "providers", "models", "trust"];
+pub const SECTIONS: &[&str] = &["defaults", "http", "providers", "models", "trust", "sandbox"];
 
 /// The wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -106,6 +106,29 @@ pub struct Config {
     pub models: Vec<ModelEntry>,
     /// `[trust]`: what `zot run` requires of an agent's publisher.
     pub trust: Trust,
+    /// `[sandbox]`: resource limits of every sandbox.
+    pub sandbox: SandboxSettings,
+}
+
+/// `[sandbox]`: `tmp_size` (`"512M"` or bytes), `max_procs`,
+/// `max_file_size`; command-line flags win.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SandboxSettings {
+    pub tmp_size: Option<u64>,
+    pub max_procs: Option<u64>,
+    pub max_file_size: Option<u64>,
+}
+
+impl SandboxSettings {
+    /// The limits these settings give (defaults for what is not set).
+    pub fn limits(&self) -> crate::limits::Limits {
+        let d = crate::limits::Limits::default();
+        crate::limits::Limits {
+            tmp_size: self.tmp_size.unwrap_or(d.tmp_size),
+            max_procs: self.max_procs.unwrap_or(d.max_procs),
+            max_file_size: self.max_file_size.unwrap_or(d.max_file_size),
+        }
+    }
 }
 
 /// `[trust]`.
@@ -216,6 +239,7 @@ pub fn parse(text: &str) -> Result<Config, Vec<Diagnostic>> {
             "providers" => cfg.providers = section_providers(&mut w, v),
             "models" => cfg.models = section_models(&mut w, v),
             "trust" => cfg.trust = section_trust(&mut w, v),
+            "sandbox" => cfg.sandbox = section_sandbox(&mut w, v),
             _ => w.unknown("", k, SECTIONS),
         }
     }
@@ -284,6 +308,45 @@ fn section_trust(w: &mut Walker, v: &Value) -> Trust {
         }
     }
     t
+}
+
+fn section_sandbox(w: &mut Walker, v: &Value) -> SandboxSettings {
+    use crate::limits::{check_max_procs, check_tmp_size, parse_size};
+    let mut s = SandboxSettings::default();
+    let Some(table) = w.table(v, "sandbox") else {
+        return s;
+    };
+    let size = |w: &mut Walker, v: &Value, p: &str| -> Option<u64> {
+        let r = match v {
+            Value::Integer(n) if *n >= 0 => Ok(*n as u64),
+            Value::String(t) => parse_size(t),
+            other => Err(format!(
+                "expected a size such as \"512M\" or a number of bytes, found {}",
+                kind(other)
+            )),
+        };
+        r.map_err(|e| w.err(p, e)).ok()
+    };
+    for (k, v) in table {
+        let p = join("sandbox", k);
+        match k.as_str() {
+            "tmp_size" => {
+                s.tmp_size = size(w, v, &p)
+                    .and_then(|n| check_tmp_size(n).map_err(|e| w.err(&p, e)).ok())
+            }
+            "max_file_size" => {
+                s.max_file_size = size(w, v, &p)
+                    .and_then(|n| check_tmp_size(n).map_err(|e| w.err(&p, e)).ok())
+            }
+            "max_procs" => {
+                s.max_procs = w
+                    .int(v, &p, 1, 1 << 22)
+                    .and_then(|n| check_max_procs(n as u64).map_err(|e| w.err(&p, e)).ok())
+            }
+            _ => w.unknown("sandbox", k, &["tmp_size", "max_procs", "max_file_size"]),
+        }
+    }
+    s
 }
 
 fn section_defaults(w: &mut Walker, v: &Value) -> Defaults {
@@ -753,6 +816,20 @@ mod tests {
             .into_iter()
             .map(|d| d.to_string())
             .collect()
+    }
+
+    #[test]
+    fn sandbox_section() {
+        let c = parse("[sandbox]\ntmp_size = \"1G\"\nmax_procs = 2048\nmax_file_size = 1048576\n").unwrap();
+        assert_eq!(c.sandbox.tmp_size, Some(1 << 30));
+        assert_eq!(c.sandbox.limits().max_procs, 2048);
+        assert_eq!(c.sandbox.limits().max_file_size, 1 << 20);
+        assert_eq!(Config::default().sandbox.limits(), crate::limits::Limits::default());
+        let e = parse("[sandbox]\ntmp_size = \"12X\"\nmax_procs = 3\nmax_proc = 1\n").unwrap_err();
+        let paths: Vec<&str> = e.iter().map(|d| d.path.as_str()).collect();
+        assert!(paths.contains(&"sandbox.tmp_size"), "{e:?}");
+        assert!(paths.contains(&"sandbox.max_procs"), "{e:?}");
+        assert!(paths.contains(&"sandbox.max_proc"), "{e:?}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod diagnostic;
 pub mod env;
 pub mod gate;
 pub mod net;
+pub mod limits;
 pub mod sandbox;
 pub mod skill;
 mod strict_json;

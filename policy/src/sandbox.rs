@@ -76,6 +76,9 @@ pub struct SandboxPolicy {
     pub deny_read: Vec<PathBuf>,
     pub network: NetworkPolicy,
     pub env: EnvPolicy,
+    /// Resource limits (tmpfs sizes, processes, file size).
+    #[serde(default)]
+    pub limits: crate::limits::Limits,
 }
 
 // ---------------------------------------------------------------------------
@@ -376,6 +379,7 @@ pub fn compile(mode: SandboxMode, opts: &SandboxOptions) -> Result<SandboxPolicy
                 deny_read,
                 network: NetworkPolicy::Off,
                 env: env_policy(&opts.env_allow, None),
+                limits: Default::default(),
             })
         }
         SandboxMode::WorkspaceWrite => {
@@ -396,6 +400,7 @@ pub fn compile(mode: SandboxMode, opts: &SandboxOptions) -> Result<SandboxPolicy
                     NetworkPolicy::Off
                 },
                 env: env_policy(&opts.env_allow, None),
+                limits: Default::default(),
             })
         }
         SandboxMode::DangerFullAccess => Ok(SandboxPolicy {
@@ -410,6 +415,7 @@ pub fn compile(mode: SandboxMode, opts: &SandboxOptions) -> Result<SandboxPolicy
                 keep: vec!["*".to_string()],
                 set: Vec::new(),
             },
+            limits: Default::default(),
         }),
     }
 }
@@ -457,6 +463,7 @@ pub fn agent_policy(opts: &AgentSandboxOptions) -> Result<SandboxPolicy, PolicyE
             NetworkPolicy::Off
         },
         env: env_policy(&opts.env_read, Some("/tmp".to_string())),
+        limits: Default::default(),
     })
 }
 

@@ -30,6 +30,15 @@ pub fn render(plan: &LaunchPlan) -> Vec<OsString> {
             .filter_map(|ns| unshare_flag(*ns))
             .map(OsString::from),
     );
+    if plan.pid_max.is_some() {
+        // For the launcher to write the PID namespace's pid_max (then drop
+        // every capability, the bounding set too).
+        a.extend(
+            ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
+                .into_iter()
+                .map(OsString::from),
+        );
+    }
     let mut push = |items: &[&std::ffi::OsStr]| a.extend(items.iter().map(|s| s.to_os_string()));
     for op in &plan.mounts {
         match op {
@@ -57,7 +66,9 @@ pub fn render(plan: &LaunchPlan) -> Vec<OsString> {
             }
             MountOp::Dev { dst } => push(&["--dev".as_ref(), dst.as_os_str()]),
             MountOp::Proc { dst } => push(&["--proc".as_ref(), dst.as_os_str()]),
-            MountOp::MaskFile { dst } | MountOp::BlockCreate { dst, .. } => {
+            MountOp::MaskFile { dst }
+            | MountOp::MaskSocket { dst }
+            | MountOp::BlockCreate { dst, .. } => {
                 push(&["--ro-bind".as_ref(), "/dev/null".as_ref(), dst.as_os_str()])
             }
             MountOp::MaskDir { dst } => push(&[
@@ -75,6 +86,19 @@ pub fn render(plan: &LaunchPlan) -> Vec<OsString> {
     }
     push(&["--chdir".as_ref(), plan.cwd.as_os_str()]);
     a
+}
+
+/// `plan` without the socket masks whose socket is gone since planning
+/// (bwrap would try to create a file there and fail; the native backend
+/// skips them alike). `None` when every one is still there.
+pub fn without_vanished_sockets(plan: &LaunchPlan) -> Option<LaunchPlan> {
+    let gone = |m: &MountOp| matches!(m, MountOp::MaskSocket { dst } if std::fs::symlink_metadata(dst).is_err());
+    if !plan.mounts.iter().any(gone) {
+        return None;
+    }
+    let mut p = plan.clone();
+    p.mounts.retain(|m| !gone(m));
+    Some(p)
 }
 
 #[cfg(test)]
@@ -150,6 +174,7 @@ mod tests {
             },
             network: NetworkPlan::Off,
             rlimits: vec![],
+            pid_max: None,
             unenforced: vec![],
         };
         let a = render(&plan);

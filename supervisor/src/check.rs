@@ -33,15 +33,17 @@ pub enum Feature {
     Pid,
     Seccomp,
     Landlock,
+    Limits,
 }
 
 impl Feature {
-    pub const ALL: [Feature; 5] = [
+    pub const ALL: [Feature; 6] = [
         Feature::Fs,
         Feature::Net,
         Feature::Pid,
         Feature::Seccomp,
         Feature::Landlock,
+        Feature::Limits,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -51,6 +53,7 @@ impl Feature {
             Feature::Pid => "pid",
             Feature::Seccomp => "seccomp",
             Feature::Landlock => "landlock",
+            Feature::Limits => "limits",
         }
     }
 }
@@ -62,7 +65,9 @@ impl FromStr for Feature {
             .into_iter()
             .find(|f| f.as_str() == s)
             .ok_or_else(|| {
-                format!("unknown feature {s:?} (expected fs, net, pid, seccomp or landlock)")
+                format!(
+                    "unknown feature {s:?} (expected fs, net, pid, seccomp, landlock or limits)"
+                )
             })
     }
 }
@@ -126,6 +131,26 @@ pub struct AttemptSpec {
     pub unix_socket: Option<PathBuf>,
     pub host_pid: i32,
     pub host_starttime: u64,
+    /// A host stream socket outside the private dirs (next to the workspace).
+    #[serde(default)]
+    pub outside_socket: Option<PathBuf>,
+    /// A host datagram socket inside the workspace.
+    #[serde(default)]
+    pub workspace_dgram: Option<PathBuf>,
+    /// A host file in the host's /dev/shm and its content.
+    #[serde(default)]
+    pub host_shm_file: Option<PathBuf>,
+    /// A host System V shared memory segment.
+    #[serde(default)]
+    pub host_shmid: Option<i32>,
+    /// A host pseudo-terminal (another terminal's /dev/pts/N).
+    #[serde(default)]
+    pub host_pty: Option<PathBuf>,
+    /// The planned tmpfs size and process limit.
+    #[serde(default)]
+    pub tmp_size: Option<u64>,
+    #[serde(default)]
+    pub max_procs: Option<u64>,
 }
 
 /// One attempt's raw outcome, as the runner prints it.
@@ -180,6 +205,48 @@ fn attempts(mode: SandboxMode) -> Vec<Attempt> {
         a("write protected .git/config", Feature::Fs, true, false),
         a("create .git/hooks entry", Feature::Fs, true, false),
         a("connect to a host unix socket", Feature::Net, false, false),
+        a(
+            "connect to a host unix socket outside /tmp",
+            Feature::Net,
+            false,
+            false,
+        ),
+        a(
+            "sendto a host datagram socket in the workspace",
+            Feature::Net,
+            false,
+            false,
+        ),
+        a(
+            "read a file in the host's /dev/shm",
+            Feature::Fs,
+            false,
+            false,
+        ),
+        a(
+            "attach host System V shared memory",
+            Feature::Fs,
+            false,
+            false,
+        ),
+        a(
+            "write to another terminal (/dev/pts)",
+            Feature::Fs,
+            false,
+            false,
+        ),
+        a(
+            "/tmp larger than the tmpfs limit",
+            Feature::Limits,
+            true,
+            false,
+        ),
+        a(
+            "processes beyond the process limit",
+            Feature::Limits,
+            true,
+            false,
+        ),
         a(
             "tcp connect to host loopback listener",
             Feature::Net,
@@ -269,6 +336,14 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
     }
     let mut spec = fixture.attempt_spec(port);
     spec.unix_socket = Some(sock_path.clone());
+    let host = HostBits::create(&fixture);
+    spec.outside_socket = host.stream.as_ref().map(|(p, _)| p.clone());
+    spec.workspace_dgram = host.dgram.as_ref().map(|(p, _)| p.clone());
+    spec.host_shm_file = host.shm_file.clone();
+    spec.host_shmid = host.shmid;
+    spec.host_pty = host.pty.as_ref().map(|(p, _, _)| p.clone());
+    spec.tmp_size = Some(policy.limits.tmp_size);
+    spec.max_procs = Some(policy.limits.max_procs);
     let json = serde_json::to_string(&spec).map_err(|e| SupervisorError::Io {
         what: "encoding the attempt spec".into(),
         source: e.into(),
@@ -311,6 +386,14 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
     // Drain whatever reached the listener (nothing should).
     let leaked = listener.accept().is_ok();
     let unix_leaked = unix_listener.accept().is_ok();
+    let outside_leaked = host
+        .stream
+        .as_ref()
+        .is_some_and(|(_, l)| l.accept().is_ok());
+    let dgram_leaked = host.dgram.as_ref().is_some_and(|(_, d)| {
+        let mut b = [0u8; 16];
+        d.recv(&mut b).is_ok()
+    });
     let e = &outcome.report;
     // The check always runs (allow_degraded); `missing` says what is not full.
     report.backend_reasons = e.backend_reasons();
@@ -365,6 +448,14 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
             succeeded = true;
             detail.push_str(" (the host socket saw a connection)");
         }
+        if a.name == "connect to a host unix socket outside /tmp" && outside_leaked {
+            succeeded = true;
+            detail.push_str(" (the host socket saw a connection)");
+        }
+        if a.name == "sendto a host datagram socket in the workspace" && dgram_leaked {
+            succeeded = true;
+            detail.push_str(" (the host socket received a datagram)");
+        }
         if a.feature == Feature::Net && a.name.starts_with("tcp") && leaked {
             succeeded = true;
             detail.push_str(" (the listener saw a connection)");
@@ -402,6 +493,102 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
     Ok(report)
 }
 
+/// Host objects the attempts aim at; removed when dropped.
+struct HostBits {
+    stream: Option<(PathBuf, std::os::unix::net::UnixListener)>,
+    dgram: Option<(PathBuf, std::os::unix::net::UnixDatagram)>,
+    shm_file: Option<PathBuf>,
+    shmid: Option<i32>,
+    /// Path, master and slave fds.
+    pty: Option<(PathBuf, std::os::fd::OwnedFd, std::os::fd::OwnedFd)>,
+}
+
+impl HostBits {
+    /// Whatever can be made here (a missing one fails its attempt as
+    /// "not available", which counts as refused: nothing was reached).
+    fn create(f: &Fixture) -> HostBits {
+        use std::os::fd::{FromRawFd, OwnedFd};
+        use std::os::unix::fs::PermissionsExt;
+        let open = |p: &Path| {
+            let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777));
+        };
+        let stream = {
+            let p = f.outside.join("host.sock");
+            std::os::unix::net::UnixListener::bind(&p).ok().map(|l| {
+                l.set_nonblocking(true).ok();
+                open(&p);
+                (p, l)
+            })
+        };
+        let dgram = {
+            let p = f.workspace.join("host-dgram.sock");
+            std::os::unix::net::UnixDatagram::bind(&p).ok().map(|d| {
+                d.set_nonblocking(true).ok();
+                open(&p);
+                (p, d)
+            })
+        };
+        let shm_file = {
+            let p = PathBuf::from(format!("/dev/shm/zot-check-{}", std::process::id()));
+            std::fs::write(&p, &f.token).ok().map(|_| p)
+        };
+        // SAFETY: plain syscall.
+        let id = unsafe { libc::shmget(libc::IPC_PRIVATE, 4096, libc::IPC_CREAT | 0o666) };
+        let shmid = (id >= 0).then_some(id);
+        let pty = {
+            let (mut m, mut sl) = (-1, -1);
+            // SAFETY: out-pointers to ints; no name/termios/winsize.
+            let r = unsafe {
+                libc::openpty(
+                    &mut m,
+                    &mut sl,
+                    std::ptr::null_mut(),
+                    std::ptr::null(),
+                    std::ptr::null(),
+                )
+            };
+            if r == 0 {
+                // SAFETY: fresh fds we own.
+                let (m, sl) = unsafe { (OwnedFd::from_raw_fd(m), OwnedFd::from_raw_fd(sl)) };
+                std::fs::read_link(format!(
+                    "/proc/self/fd/{}",
+                    std::os::fd::AsRawFd::as_raw_fd(&sl)
+                ))
+                .ok()
+                .map(|p| (p, m, sl))
+            } else {
+                None
+            }
+        };
+        HostBits {
+            stream,
+            dgram,
+            shm_file,
+            shmid,
+            pty,
+        }
+    }
+}
+
+impl Drop for HostBits {
+    fn drop(&mut self) {
+        for p in [
+            &self.stream.as_ref().map(|s| s.0.clone()),
+            &self.dgram.as_ref().map(|s| s.0.clone()),
+            &self.shm_file,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let _ = std::fs::remove_file(p);
+        }
+        if let Some(id) = self.shmid {
+            // SAFETY: our segment.
+            unsafe { libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
+        }
+    }
+}
+
 fn fill_enforced(report: &mut CheckReport, e: &crate::EnforcementReport) {
     for (f, level) in [
         (Feature::Fs, e.filesystem),
@@ -409,6 +596,7 @@ fn fill_enforced(report: &mut CheckReport, e: &crate::EnforcementReport) {
         (Feature::Pid, e.pid),
         (Feature::Seccomp, e.seccomp),
         (Feature::Landlock, e.landlock),
+        (Feature::Limits, e.limits),
     ] {
         report.enforced.insert(f.as_str().into(), level);
     }
@@ -551,6 +739,13 @@ impl Fixture {
             unix_socket: None,
             host_pid: self.target.id() as i32,
             host_starttime: starttime(self.target.id() as i32).unwrap_or(0),
+            outside_socket: None,
+            workspace_dgram: None,
+            host_shm_file: None,
+            host_shmid: None,
+            host_pty: None,
+            tmp_size: None,
+            max_procs: None,
         }
     }
 }
@@ -634,6 +829,92 @@ pub fn run_attempts(spec: &AttemptSpec) -> Vec<AttemptOutcome> {
                 .map(|_| format!("connected to {}", p.display()))
                 .map_err(|e| format!("{}: {e}", p.display())),
             None => Err("no host socket".into()),
+        },
+    );
+    push(
+        "connect to a host unix socket outside /tmp",
+        match &spec.outside_socket {
+            Some(p) => std::os::unix::net::UnixStream::connect(p)
+                .map(|_| format!("connected to {}", p.display()))
+                .map_err(|e| format!("{}: {e}", p.display())),
+            None => Err("no host socket".into()),
+        },
+    );
+    push(
+        "sendto a host datagram socket in the workspace",
+        match &spec.workspace_dgram {
+            Some(p) => std::os::unix::net::UnixDatagram::unbound()
+                .and_then(|d| d.send_to(b"zot-check", p))
+                .map(|_| format!("sent to {}", p.display()))
+                .map_err(|e| format!("{}: {e}", p.display())),
+            None => Err("no host socket".into()),
+        },
+    );
+    push(
+        "read a file in the host's /dev/shm",
+        match &spec.host_shm_file {
+            Some(p) => match read_file(p) {
+                Ok(s) if s.contains(&spec.secret_token) => Ok(format!("read {}", p.display())),
+                Ok(_) => Err("another file".into()),
+                Err(e) => Err(e),
+            },
+            None => Err("no host file".into()),
+        },
+    );
+    push(
+        "attach host System V shared memory",
+        match spec.host_shmid {
+            Some(id) => {
+                // SAFETY: attach read-only, detach right after.
+                let p = unsafe { libc::shmat(id, std::ptr::null(), libc::SHM_RDONLY) };
+                if p as isize == -1 {
+                    Err(format!("shmat: {}", std::io::Error::last_os_error()))
+                } else {
+                    unsafe { libc::shmdt(p) };
+                    Ok(format!("attached host segment {id}"))
+                }
+            }
+            None => Err("no host segment".into()),
+        },
+    );
+    push(
+        "write to another terminal (/dev/pts)",
+        match &spec.host_pty {
+            Some(p) => std::fs::OpenOptions::new()
+                .write(true)
+                .open(p)
+                .map(|_| format!("opened {} for writing", p.display()))
+                .map_err(|e| format!("{}: {e}", p.display())),
+            None => Err("no host terminal".into()),
+        },
+    );
+    push(
+        "/tmp larger than the tmpfs limit",
+        match (spec.tmp_size, nix::sys::statvfs::statvfs("/tmp")) {
+            (Some(limit), Ok(v)) => {
+                let size = v.blocks() as u64 * v.fragment_size() as u64;
+                if size > limit {
+                    Ok(format!("/tmp holds {size} bytes, limit {limit}"))
+                } else {
+                    Err(format!("/tmp holds at most {size} bytes"))
+                }
+            }
+            (None, _) => Err("no limit planned".into()),
+            (_, Err(e)) => Ok(format!("statvfs /tmp: {e}")),
+        },
+    );
+    push(
+        "processes beyond the process limit",
+        match (
+            spec.max_procs,
+            nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NPROC),
+        ) {
+            (Some(limit), Ok((soft, _))) if soft == libc::RLIM_INFINITY || soft > limit => {
+                Ok(format!("RLIMIT_NPROC is {soft}, limit {limit}"))
+            }
+            (Some(_), Ok((soft, _))) => Err(format!("RLIMIT_NPROC is {soft}")),
+            (None, _) => Err("no limit planned".into()),
+            (_, Err(e)) => Ok(format!("getrlimit: {e}")),
         },
     );
     push(

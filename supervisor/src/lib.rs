@@ -11,6 +11,7 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -18,6 +19,8 @@ use zot_launcher::plan::{Area, Gap, LaunchPlan, Namespace, NetworkPlan};
 use zot_policy::sandbox::{SandboxMode, SandboxPolicy};
 
 pub mod bwrap;
+pub mod cancel;
+pub mod cgroup;
 pub mod check;
 pub mod explain;
 pub mod journal;
@@ -30,6 +33,7 @@ pub mod resolve;
 mod spawn;
 mod supervise;
 
+pub use cancel::Cancel;
 pub use process::{exec_unconfined, run};
 pub use repos::find_nested_repos;
 pub use resolve::{prepare, Backend, Planned};
@@ -80,6 +84,28 @@ pub enum Output {
     Stream { max_bytes: usize },
 }
 
+/// Which of the command's output streams a chunk came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutStream {
+    Stdout,
+    Stderr,
+}
+
+/// Called with each chunk of the command's output as it arrives (from the
+/// threads that read the pipes), within the `max_bytes` of each stream,
+/// whatever [`Output`] says is done with it as well.
+#[derive(Clone)]
+pub struct OutputSink(pub Arc<SinkFn>);
+
+/// What an [`OutputSink`] calls.
+pub type SinkFn = dyn Fn(OutStream, &[u8]) + Send + Sync;
+
+impl std::fmt::Debug for OutputSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutputSink")
+    }
+}
+
 /// The command's stdin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stdin {
@@ -116,6 +142,13 @@ pub struct RunRequest {
     /// With allowed hosts (a proxied network): where the proxy appends its
     /// JSONL audit records (they are in [`RunOutcome::proxy`] either way).
     pub proxy_log: Option<PathBuf>,
+    /// When this fires, the command gets the signal of an
+    /// [`interrupt`](Cancel::interrupt) (SIGTERM for a plain cancel), then
+    /// SIGKILL of the whole tree after `kill_grace`; the outcome says
+    /// `cancelled`. One already fired means the command is not started.
+    pub cancel: Option<Cancel>,
+    /// Sees the output as it comes (see [`OutputSink`]).
+    pub on_output: Option<OutputSink>,
 }
 
 impl RunRequest {
@@ -136,6 +169,8 @@ impl RunRequest {
             in_process: false,
             zot_as_launcher: false,
             proxy_log: None,
+            cancel: None,
+            on_output: None,
         }
     }
 }
@@ -180,6 +215,70 @@ impl std::fmt::Display for Note {
     }
 }
 
+/// The resource limits a run enforces (from its plan).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LimitValues {
+    /// Bytes of each private tmpfs (`/tmp`, `/var/tmp`, `/run`, `/dev/shm`).
+    pub tmpfs_size: Option<u64>,
+    /// Processes and threads (`RLIMIT_NPROC` in the sandbox's user namespace).
+    pub processes: Option<u64>,
+    /// Largest file written (`RLIMIT_FSIZE`).
+    pub file_size: Option<u64>,
+    /// `RLIMIT_CORE` is 0.
+    pub no_core_dumps: bool,
+    /// cgroup v2 limits: what was applied, or why none.
+    pub cgroup: String,
+}
+
+impl LimitValues {
+    pub fn of(plan: &LaunchPlan) -> LimitValues {
+        use zot_launcher::plan::{MountOp, RlimitResource};
+        let rl = |r: RlimitResource| {
+            plan.rlimits
+                .iter()
+                .find(|l| l.resource == r)
+                .and_then(|l| l.hard)
+        };
+        LimitValues {
+            tmpfs_size: plan.mounts.iter().find_map(|m| match m {
+                MountOp::Tmpfs { dst, size, .. } if dst == std::path::Path::new("/tmp") => *size,
+                _ => None,
+            }),
+            processes: rl(RlimitResource::Nproc),
+            file_size: rl(RlimitResource::Fsize),
+            no_core_dumps: rl(RlimitResource::Core) == Some(0),
+            cgroup: if plan.isolation == zot_launcher::plan::Isolation::None {
+                "none".into()
+            } else {
+                cgroup::status()
+            },
+        }
+    }
+
+    /// One line: `tmpfs 512 MiB each, 1024 processes, ...`.
+    pub fn to_text(&self) -> String {
+        use zot_policy::limits::format_size;
+        let mut v = Vec::new();
+        v.push(match self.tmpfs_size {
+            Some(n) => format!("tmpfs {} each", format_size(n)),
+            None => "tmpfs unlimited".into(),
+        });
+        v.push(match self.processes {
+            Some(n) => format!("{n} processes"),
+            None => "processes unlimited".into(),
+        });
+        v.push(match self.file_size {
+            Some(n) => format!("files up to {}", format_size(n)),
+            None => "file size unlimited".into(),
+        });
+        if self.no_core_dumps {
+            v.push("no core dumps".into());
+        }
+        v.push(format!("cgroup: {}", self.cgroup));
+        v.join(", ")
+    }
+}
+
 /// What a run actually enforced.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EnforcementReport {
@@ -192,6 +291,11 @@ pub struct EnforcementReport {
     pub pid: Level,
     pub seccomp: Level,
     pub landlock: Level,
+    /// The resource limits: `full` when the tmpfs sizes and the process
+    /// limit apply (bwrap, native), `partial` without them (landlock).
+    pub limits: Level,
+    /// The limit values enforced.
+    pub limit_values: LimitValues,
     /// Why something is not full, and every downgrade accepted.
     pub notes: Vec<Note>,
 }
@@ -232,6 +336,8 @@ impl EnforcementReport {
                     Level::Full
                 },
             ),
+            limits: level(plan.level(Area::Limits)),
+            limit_values: LimitValues::of(plan),
             notes,
         }
     }
@@ -262,8 +368,9 @@ impl EnforcementReport {
     /// Human-readable multi-line form (what `--report` prints).
     pub fn to_text(&self) -> String {
         let mut s = format!(
-            "zot sandbox report: mode {} backend {}\n  filesystem: {}\n  network: {}\n  pid: {}\n  seccomp: {}\n  landlock: {}\n",
-            self.mode, self.backend, self.filesystem, self.network, self.pid, self.seccomp, self.landlock
+            "zot sandbox report: mode {} backend {}\n  filesystem: {}\n  network: {}\n  pid: {}\n  seccomp: {}\n  landlock: {}\n  limits: {} ({})\n",
+            self.mode, self.backend, self.filesystem, self.network, self.pid, self.seccomp, self.landlock,
+            self.limits, self.limit_values.to_text()
         );
         for r in self.reasons() {
             s.push_str("  note: ");
@@ -285,6 +392,9 @@ pub struct RunOutcome {
     /// Output was cut at `max_bytes`.
     pub truncated: bool,
     pub timed_out: bool,
+    /// Stopped by [`RunRequest::cancel`] (or never started because it had
+    /// fired).
+    pub cancelled: bool,
     pub duration: Duration,
     pub report: EnforcementReport,
     /// The filtering proxy's decisions (a proxied network only).

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::{Output, SupervisorError};
+use crate::{OutStream, Output, OutputSink, SupervisorError};
 
 pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd), SupervisorError> {
     nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| SupervisorError::Io {
@@ -21,7 +21,8 @@ pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd), SupervisorError> {
 pub(crate) fn pump(
     src: std::fs::File,
     output: Output,
-    is_err: bool,
+    stream: OutStream,
+    sink: Option<OutputSink>,
     truncated: Arc<AtomicBool>,
     exited: Arc<AtomicBool>,
 ) -> JoinHandle<Vec<u8>> {
@@ -67,9 +68,12 @@ pub(crate) fn pump(
                 truncated.store(true, Ordering::SeqCst);
             }
             if take > 0 {
+                if let Some(OutputSink(f)) = &sink {
+                    f(stream, &buf[..take]);
+                }
                 if capture {
                     kept.extend_from_slice(&buf[..take]);
-                } else if is_err {
+                } else if stream == OutStream::Stderr {
                     let _ = std::io::stderr().write_all(&buf[..take]);
                 } else {
                     let mut out = std::io::stdout().lock();

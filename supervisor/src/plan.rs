@@ -10,7 +10,7 @@ use std::path::{Component, Path, PathBuf};
 use zot_launcher::plan::{
     ArgCmp, ArgOp, ArgWidth, EnvPlan, EnvVar, Gap, Isolation, LandlockAccess, LandlockCompat,
     LandlockPlan, LandlockRule, LandlockScope, LaunchPlan, Mode, MountOp, Namespace, NetworkPlan,
-    SeccompAction, SeccompPlan, SeccompRule,
+    Rlimit, RlimitResource, SeccompAction, SeccompPlan, SeccompRule,
 };
 use zot_policy::sandbox::{NetworkPolicy, ReadScope, SandboxMode, SandboxPolicy};
 
@@ -25,6 +25,7 @@ pub enum FileKind {
     Dir,
     File,
     Symlink,
+    Socket,
     Other,
 }
 
@@ -37,6 +38,23 @@ pub trait HostFs {
     fn canonicalize(&self, p: &Path) -> Option<PathBuf>;
     /// The entries of a directory, sorted.
     fn read_dir(&self, p: &Path) -> Vec<PathBuf>;
+    /// The paths of the unix sockets bound on the host (its network
+    /// namespace's `/proc/net/unix`), as bound: absolute or not.
+    fn unix_sockets(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
+    /// The caller's hard limit of `r` (`None`: unlimited).
+    fn hard_limit(&self, _r: RlimitResource) -> Option<u64> {
+        None
+    }
+    /// The kernel keeps a `pid_max` per PID namespace (Linux 6.14+).
+    fn pid_max_per_namespace(&self) -> bool {
+        false
+    }
+    /// The caller is uid 0 (exempt from `RLIMIT_NPROC`).
+    fn caller_is_root(&self) -> bool {
+        false
+    }
 }
 
 /// The real filesystem.
@@ -50,6 +68,8 @@ fn kind(m: &std::fs::Metadata) -> FileKind {
         FileKind::File
     } else if t.is_symlink() {
         FileKind::Symlink
+    } else if std::os::unix::fs::FileTypeExt::is_socket(&t) {
+        FileKind::Socket
     } else {
         FileKind::Other
     }
@@ -72,6 +92,79 @@ impl HostFs for RealFs {
         v.sort();
         v
     }
+    fn unix_sockets(&self) -> Vec<PathBuf> {
+        std::fs::read("/proc/net/unix")
+            .map(|b| parse_proc_net_unix(&b))
+            .unwrap_or_default()
+    }
+    fn pid_max_per_namespace(&self) -> bool {
+        kernel_at_least(6, 14)
+    }
+    fn caller_is_root(&self) -> bool {
+        // SAFETY: no preconditions.
+        unsafe { libc::geteuid() == 0 || libc::getuid() == 0 }
+    }
+    fn hard_limit(&self, r: RlimitResource) -> Option<u64> {
+        let mut l = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: a valid rlimit out-pointer.
+        if unsafe { libc::getrlimit(r.raw(), &mut l) } != 0 || l.rlim_max == libc::RLIM_INFINITY {
+            return None;
+        }
+        Some(l.rlim_max)
+    }
+}
+
+fn kernel_at_least(major: u32, minor: u32) -> bool {
+    let Ok(u) = nix::sys::utsname::uname() else {
+        return false;
+    };
+    let rel = u.release().to_string_lossy().into_owned();
+    let mut it = rel
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>().unwrap_or(0));
+    let (a, b) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
+    (a, b) >= (major, minor)
+}
+
+/// The PIDs the kernel never reuses after the first wrap (`RESERVED_PIDS`).
+const RESERVED_PIDS: u64 = 300;
+
+/// The pathname sockets of a `/proc/net/unix` listing (abstract names,
+/// shown with a leading `@`, and unnamed sockets left out), deduplicated
+/// (accepted connections repeat their listener's path).
+pub fn parse_proc_net_unix(text: &[u8]) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out: Vec<PathBuf> = Vec::new();
+    for line in text.split(|b| *b == b'\n').skip(1) {
+        // Num RefCount Protocol Flags Type St Inode Path: the path is what
+        // follows the seventh field (it may hold spaces).
+        let mut rest = line;
+        let mut fields = 0;
+        while fields < 7 {
+            let start = rest.iter().position(|b| *b != b' ').unwrap_or(rest.len());
+            rest = &rest[start..];
+            let end = rest.iter().position(|b| *b == b' ').unwrap_or(rest.len());
+            if end == 0 {
+                break;
+            }
+            rest = &rest[end..];
+            fields += 1;
+        }
+        if fields < 7 || rest.first() != Some(&b' ') {
+            continue;
+        }
+        let path = &rest[1..];
+        if path.is_empty() || path[0] == b'@' {
+            continue;
+        }
+        out.push(PathBuf::from(std::ffi::OsStr::from_bytes(path)));
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Why a policy cannot be planned here.
@@ -129,6 +222,7 @@ pub fn plan(
             env,
             network: NetworkPlan::Host,
             rlimits: Vec::new(),
+            pid_max: None,
             unenforced: Vec::new(),
         });
     }
@@ -205,6 +299,17 @@ pub fn plan(
         if network == NetworkPlan::Host {
             unenforced.push(Gap::HostUnixSockets);
         }
+        unenforced.push(Gap::NoProcessLimit);
+        unenforced.push(Gap::NoTmpfsLimit);
+    }
+    let rlimits = rlimits_plan(policy, isolation, fs);
+    // pid_max bounds the PIDs in use, so the processes, to between
+    // max_procs and max_procs + RESERVED_PIDS - 1 (PIDs below that floor
+    // are not reused once the counter wrapped).
+    let pid_max = (isolation == Isolation::Namespaces && fs.pid_max_per_namespace())
+        .then_some(policy.limits.max_procs + RESERVED_PIDS);
+    if isolation == Isolation::Namespaces && pid_max.is_none() && fs.caller_is_root() {
+        unenforced.push(Gap::NoProcessLimitForRoot);
     }
     Ok(LaunchPlan {
         mode: policy.mode,
@@ -218,7 +323,8 @@ pub fn plan(
         mounts,
         env,
         network,
-        rlimits: Vec::new(),
+        rlimits,
+        pid_max,
         unenforced,
     })
 }
@@ -254,6 +360,33 @@ fn proxy_env(env: &mut EnvPlan, port: u16) {
             value: value.clone(),
         });
     }
+}
+
+/// The rlimits: no core dumps, the file size, and (in an own user
+/// namespace, where the kernel counts only the sandbox's processes) the
+/// process count. Never above the caller's hard limit (raising it needs a
+/// privilege the sandbox does not have).
+fn rlimits_plan(policy: &SandboxPolicy, isolation: Isolation, fs: &dyn HostFs) -> Vec<Rlimit> {
+    let capped = |r: RlimitResource, want: u64| {
+        let v = fs.hard_limit(r).map_or(want, |h| h.min(want));
+        Rlimit {
+            resource: r,
+            soft: Some(v),
+            hard: Some(v),
+        }
+    };
+    let mut v = vec![
+        Rlimit {
+            resource: RlimitResource::Core,
+            soft: Some(0),
+            hard: Some(0),
+        },
+        capped(RlimitResource::Fsize, policy.limits.max_file_size),
+    ];
+    if isolation == Isolation::Namespaces {
+        v.push(capped(RlimitResource::Nproc, policy.limits.max_procs));
+    }
+    v
 }
 
 fn env_plan(policy: &SandboxPolicy, env: &[(OsString, OsString)], all: bool) -> EnvPlan {
@@ -337,7 +470,7 @@ fn mount_view(
             ops.push(MountOp::Tmpfs {
                 dst: "/".into(),
                 mode: Mode(0o755),
-                size: None,
+                size: Some(policy.limits.tmp_size),
                 writable: true,
             });
             reads = paths
@@ -356,7 +489,7 @@ fn mount_view(
             ops.push(MountOp::Tmpfs {
                 dst: dir.into(),
                 mode: Mode(mode),
-                size: None,
+                size: Some(policy.limits.tmp_size),
                 writable: true,
             });
         }
@@ -365,7 +498,7 @@ fn mount_view(
     ops.push(MountOp::Tmpfs {
         dst: "/dev/shm".into(),
         mode: Mode(0o1777),
-        size: None,
+        size: Some(policy.limits.tmp_size),
         writable: true,
     });
     ops.push(MountOp::RemountRo { dst: "/dev".into() });
@@ -467,25 +600,7 @@ fn mount_view(
     };
     let mut masks: Vec<PathBuf> = Vec::new();
     for c in &denies {
-        let mut at: Vec<PathBuf> = Vec::new();
-        if restricted {
-            // Seen through every read scope whose source holds it.
-            for (src, dst) in &reads {
-                if let Ok(rel) = c.strip_prefix(src) {
-                    at.push(if rel.as_os_str().is_empty() {
-                        dst.clone()
-                    } else {
-                        dst.join(rel)
-                    });
-                }
-            }
-            if roots.iter().any(|r| c.starts_with(r)) {
-                at.push(c.clone());
-            }
-        } else {
-            at.push(c.clone());
-        }
-        for a in at {
+        for a in view_paths(c, restricted, &reads, roots) {
             if (under_private(&a) && !bound_back(&a)) || masks.contains(&a) {
                 continue; // hidden already
             }
@@ -496,10 +611,70 @@ fn mount_view(
             });
         }
     }
+    // Host unix sockets wherever the view shows them (a read-only mount
+    // does not stop `connect`): /dev/null over each.
+    let mut socks: Vec<PathBuf> = fs
+        .unix_sockets()
+        .into_iter()
+        .filter(|p| p.is_absolute())
+        .filter_map(|p| fs.canonicalize(&p))
+        .filter(|c| fs.lstat(c) == Some(FileKind::Socket))
+        // The filtering proxy's socket: the one host socket the sandbox
+        // reaches (its directory is bound in after the view).
+        .filter(|c| match &policy.network {
+            NetworkPolicy::Proxied {
+                socket_dir: Some(d),
+                ..
+            } => !c.starts_with(d),
+            _ => true,
+        })
+        .collect();
+    socks.sort();
+    socks.dedup();
+    for c in socks {
+        for a in view_paths(&c, restricted, &reads, roots) {
+            let hidden = (under_private(&a) && !bound_back(&a))
+                || a.starts_with("/dev")
+                || a.starts_with("/proc")
+                || masks.iter().any(|m| a.starts_with(m));
+            if !hidden {
+                masks.push(a.clone());
+                ops.push(MountOp::MaskSocket { dst: a });
+            }
+        }
+    }
     if restricted {
         ops.push(MountOp::RemountRo { dst: "/".into() });
     }
     ops
+}
+
+/// Where the host path `c` shows in the view: itself in a full-disk view;
+/// through every read scope whose source holds it and in the write roots in
+/// a restricted one.
+fn view_paths(
+    c: &Path,
+    restricted: bool,
+    reads: &[(PathBuf, PathBuf)],
+    roots: &[PathBuf],
+) -> Vec<PathBuf> {
+    if !restricted {
+        return vec![c.to_path_buf()];
+    }
+    let mut at = Vec::new();
+    for (src, dst) in reads {
+        if let Ok(rel) = c.strip_prefix(src) {
+            at.push(if rel.as_os_str().is_empty() {
+                dst.clone()
+            } else {
+                dst.join(rel)
+            });
+        }
+    }
+    if roots.iter().any(|r| c.starts_with(r)) {
+        at.push(c.to_path_buf());
+    }
+    at
 }
 
 /// The read rules of the landlock backend for a full-disk view with
@@ -530,6 +705,35 @@ fn rule(path: impl Into<PathBuf>, access: LandlockAccess, must_exist: bool) -> L
     }
 }
 
+/// The host device nodes the landlock backend grants (no /dev/shm, no
+/// /dev/pts: those are shared with the host there).
+pub const HOST_DEV_NODES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    // A new pty pair (its slave reached by TIOCGPTPEER, not by path).
+    "/dev/ptmx",
+];
+
+/// System V IPC: without an own IPC namespace its objects are the host's.
+const SYSV_IPC: &[&str] = &[
+    "shmget",
+    "shmat",
+    "shmdt",
+    "shmctl",
+    "semget",
+    "semop",
+    "semtimedop",
+    "semctl",
+    "msgget",
+    "msgsnd",
+    "msgrcv",
+    "msgctl",
+];
+
 fn landlock_plan(
     policy: &SandboxPolicy,
     isolation: Isolation,
@@ -548,12 +752,15 @@ fn landlock_plan(
                 rules.push(rule("/", LandlockAccess::ListDir, false));
             }
         }
-        ReadScope::FullDisk if !mounts && !policy.deny_read.is_empty() => {
-            let denied: Vec<PathBuf> = policy
+        ReadScope::FullDisk if !mounts => {
+            // The host's /dev is carved out too: only the device nodes
+            // below are granted (not /dev/shm, other terminals' /dev/pts).
+            let mut denied: Vec<PathBuf> = policy
                 .deny_read
                 .iter()
                 .filter_map(|p| fs.canonicalize(p))
                 .collect();
+            denied.push(PathBuf::from("/dev"));
             let mut out = Vec::new();
             carve(Path::new("/"), &denied, fs, &mut out);
             rules.extend(
@@ -563,7 +770,17 @@ fn landlock_plan(
         }
         ReadScope::FullDisk => rules.push(rule("/", LandlockAccess::Read, false)),
     }
-    rules.push(rule("/dev", LandlockAccess::Device, false));
+    if mounts {
+        // The view's own minimal /dev (its shm is a private tmpfs).
+        rules.push(rule("/dev", LandlockAccess::Device, false));
+    } else {
+        rules.push(rule("/dev", LandlockAccess::ListDir, false));
+        rules.extend(
+            HOST_DEV_NODES
+                .iter()
+                .map(|d| rule(*d, LandlockAccess::Device, false)),
+        );
+    }
     rules.extend(
         roots
             .iter()
@@ -691,6 +908,13 @@ fn seccomp_plan(network: &NetworkPlan, isolation: Isolation) -> SeccompPlan {
             any_of: Vec::new(),
         },
     ];
+    if isolation == Isolation::LandlockOnly {
+        rules.push(SeccompRule {
+            syscalls: names(SYSV_IPC),
+            action: SeccompAction::Eperm,
+            any_of: Vec::new(),
+        });
+    }
     if *network == NetworkPlan::Off {
         rules.push(SeccompRule {
             syscalls: names(&["socket", "socketpair"]),

@@ -343,7 +343,7 @@ fn restricted_view_binds_resolved_sources_at_the_given_paths() {
         MountOp::Tmpfs {
             dst: "/".into(),
             mode: Mode(0o755),
-            size: None,
+            size: Some(512 << 20),
             writable: true
         }
     );
@@ -413,9 +413,33 @@ fn landlock_only_plan_has_no_mounts_and_says_what_it_misses() {
         vec![
             Gap::ProtectedPathsWritable,
             Gap::DenyReadCarved,
-            Gap::NoPidNamespace
+            Gap::NoPidNamespace,
+            Gap::NoProcessLimit,
+            Gap::NoTmpfsLimit,
         ]
     );
+    // Only chosen host device nodes; SysV IPC refused (no IPC namespace).
+    assert!(p
+        .landlock
+        .rules
+        .iter()
+        .any(|r| r.path == Path::new("/dev") && r.access == LandlockAccess::ListDir));
+    assert!(!p
+        .landlock
+        .rules
+        .iter()
+        .any(|r| r.path.starts_with("/dev/shm")
+            || r.path.starts_with("/dev/pts")
+            || (r.path == Path::new("/") && r.access == LandlockAccess::Read)));
+    assert!(p
+        .seccomp
+        .rules
+        .iter()
+        .any(|r| r.syscalls.contains(&"shmat".to_string()) && r.action == SeccompAction::Eperm));
+    assert!(!p
+        .rlimits
+        .iter()
+        .any(|l| l.resource == RlimitResource::Nproc));
     assert_eq!(p.landlock.compat, LandlockCompat::Required);
     // Carved read rules: no rule covers the denied paths or their ancestors.
     for r in &p.landlock.rules {
@@ -472,4 +496,136 @@ fn the_plan_seccomp_rules_compile_here() {
     assert!(!zot_launcher::seccomp::compile(&p.seccomp)
         .unwrap()
         .is_empty());
+}
+
+/// The fake host with sockets bound by host processes.
+struct Socks(FakeFs, Vec<PathBuf>);
+
+impl HostFs for Socks {
+    fn lstat(&self, p: &Path) -> Option<FileKind> {
+        if self.1.iter().any(|s| s == p) {
+            return Some(FileKind::Socket);
+        }
+        self.0.lstat(p)
+    }
+    fn stat(&self, p: &Path) -> Option<FileKind> {
+        self.0.stat(p)
+    }
+    fn canonicalize(&self, p: &Path) -> Option<PathBuf> {
+        self.0.canonicalize(p)
+    }
+    fn read_dir(&self, p: &Path) -> Vec<PathBuf> {
+        self.0.read_dir(p)
+    }
+    fn unix_sockets(&self) -> Vec<PathBuf> {
+        let mut v = self.1.clone();
+        v.push("relative.sock".into());
+        v.push("/home/u/gone.sock".into());
+        v
+    }
+    fn hard_limit(&self, r: RlimitResource) -> Option<u64> {
+        (r == RlimitResource::Nproc).then_some(100)
+    }
+    fn pid_max_per_namespace(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn host_sockets_visible_in_the_view_are_masked() {
+    let socks: Vec<PathBuf> = [
+        "/home/u/.docker/run/docker.sock",
+        "/home/u/proj/sub/app.sock",
+        "/tmp/hidden.sock",
+        "/home/u/.ssh/agent.sock",
+        "/data/ref/x.sock",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect();
+    let mut fs = host();
+    for s in &socks {
+        for a in s.ancestors().skip(1) {
+            fs.0.entry(a.to_path_buf()).or_insert(Entry::Dir);
+        }
+        fs.0.insert(s.clone(), Entry::File);
+    }
+    let fs = Socks(fs, socks);
+    let masked = |p: &LaunchPlan| -> Vec<PathBuf> {
+        p.mounts
+            .iter()
+            .filter_map(|m| match m {
+                MountOp::MaskSocket { dst } => Some(dst.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let ws = compile(SandboxMode::WorkspaceWrite, &opts()).unwrap();
+    let p = plan(&ws, Isolation::Namespaces, &[], &fs).unwrap();
+    // The private /tmp hides one, the deny-read ~/.ssh another; a relative
+    // or vanished path is skipped.
+    assert_eq!(
+        masked(&p),
+        vec![
+            PathBuf::from("/data/ref/x.sock"),
+            "/home/u/.docker/run/docker.sock".into(),
+            "/home/u/proj/sub/app.sock".into(),
+        ]
+    );
+    // After the write root's bind (or it would cover the mask).
+    let pos = |d: &str| {
+        p.mounts
+            .iter()
+            .position(|m| m.dst() == Path::new(d))
+            .unwrap()
+    };
+    assert!(pos("/home/u/proj/sub/app.sock") > pos("/home/u/proj"));
+    // The agent view shows only its scopes.
+    let p = plan(&agent(), Isolation::Namespaces, &[], &fs).unwrap();
+    assert_eq!(
+        masked(&p),
+        vec![
+            PathBuf::from("/data/ref/x.sock"),
+            "/home/u/proj/sub/app.sock".into()
+        ]
+    );
+    // Limits: sizes on every tmpfs, rlimits capped at the hard limit, pid_max.
+    assert!(p.mounts.iter().all(|m| match m {
+        MountOp::Tmpfs { size, .. } => *size == Some(512 << 20),
+        _ => true,
+    }));
+    let nproc = p
+        .rlimits
+        .iter()
+        .find(|l| l.resource == RlimitResource::Nproc)
+        .unwrap();
+    assert_eq!((nproc.soft, nproc.hard), (Some(100), Some(100)));
+    assert!(p
+        .rlimits
+        .iter()
+        .any(|l| l.resource == RlimitResource::Core && l.hard == Some(0)));
+    assert_eq!(p.pid_max, Some(1024 + 300));
+    let mut small = agent();
+    small.limits.tmp_size = 8 << 20;
+    small.limits.max_procs = 50;
+    let p = plan(&small, Isolation::Namespaces, &[], &fs).unwrap();
+    assert!(p.mounts.iter().any(|m| matches!(m, MountOp::Tmpfs { dst, size: Some(s), .. } if dst == Path::new("/tmp") && *s == 8 << 20)));
+    assert_eq!(p.pid_max, Some(350));
+}
+
+#[test]
+fn proc_net_unix_paths() {
+    let t = b"Num       RefCount Protocol Flags    Type St Inode Path\n\
+0000000000000000: 00000002 00000000 00010000 0001 01 1234 /run/a.sock\n\
+0000000000000000: 00000002 00000000 00010000 0001 01 1235 @abstract\n\
+0000000000000000: 00000002 00000000 00000000 0002 01 1236\n\
+0000000000000000: 00000003 00000000 00000000 0001 03 1237 /home/u/with space.sock\n\
+0000000000000000: 00000003 00000000 00000000 0001 03 1238 /run/a.sock\n";
+    assert_eq!(
+        parse_proc_net_unix(t),
+        vec![
+            PathBuf::from("/home/u/with space.sock"),
+            "/run/a.sock".into()
+        ]
+    );
 }

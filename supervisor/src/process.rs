@@ -15,11 +15,29 @@ use zot_launcher::LaunchStatus;
 use crate::output::{pipe, pump};
 use crate::resolve::{self, Backend};
 use crate::spawn::{self, StartError};
-use crate::supervise::{supervise, Target};
-use crate::{Level, Note, Output, RunOutcome, RunRequest, SupervisorError, EXIT_TIMEOUT};
+use crate::supervise::{fired, supervise, Stop, Target};
+use crate::{
+    Level, Note, OutStream, Output, RunOutcome, RunRequest, SupervisorError, EXIT_TIMEOUT,
+};
 
 /// Run a command confined by `req.policy`.
-pub fn run(mut req: RunRequest) -> Result<RunOutcome, SupervisorError> {
+pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
+    let mut masks = Vec::new();
+    match run_once(req.clone(), &mut masks) {
+        // bwrap cannot skip a mount point that vanished: a host socket
+        // removed between planning and bwrap's set-up makes it fail before
+        // anything of the command ran. Plan again, once.
+        Err(SupervisorError::Setup {
+            backend: crate::BackendKind::Bwrap,
+            ..
+        }) if masks.iter().any(|d| std::fs::symlink_metadata(d).is_err()) => {
+            run_once(req, &mut masks)
+        }
+        r => r,
+    }
+}
+
+fn run_once(mut req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome, SupervisorError> {
     if req.argv.is_empty() {
         return Err(SupervisorError::EmptyCommand);
     }
@@ -37,6 +55,15 @@ pub fn run(mut req: RunRequest) -> Result<RunOutcome, SupervisorError> {
         None
     };
     let planned = resolve::prepare(&req.policy, req.backend, req.allow_degraded, &host_env)?;
+    *masks = planned
+        .plan
+        .mounts
+        .iter()
+        .filter_map(|m| match m {
+            zot_launcher::plan::MountOp::MaskSocket { dst } => Some(dst.clone()),
+            _ => None,
+        })
+        .collect();
     // The proxy's thread exists: the launcher is exec'd, never forked.
     debug_assert!(proxy.is_none() || zot_launcher::thread_count().map_or(true, |n| n > 1));
     let run = run_planned(&req, planned, host_env, start);
@@ -101,6 +128,19 @@ fn run_planned(
         let (er, ew) = pipe()?;
         (Some((ow, ew)), Some((or, er)))
     };
+    if let Some(sig) = req.cancel.as_ref().and_then(fired) {
+        return Ok(RunOutcome {
+            exit_code: 128 + sig,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            truncated: false,
+            timed_out: false,
+            cancelled: true,
+            duration: start.elapsed(),
+            report,
+            proxy: Vec::new(),
+        });
+    }
     let placeholders = planned.plan.placeholders();
     let started = match spawn::start(req, &planned, env, &host_env, out_pipes) {
         Ok(s) => s,
@@ -121,6 +161,7 @@ fn run_planned(
                         stderr: format!("zot: {}: {source}\n", program.display()).into_bytes(),
                         truncated: false,
                         timed_out: false,
+                        cancelled: false,
                         duration: start.elapsed(),
                         report,
                         proxy: Vec::new(),
@@ -141,26 +182,31 @@ fn run_planned(
             pump(
                 std::fs::File::from(o),
                 req.output,
-                false,
+                OutStream::Stdout,
+                req.on_output.clone(),
                 truncated.clone(),
                 exited.clone(),
             ),
             pump(
                 std::fs::File::from(e),
                 req.output,
-                true,
+                OutStream::Stderr,
+                req.on_output.clone(),
                 truncated.clone(),
                 exited.clone(),
             ),
         )
     });
 
-    let (status, timed_out) = supervise(
+    let (status, stop) = supervise(
         &started.target,
         req.timeout,
         req.kill_grace,
         req.forward_signals,
+        req.cancel.as_ref(),
     );
+    let timed_out = stop == Stop::Timeout;
+    let cancelled = stop == Stop::Cancel;
     // Without a PID namespace, kill what is left of the command's process
     // group (it led the group).
     if let Target::Group(pid) = started.target {
@@ -203,7 +249,7 @@ fn run_planned(
                 }
                 report.seccomp = if seccomp { Level::Full } else { Level::None };
             }
-            (None, None) if !timed_out => {
+            (None, None) if !timed_out && !cancelled => {
                 let tail = String::from_utf8_lossy(&stderr);
                 let tail = tail
                     .lines()
@@ -239,6 +285,7 @@ fn run_planned(
         stderr,
         truncated: truncated.load(Ordering::SeqCst),
         timed_out,
+        cancelled,
         duration: start.elapsed(),
         report,
         proxy: Vec::new(),

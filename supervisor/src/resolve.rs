@@ -100,7 +100,12 @@ pub fn prepare(
                 .unenforced
                 .iter()
                 .filter(|g| g.level() != zot_launcher::Level::Full)
-                .filter(|g| g.area() != zot_launcher::plan::Area::Pid)
+                .filter(|g| {
+                    !matches!(
+                        g.area(),
+                        zot_launcher::plan::Area::Pid | zot_launcher::plan::Area::Limits
+                    )
+                })
                 .map(|g| g.describe().to_string())
                 .collect();
             let mut hint = "use --allow-degraded to run anyway".to_string();
@@ -423,6 +428,7 @@ mod tests {
             deny_read: vec![],
             network: NetworkPolicy::Off,
             env: EnvPolicy::default(),
+            limits: Default::default(),
         }
     }
 

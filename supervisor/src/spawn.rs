@@ -127,7 +127,8 @@ pub(crate) fn start(
             let image = launcher_image(req.zot_as_launcher)?;
             let (info_r, info_w) = pipe()?;
             let mut argv: Vec<OsString> = vec![path.as_os_str().into()];
-            argv.extend(bwrap::render(&planned.plan));
+            let fresh = bwrap::without_vanished_sockets(&planned.plan);
+            argv.extend(bwrap::render(fresh.as_ref().unwrap_or(&planned.plan)));
             argv.extend(["--info-fd".into(), INFO_FD.to_string().into(), "--".into()]);
             argv.extend([
                 format!("/proc/self/fd/{EXE_FD}").into(),

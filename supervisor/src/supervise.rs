@@ -13,6 +13,8 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::Pid;
 
+use crate::Cancel;
+
 /// Whom to signal, by how the sandbox was started.
 pub(crate) enum Target {
     /// The command leads its own process group (unconfined, landlock).
@@ -145,15 +147,16 @@ pub(crate) fn supervise(
     timeout: Option<Duration>,
     grace: Duration,
     forward: bool,
-) -> (std::io::Result<i32>, bool) {
+    cancel: Option<&Cancel>,
+) -> (std::io::Result<i32>, Stop) {
     let pid = target.pid();
     let mut done = target.done_fd();
-    if timeout.is_none() && !forward {
+    if timeout.is_none() && !forward && cancel.is_none() {
         if let Some(code) = done.and_then(read_code) {
             reap_later(pid);
-            return (Ok(code), false);
+            return (Ok(code), Stop::Exit);
         }
-        return (wait_pid(pid), false);
+        return (wait_pid(pid), Stop::Exit);
     }
     let _handlers = forward.then(signals::Handlers::install);
     // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
@@ -161,8 +164,22 @@ pub(crate) fn supervise(
     // SAFETY: a fresh fd we own (when >= 0).
     let pidfd = (raw >= 0).then(|| unsafe { OwnedFd::from_raw_fd(raw) });
     let mut deadline = timeout.map(|t| Instant::now() + t);
-    let mut timed_out = false;
+    // Why we stopped the command (it has had SIGTERM or the signal of an
+    // interrupt; at `deadline` it gets SIGKILL).
+    let mut stop = Stop::Exit;
+    // The cancel pipe stays readable once fired: watched until then.
+    let mut watch_cancel = cancel;
     loop {
+        if let Some(c) = watch_cancel {
+            if let Some(sig) = fired(c) {
+                watch_cancel = None;
+                if stop == Stop::Exit {
+                    stop = Stop::Cancel;
+                    target.signal(Signal::try_from(sig).unwrap_or(Signal::SIGTERM));
+                    deadline = Some(Instant::now() + grace);
+                }
+            }
+        }
         let mut wait = Duration::from_millis(if forward { 100 } else { 1000 });
         if let Some(d) = deadline {
             wait = wait.min(d.saturating_duration_since(Instant::now()));
@@ -181,9 +198,14 @@ pub(crate) fn supervise(
                         events: libc::POLLIN,
                         revents: 0,
                     },
+                    libc::pollfd {
+                        fd: watch_cancel.map_or(-1, Cancel::wake_fd),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    },
                 ];
                 // SAFETY: valid pollfds (a negative fd is ignored).
-                let r = unsafe { libc::poll(pfds.as_mut_ptr(), 2, ms) };
+                let r = unsafe { libc::poll(pfds.as_mut_ptr(), 3, ms) };
                 (r > 0 && pfds[0].revents != 0, r > 0 && pfds[1].revents != 0)
             }
             None => {
@@ -212,7 +234,7 @@ pub(crate) fn supervise(
                 // kernel to free its namespaces.
                 Some(code) => {
                     reap_later(pid);
-                    return (Ok(code), timed_out);
+                    return (Ok(code), stop);
                 }
                 None => done = None, // it died without a report
             }
@@ -222,8 +244,8 @@ pub(crate) fn supervise(
         }
         if let Some(d) = deadline {
             if Instant::now() >= d {
-                if !timed_out {
-                    timed_out = true;
+                if stop == Stop::Exit {
+                    stop = Stop::Timeout;
                     target.signal(Signal::SIGTERM);
                     deadline = Some(Instant::now() + grace);
                 } else {
@@ -233,7 +255,24 @@ pub(crate) fn supervise(
             }
         }
     }
-    (wait_pid(pid), timed_out)
+    (wait_pid(pid), stop)
+}
+
+/// Why [`supervise`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// The command ended by itself (or by a forwarded signal).
+    Exit,
+    Timeout,
+    Cancel,
+}
+
+/// The signal a fired `cancel` stands for (SIGTERM for a plain cancel),
+/// `None` while it has not fired.
+pub(crate) fn fired(cancel: &Cancel) -> Option<i32> {
+    cancel
+        .is_cancelled()
+        .then(|| cancel.signal().unwrap_or(libc::SIGTERM))
 }
 
 /// The 4-byte code PID 1 writes on its report pipe (blocks until it does

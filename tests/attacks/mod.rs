@@ -624,6 +624,200 @@ pub fn unix_socket_host_abstract(ctx: &Ctx) {
     );
 }
 
+
+/// Host sockets (stream and datagram) bound before the launch in a
+/// $HOME-like dir, next to the workspace and inside it: connect and sendto
+/// must fail; the command's own socket in the workspace keeps working.
+pub fn unix_socket_host_anywhere(ctx: &Ctx) {
+    use std::os::unix::net::{UnixDatagram, UnixListener};
+    let places = [
+        ctx.home.join(".docker/run"),
+        ctx.outside.clone(),
+        ctx.ws.join("sub"),
+    ];
+    let mut keep = Vec::new();
+    let mut paths = Vec::new();
+    for (i, d) in places.iter().enumerate() {
+        std::fs::create_dir_all(d).unwrap();
+        make_open(d);
+        let sp = d.join(format!("s{i}.sock"));
+        let dp = d.join(format!("d{i}.sock"));
+        let l = UnixListener::bind(&sp).unwrap();
+        l.set_nonblocking(true).unwrap();
+        let g = UnixDatagram::bind(&dp).unwrap();
+        g.set_nonblocking(true).unwrap();
+        for p in [&sp, &dp] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
+            if ctx.unpriv && is_root() {
+                let _ = std::os::unix::fs::lchown(p, Some(NOBODY), Some(NOBODY));
+            }
+        }
+        paths.push((sp.display().to_string(), dp.display().to_string()));
+        keep.push((l, g));
+    }
+    let list: Vec<String> = paths
+        .iter()
+        .map(|(a, b)| format!("({a:?}, {b:?})"))
+        .collect();
+    let prog = format!(
+        r#"
+import socket, os
+for sp, dp in [{list}]:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(sp); print('ESCAPED stream', sp)
+    except OSError as e:
+        print('BLOCKED', sp, e)
+    d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        d.sendto(b'x', dp); print('ESCAPED dgram', dp)
+    except OSError as e:
+        print('BLOCKED', dp, e)
+try:
+    own = 'own.sock'
+    o = socket.socket(socket.AF_UNIX); o.bind(own); o.listen(1)
+    c = socket.socket(socket.AF_UNIX); c.connect(own)
+    a, _ = o.accept(); c.sendall(b'ping'); assert a.recv(4) == b'ping'
+    g = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); g.bind('own.dgram')
+    socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b'pong', 'own.dgram')
+    assert g.recv(4) == b'pong'
+    print('OWN-OK')
+except OSError as e:
+    print('OWN-FAILED', e)
+"#,
+        list = list.join(", ")
+    );
+    let o = ctx.py("workspace-write", &[], &prog);
+    expect_blocked(ctx, "connect/sendto host unix sockets outside /tmp", &o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.matches("BLOCKED").count(), 6, "{}", text(&o));
+    if ctx.backend != "landlock" {
+        assert!(out.contains("OWN-OK"), "own sockets must work:\n{}", text(&o));
+    }
+    for (l, g) in &keep {
+        assert!(l.accept().is_err(), "a host listener got a connection");
+        let mut b = [0u8; 4];
+        assert!(g.recv(&mut b).is_err(), "a host datagram socket got data");
+    }
+    // The masks left nothing on the host: the sockets are still sockets.
+    for (sp, _) in &paths {
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::symlink_metadata(sp).unwrap().file_type().is_socket());
+    }
+}
+
+// ------------------------------------------------------------------ limits
+
+/// 600 MiB written to /tmp fail at the default 512 MiB size; a small file works.
+pub fn tmpfs_size_limit(ctx: &Ctx) {
+    let o = ctx.sh(
+        "workspace-write",
+        &[],
+        "echo small > /tmp/small && cat /tmp/small >/dev/null || exit 9; \
+         if head -c 629145600 /dev/zero > /tmp/big 2>/dev/null; then echo ESCAPED; else echo BLOCKED; fi; \
+         ls -l /tmp/big | awk '{print \"size\", $5}'; rm -f /tmp/big; \
+         if head -c 629145600 /dev/zero > /dev/shm/big 2>/dev/null; then echo ESCAPED shm; else echo BLOCKED shm; fi",
+    );
+    expect_blocked(ctx, "write 600 MiB to /tmp", &o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let size: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("size "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(u64::MAX);
+    assert!(size <= 512 << 20, "{}", text(&o));
+    // --tmp-size raises it (and the report says so).
+    let o = ctx.sh(
+        "workspace-write",
+        &["--tmp-size", "8M", "--report"],
+        "if head -c 9437184 /dev/zero > /tmp/big 2>/dev/null; then echo ESCAPED; else echo BLOCKED; fi",
+    );
+    expect_blocked(ctx, "write 9 MiB with --tmp-size 8M", &o);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("tmpfs 8 MiB each"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// A fork loop stops at the process limit (root included), 50 processes work.
+pub fn fork_loop_stops(ctx: &Ctx) {
+    let prog = r#"
+import os, time, sys
+kids = []
+try:
+    while len(kids) < 4000:
+        p = os.fork()
+        if p == 0:
+            time.sleep(5); os._exit(0)
+        kids.append(p)
+    print('ESCAPED', len(kids))
+except OSError as e:
+    print('BLOCKED at', len(kids), e)
+for k in kids:
+    os.kill(k, 9)
+"#;
+    let o = ctx.py("workspace-write", &["--max-procs", "200"], prog);
+    expect_blocked(ctx, "fork loop", &o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let n: usize = out
+        .split("BLOCKED at ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    // RLIMIT_NPROC is exact; pid_max (what binds uid 0) leaves up to 299 more.
+    assert!((150..200 + 300).contains(&n), "{}", text(&o));
+    let o = ctx.sh(
+        "workspace-write",
+        &[],
+        "i=0; while [ $i -lt 50 ]; do sleep 2 & i=$((i+1)); done; wait && echo FIFTY",
+    );
+    expect_ok(ctx, "50 processes", &o);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("FIFTY"));
+}
+
+/// The landlock backend: no host /dev/shm, no host SysV shared memory, no
+/// other terminal, and the rlimits it can set.
+pub fn landlock_host_ipc(ctx: &Ctx) {
+    let shm = PathBuf::from(format!("/dev/shm/zot-attack-{}-{}", std::process::id(), ctx.unpriv));
+    std::fs::write(&shm, "HOST-SHM-SECRET").unwrap();
+    std::fs::set_permissions(&shm, std::fs::Permissions::from_mode(0o666)).unwrap();
+    // SAFETY: plain syscalls on a segment this test owns and removes.
+    let id = unsafe { libc::shmget(libc::IPC_PRIVATE, 4096, libc::IPC_CREAT | 0o666) };
+    assert!(id >= 0);
+    let prog = format!(
+        r#"
+import ctypes, os
+try:
+    print('ESCAPED read', open({shm:?}).read())
+except OSError as e:
+    print('BLOCKED read', e)
+try:
+    open('/dev/shm/zot-new-' + str(os.getpid()), 'w'); print('LOCAL-ALLOWED create')
+except OSError as e:
+    print('LOCAL-DENIED create', e)
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+r = libc.shmat({id}, None, 0o10000)
+print('ESCAPED shmat' if r not in (None, ctypes.c_void_p(-1).value) else 'BLOCKED shmat', ctypes.get_errno())
+print('LOCAL-DENIED shmget' if libc.shmget(0, 4096, 0o1666) == -1 else 'LOCAL-ALLOWED shmget')
+"#,
+        shm = shm.display().to_string()
+    );
+    let o = ctx.py("read-only", &[], &prog);
+    let _ = std::fs::remove_file(&shm);
+    // SAFETY: our segment.
+    unsafe { libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
+    expect_blocked(ctx, "host /dev/shm and SysV shared memory", &o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.matches("BLOCKED").count(), 2, "{}", text(&o));
+    // Without namespaces /dev/shm and SysV IPC are the host's: refused
+    // outright; with them they are private to the sandbox and work.
+    let want = if ctx.backend == "landlock" { "LOCAL-DENIED" } else { "LOCAL-ALLOWED" };
+    assert_eq!(out.matches(want).count(), 2, "{}", text(&o));
+}
+
 // ------------------------------------------------------------------ processes
 
 struct HostProc(std::process::Child);
@@ -799,12 +993,20 @@ esc = []
 try:
     open('/dev/tty'); esc.append('has-ctty')
 except OSError: pass
-m, s = os.openpty()
+try:
+    m, s = os.openpty()
+except OSError:
+    # landlock: a pty's slave is reached by path under /dev/pts, which
+    # that backend does not grant (other terminals live there).
+    print('BLOCKED (no pty)'); raise SystemExit(0)
 name = os.ttyname(s)
 pid = os.fork()
 if pid == 0:
     os.setsid()
-    fd = os.open(name, os.O_RDWR)
+    try:
+        fd = os.open(name, os.O_RDWR)
+    except OSError:
+        os._exit(0)  # the terminal cannot even be opened (landlock)
     c = ctypes.c_char(b'x')
     r1 = libc.ioctl(fd, 0x5412, ctypes.byref(c))
     r2 = libc.syscall(16, fd, 0x5412 | (1 << 32), ctypes.byref(c))
@@ -1037,7 +1239,9 @@ pub fn exit_code_mapping(ctx: &Ctx) {
         "/bin/true",
     ]);
     let o = run_limited(cmd, Duration::from_secs(30));
-    assert_eq!(code(&o), Some(125), "{}", text(&o));
+    // A path on the command line that does not exist: a usage error.
+    assert_eq!(code(&o), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--writable-root"), "{}", text(&o));
 }
 
 /// A `bwrap` planted in the workspace (first on PATH) is never used.
@@ -1172,6 +1376,7 @@ macro_rules! attack_tests {
             read_only_mode_refuses_cwd_writes, write_outside_cwd, write_etc, write_bashrc, read_ssh_key,
             symlink_preplanted, symlink_fresh, git_hooks_and_config, protected_paths_missing, rename_git_aside,
             nested_repo_hooks, hardlink_from_outside, tcp_loopback, unix_socket_host_path, unix_socket_host_abstract,
+            unix_socket_host_anywhere, tmpfs_size_limit, fork_loop_stops, landlock_host_ipc,
             host_process_ptrace_kill_environ, host_pids_invisible, parent_secret_env, mount_refused,
             nested_userns_refused, chroot_refused, io_uring_refused, no_new_privs_and_seccomp_on, tiocsti_injection,
             orphan_grandchild_dies, timeout_kills_tree, output_flood_capped, signal_forwarding,

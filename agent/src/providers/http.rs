@@ -19,7 +19,7 @@ use reqwest::header::{HeaderMap, CONTENT_TYPE};
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
-use super::cancel::{Cancel, SignalGuard};
+use zot_supervisor::cancel::{Cancel, SignalGuard};
 use super::error::{ProviderError, TimeoutPhase};
 use super::stream::{Delta, StreamParser};
 use super::{ModelEvent, RetryNotice};

@@ -8,7 +8,6 @@
 //! driver in `http` (timeouts, retries, cancellation), shared by both.
 
 pub mod anthropic;
-pub mod cancel;
 mod error;
 mod http;
 pub mod openai;
@@ -21,7 +20,7 @@ use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 
-pub use cancel::{Cancel, SignalGuard};
+pub use zot_supervisor::cancel::{Cancel, SignalGuard};
 pub use error::{secs, ProviderError, TimeoutPhase};
 pub use http::Timeouts;
 pub use zot_policy::config::{Api, ReasoningEffort};

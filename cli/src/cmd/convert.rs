@@ -96,7 +96,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             write_agent_toml(&pkg, &args.out)?;
             Vec::new()
         }
-        (false, Target::Zotfile) => bail!("{} is already a zotfile", args.source.display()),
+        (false, Target::Zotfile) => {
+            eprintln!(
+                "zot: {} is already a zotfile (nothing to convert; --to agent-toml converts it)",
+                args.source.display()
+            );
+            return Ok(super::USAGE);
+        }
     };
     if args.json {
         let o = Output {

@@ -13,7 +13,11 @@ use zot_supervisor::explain::{self, Explanation};
 use zot_supervisor::BackendChoice;
 
 #[derive(clap::Args, Debug)]
-#[command(group(clap::ArgGroup::new("action").required(true).args(["check", "explain", "run_attempts"])))]
+#[command(
+    group(clap::ArgGroup::new("action").required(true).args(["check", "explain", "run_attempts"])),
+    // The internal --run-attempts stays out of the usage line too.
+    override_usage = "zot debug sandbox [OPTIONS] <--check|--explain> [REF]"
+)]
 pub struct Args {
     /// Probe the host, resolve the backend and run real escape attempts
     #[arg(long)]
@@ -157,6 +161,10 @@ fn run_explain(args: &Args) -> anyhow::Result<u8> {
             &[],
         )?,
     };
+    let mut policy = policy;
+    if args.reference.is_none() {
+        policy.limits = super::sandbox::limits(None, None, None)?;
+    }
     let ex = explain::explain(&policy, args.backend);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&ex)?);
@@ -182,6 +190,11 @@ fn explain_text(e: &Explanation) -> String {
             "enforced: filesystem {}, network {}, pid {}, seccomp {}, landlock {}\n",
             rep.filesystem, rep.network, rep.pid, rep.seccomp, rep.landlock
         ));
+        s.push_str(&format!(
+            "limits: {} ({})\n",
+            rep.limits,
+            rep.limit_values.to_text()
+        ));
     }
     let Some(plan) = &e.plan else {
         return s;
@@ -197,6 +210,22 @@ fn explain_text(e: &Explanation) -> String {
             s.push_str(&format!("  {:>2}. {}\n", i + 1, m.describe()));
         }
     }
+    let socks: Vec<String> = plan
+        .mounts
+        .iter()
+        .filter_map(|m| match m {
+            zot_launcher::plan::MountOp::MaskSocket { dst } => Some(dst.display().to_string()),
+            _ => None,
+        })
+        .collect();
+    s.push_str(&format!(
+        "host unix sockets masked: {}\n",
+        if socks.is_empty() {
+            "(none visible)".to_string()
+        } else {
+            socks.join(" ")
+        }
+    ));
     if let Some(b) = &e.bwrap {
         s.push_str(&format!(
             "bwrap: {} {} -- (launcher)\n",

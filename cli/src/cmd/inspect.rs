@@ -102,10 +102,14 @@ pub fn load(reference: &str) -> anyhow::Result<Loaded> {
                 required: false,
             };
             let mut bar = None;
-            let loaded =
-                reference::resolve_checked(reference, &cwd, &sigs, &mut Vec::new(), &mut |p| {
-                    crate::ui::progress::Bytes::follow(&mut bar, p)
-                })?;
+            let loaded = reference::resolve_checked(
+                reference,
+                &cwd,
+                &sigs,
+                &mut Vec::new(),
+                &mut |p| crate::ui::progress::Bytes::follow(&mut bar, p),
+                None,
+            )?;
             // A downloaded archive is described as the archive (its own
             // digest), a repository directory as the directory.
             let local = match &loaded._package {

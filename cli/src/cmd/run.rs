@@ -127,12 +127,16 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         require_signature: a.require_signature,
     };
     let mut opts = opts;
+    let cancel = zot_agent::Cancel::new().context("cancellation pipe")?;
+    opts.cancel = Some(cancel.clone());
     let mut ui = if output == OutputMode::Interactive {
         // Ctrl-C cancels the running turn, not zot.
-        let cancel = zot_agent::Cancel::new().context("cancellation pipe")?;
-        opts.cancel = Some(cancel.clone());
         crate::ui::TermUi::interactive(&cancel)
     } else {
+        // SIGINT/SIGTERM/SIGHUP at any point (a download, the model
+        // request, a command in the sandbox, which gets the signal) stop
+        // the run; zot removes what it created and exits 128+N.
+        cancel.on_signals();
         crate::ui::TermUi::new(output)
     };
     match zot_agent::run(opts, &mut ui) {

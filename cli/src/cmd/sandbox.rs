@@ -65,12 +65,29 @@ pub struct Args {
     /// Print what was enforced to stderr after the command
     #[arg(long)]
     pub report: bool,
+    /// With --report: the report as one JSON object on stderr (stdout stays
+    /// the command's): `report` (backend, mode, levels, notes),
+    /// `exit_code`, `timed_out`, `truncated`, `duration_ms`
+    #[arg(long, requires = "report")]
+    pub json: bool,
     /// Run even when the mode cannot be fully enforced (and report it)
     #[arg(long)]
     pub allow_degraded: bool,
     /// Copy at most BYTES of stdout and of stderr; drop the rest
     #[arg(long, value_name = "BYTES")]
     pub max_output: Option<usize>,
+    /// Size of each private tmpfs (/tmp, /var/tmp, /run, /dev/shm), e.g.
+    /// 512M or 2G [default: 512M, or `[sandbox] tmp_size` of the config file]
+    #[arg(long, value_name = "SIZE", value_parser = parse_tmp_size)]
+    pub tmp_size: Option<u64>,
+    /// Most processes and threads the command may run at once [default:
+    /// 1024, or `[sandbox] max_procs`]
+    #[arg(long, value_name = "N", value_parser = parse_max_procs)]
+    pub max_procs: Option<u64>,
+    /// Largest file the command may write, e.g. 4G [default: 16G, or
+    /// `[sandbox] max_file_size`]
+    #[arg(long, value_name = "SIZE", value_parser = parse_tmp_size)]
+    pub max_file_size: Option<u64>,
     /// Use the restricted-read view of a zotfile agent (platform dirs and
     /// --read-scope read-only, cwd and --writable-root read-write, HOME=/tmp)
     #[arg(long, hide = true)]
@@ -88,9 +105,53 @@ pub struct Args {
     /// rather than running its code in a forked child (tests, comparisons)
     #[arg(long, hide = true)]
     pub exec_launcher: bool,
-    /// The command and its arguments
-    #[arg(last = true, required = true, value_name = "CMD")]
+    /// The command and its arguments: after the options, or after `--`
+    /// (everything from the first word that is not an option is the
+    /// command's, its own options included)
+    #[arg(
+        trailing_var_arg = true,
+        required = true,
+        num_args = 1..,
+        value_name = "CMD"
+    )]
     pub command: Vec<OsString>,
+}
+
+fn parse_tmp_size(s: &str) -> Result<u64, String> {
+    zot_policy::limits::parse_size(s).and_then(zot_policy::limits::check_tmp_size)
+}
+
+fn parse_max_procs(s: &str) -> Result<u64, String> {
+    s.trim()
+        .parse::<u64>()
+        .map_err(|_| format!("expected a number of processes, got {s:?}"))
+        .and_then(zot_policy::limits::check_max_procs)
+}
+
+/// The limits of a sandbox: the flags, else the config file's `[sandbox]`,
+/// else the defaults. An invalid config file is an error.
+pub fn limits(
+    tmp_size: Option<u64>,
+    max_procs: Option<u64>,
+    max_file_size: Option<u64>,
+) -> anyhow::Result<zot_policy::limits::Limits> {
+    let base = match zot_agent::config::load() {
+        Ok(cfg) => cfg.config.sandbox.limits(),
+        // Someone else's file (HOME of another user): not ours to apply.
+        Err(_) if config_unreadable() => zot_policy::limits::Limits::default(),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(zot_policy::limits::Limits {
+        tmp_size: tmp_size.unwrap_or(base.tmp_size),
+        max_procs: max_procs.unwrap_or(base.max_procs),
+        max_file_size: max_file_size.unwrap_or(base.max_file_size),
+    })
+}
+
+fn config_unreadable() -> bool {
+    zot_policy::config::path_from(|k| std::env::var_os(k)).is_some_and(|p| {
+        std::fs::File::open(p).is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
+    })
 }
 
 /// `path` made absolute (against `base`) and canonical as far as it exists;
@@ -227,8 +288,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             &args.env_allow,
         )
     };
+    let policy = policy.and_then(|mut p| {
+        p.limits = limits(args.tmp_size, args.max_procs, args.max_file_size)?;
+        Ok(p)
+    });
     let mut policy = match policy {
         Ok(p) => p,
+        // Options that contradict each other (`--net` in read-only) or name
+        // missing paths are the command line's fault, not the sandbox's.
+        Err(e) if !args.agent_view => {
+            eprintln!("zot: {e:#}");
+            return Ok(super::USAGE);
+        }
         Err(e) => {
             eprintln!("zot: sandbox setup failed: {e:#}");
             return Ok(SETUP_FAILURE);
@@ -279,6 +350,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         in_process: !args.exec_launcher,
         zot_as_launcher: args.exec_launcher,
         proxy_log: args.proxy_log.clone(),
+        cancel: None,
+        on_output: None,
     };
     // Unconfined and unsupervised: become the command (like `env`).
     if req.policy.mode == SandboxMode::DangerFullAccess
@@ -313,7 +386,19 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             if outcome.timed_out {
                 eprintln!("zot: timed out; the command and its children were killed");
             }
-            if args.report {
+            if args.json {
+                let mut v = serde_json::json!({
+                    "report": outcome.report,
+                    "exit_code": outcome.exit_code,
+                    "timed_out": outcome.timed_out,
+                    "truncated": outcome.truncated,
+                    "duration_ms": outcome.duration.as_millis() as u64,
+                });
+                if !args.allow_hosts.is_empty() {
+                    v["proxy"] = serde_json::json!(outcome.proxy);
+                }
+                eprintln!("{v}");
+            } else if args.report {
                 eprint!("{}", outcome.report.to_text());
                 if !args.allow_hosts.is_empty() {
                     eprint!("{}", proxy_summary(&outcome.proxy));

@@ -136,6 +136,32 @@ impl Ui for TermUi {
         eprintln!("{text}");
     }
 
+    /// `--json`: `command_output` events on stdout; otherwise the bytes,
+    /// as they are, on stderr.
+    fn live_output(&mut self) -> Option<zot_supervisor::OutputSink> {
+        self.settle();
+        let json = self.render.mode() == OutputMode::Json;
+        Some(zot_supervisor::OutputSink(std::sync::Arc::new(
+            move |stream, bytes: &[u8]| {
+                if json {
+                    let ev = Event::CommandOutput {
+                        stream: match stream {
+                            zot_supervisor::OutStream::Stdout => "stdout",
+                            zot_supervisor::OutStream::Stderr => "stderr",
+                        },
+                        text: String::from_utf8_lossy(bytes).into_owned(),
+                    };
+                    let mut out = std::io::stdout().lock();
+                    let _ = serde_json::to_writer(&mut out, &ev);
+                    let _ = out.write_all(b"\n");
+                    let _ = out.flush();
+                } else {
+                    let _ = std::io::stderr().lock().write_all(bytes);
+                }
+            },
+        )))
+    }
+
     fn progress(&mut self, p: &Progress<'_>) {
         self.render.quiet();
         progress::Bytes::follow(&mut self.bar, p);

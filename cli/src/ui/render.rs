@@ -32,6 +32,10 @@ pub struct Renderer {
 }
 
 impl Renderer {
+    pub fn mode(&self) -> OutputMode {
+        self.mode
+    }
+
     pub fn new(mode: OutputMode) -> Self {
         let (out, err) = (std::io::stdout(), std::io::stderr());
         Renderer {

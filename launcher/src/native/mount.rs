@@ -522,6 +522,13 @@ fn apply(op: &MountOp) -> Result<(), NativeError> {
             ensure_mountpoint(&d, false).map_err(e("masking", dst))?;
             dev_null_over(&d)?;
         }
+        MountOp::MaskSocket { dst } => {
+            let d = in_root(NEWROOT, dst);
+            // Gone since the plan was made: nothing left to connect to.
+            if d.symlink_metadata().is_ok() {
+                dev_null_over(&d)?;
+            }
+        }
         MountOp::MaskDir { dst } => {
             let d = in_root(NEWROOT, dst);
             ensure_mountpoint(&d, true).map_err(e("masking", dst))?;

@@ -92,6 +92,7 @@ pub fn encode(
     env: &[CString],
     new_session: bool,
     rlimits: &[Rlimit],
+    pid_max: Option<u64>,
     lock: &LandlockPlan,
     seccomp: &[seccompiler::sock_filter],
 ) -> Vec<u8> {
@@ -107,6 +108,7 @@ pub fn encode(
         w.u64(l.soft.unwrap_or(u64::MAX));
         w.u64(l.hard.unwrap_or(u64::MAX));
     }
+    w.u64(pid_max.unwrap_or(0));
     let lock = landlock(lock);
     w.u32(lock.len() as u32);
     w.0.extend_from_slice(&lock);

@@ -151,6 +151,7 @@ struct Tail<'a> {
     envc: usize,
     rlimits: &'a [u8],
     nrlimits: usize,
+    pid_max: u64,
     landlock: &'a [u8],
     seccomp: &'a [u8],
 }
@@ -175,6 +176,7 @@ fn decode(buf: &mut [u8]) -> Result<Tail<'_>, Fail> {
     let (envp, envc) = string_array(&mut r, base)?;
     let nrlimits = r.u32()? as usize;
     let rlimits = r.take(nrlimits.checked_mul(20).ok_or(BAD_SPEC)?)?;
+    let pid_max = r.u64()?;
     let landlock_len = r.u32()? as usize;
     let landlock = r.take(landlock_len)?;
     let ninsn = r.u32()? as usize;
@@ -186,6 +188,7 @@ fn decode(buf: &mut [u8]) -> Result<Tail<'_>, Fail> {
         envc,
         rlimits,
         nrlimits,
+        pid_max,
         landlock,
         seccomp,
     })
@@ -446,6 +449,41 @@ fn close_inherited_fds() -> Result<(), Fail> {
     Ok(())
 }
 
+fn set_pid_max(n: u64) -> Result<(), Fail> {
+    let stage = "process limit";
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut v = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let fd = sc(
+        nr::OPENAT,
+        sys::AT_FDCWD as usize,
+        c"/proc/sys/kernel/pid_max".as_ptr() as usize,
+        sys::O_WRONLY | sys::O_CLOEXEC,
+        0,
+        0,
+    )
+    .map_err(|e| fail(stage, "opening /proc/sys/kernel/pid_max", e))?;
+    let w = sc(
+        nr::WRITE,
+        fd,
+        digits[i..].as_ptr() as usize,
+        digits.len() - i,
+        0,
+        0,
+    );
+    let _ = sc(nr::CLOSE, fd, 0, 0, 0, 0);
+    w.map_err(|e| fail(stage, "writing /proc/sys/kernel/pid_max", e))?;
+    Ok(())
+}
+
 fn harden(t: &Tail) -> Result<Lock, Fail> {
     // 1. no_new_privs: no setuid/file-capability gains across exec.
     sc(nr::PRCTL, sys::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
@@ -481,6 +519,11 @@ fn harden(t: &Tail) -> Result<Lock, Fail> {
         let lim = [rl.u64()?, rl.u64()?];
         sc(nr::PRLIMIT64, 0, resource, lim.as_ptr() as usize, 0, 0)
             .map_err(|e| fail("setrlimit", "prlimit64", e))?;
+    }
+    // The PID namespace's pid_max (Linux 6.14+, needs CAP_SYS_ADMIN in the
+    // sandbox's user namespace): the process limit that binds uid 0 too.
+    if t.pid_max != 0 {
+        set_pid_max(t.pid_max)?;
     }
     // 6. capabilities.
     drop_capabilities()?;

@@ -125,6 +125,7 @@ pub const AT_FDCWD: isize = -100;
 pub const AT_EMPTY_PATH: usize = 0x1000;
 pub const O_PATH: usize = 0o10000000;
 pub const O_CLOEXEC: usize = 0o2000000;
+pub const O_WRONLY: usize = 0o1;
 pub const F_SETFD: usize = 2;
 pub const FD_CLOEXEC: usize = 1;
 pub const CLOSE_RANGE_CLOEXEC: usize = 1 << 2;

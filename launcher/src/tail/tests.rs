@@ -119,6 +119,7 @@ fn spec(argv: &[&str], compat: LandlockCompat) -> Vec<u8> {
             soft: Some(0),
             hard: Some(0),
         }],
+        None,
         &landlock_plan(compat),
         &bpf,
     )
@@ -214,7 +215,7 @@ fn required_landlock_rule_on_a_missing_path_fails() {
         access: LandlockAccess::ReadWrite,
         must_exist: true,
     });
-    let s = super::encode::encode(&cs(&["true"]), &[], true, &[], &plan, &[]);
+    let s = super::encode::encode(&cs(&["true"]), &[], true, &[], None, &plan, &[]);
     let (_, status, code) = run(s, false);
     assert_eq!(code, 125);
     assert!(
@@ -258,6 +259,7 @@ fn landlock_rules_on_files_and_directories() {
         &cs(&["PATH=/usr/bin:/bin"]),
         true,
         &[],
+        None,
         &plan,
         &[],
     );

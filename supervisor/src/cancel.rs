@@ -1,16 +1,17 @@
-//! Cancelling a model request: a [`Cancel`] handle anyone may trigger (an
-//! interactive front end on Ctrl-C), and the [`SignalGuard`] that turns
-//! SIGINT/SIGTERM/SIGHUP received while a request is in flight into the
-//! same wake-up, so the request is dropped at once (its connection closed,
-//! which makes the provider stop generating).
+//! Cancelling work in flight: a [`Cancel`] handle anyone may trigger (an
+//! interactive front end on Ctrl-C, a signal handler), which a sandboxed
+//! run ([`crate::RunRequest::cancel`]), a model request or a download
+//! watches; [`Cancel::on_signals`] turns SIGINT/SIGTERM/SIGHUP into an
+//! interrupt of the whole process's work, and the [`SignalGuard`] turns
+//! them into a wake-up only while one model request is in flight.
 //!
-//! Both wake the request through a self-pipe: [`Cancel::cancel`] and the
-//! signal handler only store an atomic and `write(2)` one byte, which is
-//! async-signal-safe.
+//! All of them wake the watcher through a self-pipe: [`Cancel::cancel`] and
+//! the signal handlers only store atomics and `write(2)` one byte, which
+//! is async-signal-safe.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 
@@ -23,8 +24,10 @@ struct Inner {
 }
 
 /// A cancellation handle (cheap to clone, `Send + Sync`). `cancel()`
-/// aborts the turn it is given to: the in-flight model request at once,
-/// otherwise at the next step. The runtime clears it when a turn starts.
+/// aborts the work it is given to: an in-flight model request or sandboxed
+/// command at once (the command gets SIGTERM, then SIGKILL), otherwise at
+/// the next step. An agent runtime clears a cancellation when a turn
+/// starts; an interrupt ([`Cancel::interrupt`]) is never cleared.
 #[derive(Clone)]
 pub struct Cancel(Arc<Inner>);
 
@@ -54,15 +57,34 @@ impl Cancel {
         wake(self.0.write.as_raw_fd());
     }
 
-    /// Cancel because signal `sig` asked the whole run to stop (SIGTERM,
-    /// SIGHUP): the turn ends with [`RunError::Interrupted`] instead of
-    /// [`RunError::Cancelled`], and so does the run. Async-signal-safe.
-    ///
-    /// [`RunError::Interrupted`]: crate::RunError::Interrupted
-    /// [`RunError::Cancelled`]: crate::RunError::Cancelled
+    /// Cancel because signal `sig` asked the whole process to stop: a
+    /// sandboxed command gets `sig` (then SIGKILL after the grace time), an
+    /// agent run ends with 128+`sig`. The first signal wins.
+    /// Async-signal-safe.
     pub fn interrupt(&self, sig: i32) {
-        self.0.signal.store(sig, Ordering::SeqCst);
+        let _ = self
+            .0
+            .signal
+            .compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
         self.cancel();
+    }
+
+    /// For the rest of the process's life, SIGINT, SIGTERM and SIGHUP
+    /// [`interrupt`](Cancel::interrupt) this handle instead of killing the
+    /// process, so that its work stops, what it created is removed, and it
+    /// exits 128+N itself. Only one handle per process is connected (the
+    /// first one given).
+    pub fn on_signals(&self) {
+        let _ = ON_SIGNALS.set(self.clone());
+        let action = SigAction::new(
+            SigHandler::Handler(interrupt_on_signal),
+            SaFlags::SA_RESTART,
+            SigSet::empty(),
+        );
+        for sig in HANDLED {
+            // SAFETY: the handler only uses atomics and write(2).
+            let _ = unsafe { sigaction(sig, &action) };
+        }
     }
 
     pub fn is_cancelled(&self) -> bool {
@@ -74,10 +96,13 @@ impl Cancel {
         Some(self.0.signal.load(Ordering::SeqCst)).filter(|&s| s != 0)
     }
 
-    /// Clear a past cancellation.
+    /// Clear a past cancellation. An interrupt stays: the signal asked the
+    /// whole process to stop, not one turn.
     pub fn reset(&self) {
+        if self.signal().is_some() {
+            return;
+        }
         self.0.flag.store(false, Ordering::SeqCst);
-        self.0.signal.store(0, Ordering::SeqCst);
         let mut buf = [0u8; 64];
         // SAFETY: reading into a local buffer from our non-blocking pipe.
         while unsafe { libc::read(self.0.read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0
@@ -85,12 +110,13 @@ impl Cancel {
         }
     }
 
-    /// The pipe end that becomes readable on cancellation or a signal.
-    pub(crate) fn wake_fd(&self) -> RawFd {
+    /// The pipe end that becomes readable on cancellation or a signal
+    /// (it stays readable until [`Cancel::reset`]).
+    pub fn wake_fd(&self) -> RawFd {
         self.0.read.as_raw_fd()
     }
 
-    pub(crate) fn write_fd(&self) -> RawFd {
+    fn write_fd(&self) -> RawFd {
         self.0.write.as_raw_fd()
     }
 }
@@ -100,6 +126,14 @@ fn wake(fd: RawFd) {
         // SAFETY: write(2) of one byte from a static buffer is
         // async-signal-safe; a full pipe (EAGAIN) already wakes the reader.
         unsafe { libc::write(fd, b"x".as_ptr().cast(), 1) };
+    }
+}
+
+static ON_SIGNALS: OnceLock<Cancel> = OnceLock::new();
+
+extern "C" fn interrupt_on_signal(sig: libc::c_int) {
+    if let Some(c) = ON_SIGNALS.get() {
+        c.interrupt(sig);
     }
 }
 
@@ -181,9 +215,14 @@ mod tests {
         assert!(!c.is_cancelled() && !readable(&c));
         assert_eq!(c.signal(), None);
         c.interrupt(libc::SIGTERM);
+        c.interrupt(libc::SIGINT);
         assert!(c.is_cancelled() && readable(&c));
-        assert_eq!(c.signal(), Some(libc::SIGTERM));
+        assert_eq!(c.signal(), Some(libc::SIGTERM), "the first signal wins");
         c.reset();
-        assert_eq!(c.signal(), None);
+        assert!(
+            c.is_cancelled() && readable(&c),
+            "an interrupt is never cleared"
+        );
+        assert_eq!(c.signal(), Some(libc::SIGTERM));
     }
 }
