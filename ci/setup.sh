@@ -23,6 +23,8 @@ command -v ed >/dev/null 2>&1 || need+=(ed)
 command -v flock >/dev/null 2>&1 || need+=(util-linux)
 command -v minisign >/dev/null 2>&1 || need+=(minisign)
 command -v script >/dev/null 2>&1 || need+=(bsdutils)
+# The proxy tests drive a real client through it.
+command -v curl >/dev/null 2>&1 || need+=(curl)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
