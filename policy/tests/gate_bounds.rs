@@ -155,3 +155,73 @@ fn ordinary_large_input_is_still_understood() {
     let v = evaluate(&word, GateMode::Allowlist, &allow);
     assert_eq!(v.decision, Decision::Allow, "{:?}", v.reasons);
 }
+
+/// One shape at two sizes: inside the bounds it gets the verdict of what
+/// it is, with that reason; at 1 MiB (or past the pipe bound) it is not
+/// understood because it is too complex, in both modes.
+#[test]
+fn each_pathological_shape_has_a_decision_and_its_reason() {
+    use Decision::{Allow, Ask, Deny};
+    let allow = allow();
+    let mib = 1 << 20;
+    let nest = |head: &str, open: &str, mid: &str, close: &str, k: usize| {
+        format!("{head}{}{mid}{}", open.repeat(k), close.repeat(k))
+    };
+    // (shape, input, ask mode, allowlist mode, the reason of each mode that
+    // does not allow it; "" = none checked)
+    let cases: Vec<(&str, String, Decision, Decision, &str)> = vec![
+        ("`;` chain, 16 KB", fill("a;", 16 << 10), Allow, Allow, ""),
+        ("`;` chain, 1 MiB", fill("a;", mib - 1), Ask, Deny, TOO_COMPLEX),
+        (
+            "broken pipeline, 500 stages",
+            "a|".repeat(500),
+            Ask,
+            Deny,
+            "not understood: the command does not parse as shell",
+        ),
+        ("broken pipeline past the bound", "a|".repeat(MAX_PIPES + 1), Ask, Deny, TOO_COMPLEX),
+        ("broken pipeline, 1 MiB", fill("a|", mib), Ask, Deny, TOO_COMPLEX),
+        ("`$( )` 100 deep", nest("echo ", "$(a ", "", ")", 100), Allow, Deny, "not allowed: command substitution"),
+        ("`$( )` 300 deep", nest("echo ", "$(a ", "", ")", 300), Ask, Deny, "not understood: nesting deeper than 256 levels"),
+        ("`$( )` closed, 1 MiB", nest("echo ", "$(a ", "", ")", (mib - 6) / 5), Ask, Deny, TOO_COMPLEX),
+        ("`$(` unclosed, 16 KB", fill("$(", 16 << 10), Ask, Deny, "not understood: the command does not parse as shell"),
+        ("`$(` unclosed, 1 MiB", fill("$(", mib), Ask, Deny, TOO_COMPLEX),
+        ("subshells 100 deep", nest("", "( ", "a", " )", 100), Allow, Deny, "not allowed: subshells"),
+        ("subshells 300 deep", nest("", "( ", "a", " )", 300), Ask, Deny, "not understood: nesting deeper than 256 levels"),
+        ("subshells closed, 1 MiB", nest("", "( ", "a", " )", (mib - 1) / 4), Ask, Deny, TOO_COMPLEX),
+        ("`(` unclosed, 1 MiB", fill("(", mib), Ask, Deny, TOO_COMPLEX),
+        ("here-documents, 16 KB", fill("cat <<E\nx\nE\n", 16 << 10), Allow, Deny, ""),
+        ("here-documents, 1 MiB", fill("cat <<E\nx\nE\n", mib), Ask, Deny, TOO_COMPLEX),
+        ("one long word, 1 MB", format!("echo {}", "a".repeat(mib - 16)), Allow, Allow, ""),
+        ("one long quoted word, 1 MB", format!("echo '{}'", "a b".repeat((mib - 16) / 3)), Allow, Allow, ""),
+        ("4,000 redirections", format!("a{}", " >b".repeat(4_000)), Allow, Deny, ""),
+        ("redirections, 1 MiB", format!("a{}", " >b".repeat((mib - 1) / 3)), Ask, Deny, TOO_COMPLEX),
+    ];
+    for (name, src, ask, allowlist, reason) in cases {
+        assert!(src.len() <= mib, "{name}: {} bytes", src.len());
+        for (mode, want) in [(GateMode::Ask, ask), (GateMode::Allowlist, allowlist)] {
+            let v = evaluate(&src, mode, &allow);
+            assert_eq!(v.decision, want, "{name} ({mode:?}): {:?}", v.reasons);
+            if !reason.is_empty() && want != Allow {
+                assert!(
+                    v.reasons.iter().any(|r| r.starts_with(reason)),
+                    "{name} ({mode:?}): no reason starting with {reason:?} in {:?}",
+                    v.reasons
+                );
+            }
+            if want == Allow {
+                assert!(v.reasons.is_empty(), "{name}: {:?}", v.reasons);
+            }
+        }
+        // In allowlist mode a shape inside the bounds is denied for what it
+        // is (a redirection, a newline), never for being too complex.
+        if reason != TOO_COMPLEX {
+            let v = evaluate(&src, GateMode::Allowlist, &allow);
+            assert!(
+                !v.reasons.iter().any(|r| r.starts_with(TOO_COMPLEX)),
+                "{name}: {:?}",
+                v.reasons
+            );
+        }
+    }
+}
