@@ -4,8 +4,8 @@
 //! -exec`, `xargs`, ...), and decides whether it may run (`allow`), needs a
 //! human (`ask`), or must not run (`deny`), with reasons.
 //!
-//! Pure: no filesystem, no environment, no system calls; the one thing it
-//! reads is the monotonic clock, for the parse budget ([`PARSE_TIME`]).
+//! Pure: no filesystem, no environment; the one thing it reads is the
+//! thread's CPU clock, for the parse budget ([`PARSE_TIME`]).
 //! Anything the walker does not fully understand, including a command too
 //! complex to parse within the bounds of [`budget`], is `ask` in ask mode
 //! and `deny` in allowlist mode, never `allow`.
