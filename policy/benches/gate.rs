@@ -624,7 +624,7 @@ fn sweep(select: &Select) -> Option<Duration> {
     let floor = std::env::var("ZOT_BENCH_FLOOR").is_ok_and(|v| v == "1");
     let sizes: Vec<usize> = (0..=10).map(|k| 1024usize << k).collect();
     println!(
-        "sweep: the gate's time per size in ms (median of 3-5 runs in ask mode, or the allowlist-mode run if slower; each size in its own process;\n* = waited for a CPU more than it ran), growth from one size to the next, peak RSS, verdict at 1 MiB (ask mode / allowlist mode)\n{:<16} {}  growth  peak RSS  verdict",
+        "sweep: the gate's time per size in ms (median of 3-5 runs in ask mode, or the allowlist-mode run if slower; each size in its own process;\n* = waited for a CPU more than it ran; the line below: CPU time), growth from one size to the next, peak RSS, verdict at 1 MiB (ask mode / allowlist mode)\n{:<16} {}  growth  peak RSS  verdict",
         "shape",
         sizes
             .iter()
@@ -640,6 +640,7 @@ fn sweep(select: &Select) -> Option<Duration> {
         }
         for (probe, label) in probes {
             let mut cells = String::new();
+            let mut cpu_cells = String::new();
             let mut times: Vec<Option<Duration>> = Vec::new();
             let mut peak = 0u64;
             let mut verdict = String::new();
@@ -647,12 +648,17 @@ fn sweep(select: &Select) -> Option<Duration> {
             for &n in &sizes {
                 if stopped.is_some() {
                     cells.push_str(&format!("{:>6}", "-"));
+                    cpu_cells.push_str(&format!("{:>6}", "-"));
                     times.push(None);
                     continue;
                 }
                 match in_child(shape.key, n, probe, Duration::from_secs(10), 3 << 20) {
                     Ok(o) => {
                         cells.push_str(&format!("{:>6}", short_ms(o.median)));
+                        cpu_cells.push_str(&format!(
+                            "{:>6}",
+                            o.cpu.map_or("?".to_string(), short_ms)
+                        ));
                         times.push(Some(o.median));
                         peak = peak.max(o.peak_kib);
                         if matches!(probe, Probe::Gate) {
@@ -667,6 +673,7 @@ fn sweep(select: &Select) -> Option<Duration> {
                     }
                     Err(why) => {
                         cells.push_str(&format!("{:>6}", "X"));
+                        cpu_cells.push_str(&format!("{:>6}", "X"));
                         times.push(None);
                         stopped = Some(format!("at {}: {why}", size_name(n)));
                     }
@@ -693,6 +700,7 @@ fn sweep(select: &Select) -> Option<Duration> {
                 "{name:<16} {cells}  {growth:>5.1}x {:>5} MiB  {tail}",
                 peak >> 10
             );
+            println!("{:<16} {cpu_cells}  (CPU time, ms)", "");
         }
         println!("{:<16} ({})", "", shape.what);
     }
