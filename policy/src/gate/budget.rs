@@ -46,8 +46,9 @@ use std::time::{Duration, Instant};
 
 /// At most this many `|` that can be pipe operators (every `|` except the
 /// two of a `||`), counted on the raw bytes before parsing. A broken
-/// pipeline of this many stages still parses in well under a second and
-/// 300 MiB; the largest shell scripts of a Debian system have 156.
+/// pipeline of this many stages parses in about 0.15 s of CPU and 70 MiB
+/// (1,024: 45 ms; the growth is quadratic); the largest shell scripts of a
+/// Debian system have 156, the corpus's largest command 3.
 pub const MAX_PIPES: usize = 2048;
 
 /// At most this many tree-sitter parse actions (counted in hundreds, as
