@@ -12,7 +12,8 @@ command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v zstd >/dev/null 2>&1 || need+=(zstd)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
-# The risk gate's attack tests run these real programs (skipped if absent).
+# The risk gate's attack tests run these real programs (a missing one fails
+# the suite under ZOT_TEST_MUST_WORK=1, as CI sets).
 command -v gawk >/dev/null 2>&1 || need+=(gawk)
 command -v rg >/dev/null 2>&1 || need+=(ripgrep)
 command -v zip >/dev/null 2>&1 || need+=(zip)
@@ -22,6 +23,8 @@ command -v ed >/dev/null 2>&1 || need+=(ed)
 command -v flock >/dev/null 2>&1 || need+=(util-linux)
 command -v minisign >/dev/null 2>&1 || need+=(minisign)
 command -v script >/dev/null 2>&1 || need+=(bsdutils)
+# The proxy tests drive a real client through it.
+command -v curl >/dev/null 2>&1 || need+=(curl)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -857,8 +857,11 @@ fn real_attacks_are_denied_and_really_run_code() {
     let mut failures = Vec::new();
     let mut checked = 0;
     for (prog, cmd, want) in attacks {
-        if !installed(prog) {
-            eprintln!("skipping {cmd:?}: `{prog}` is not installed");
+        if !require(
+            &format!("`{prog}` (ci/setup.sh installs it)"),
+            installed(prog),
+            &format!("{cmd:?} not run"),
+        ) {
             continue;
         }
         // The allowlist names every word that could be a program.

@@ -88,12 +88,13 @@ fn typing_history_multiline_and_ctrl_d() {
     p.line("one\\");
     p.line("two");
     p.expect("echo: one\r\ntwo");
-    p.send("alpha");
+    // Keys typed before the editor reads are the terminal's (cooked mode).
+    p.at_prompt("typist> ", "alpha");
     p.send(ALT_ENTER);
     p.line("beta");
     p.expect("echo: alpha\r\nbeta");
     // Ctrl-C clears the line: nothing of it is sent.
-    p.send("garbage");
+    p.at_prompt("typist> ", "garbage");
     p.expect("garbage");
     p.send(CTRL_C);
     p.expect("typist> ");

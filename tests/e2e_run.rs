@@ -1461,37 +1461,46 @@ fn named(dir: &Path, prefix: &str) -> Vec<PathBuf> {
     v
 }
 
+/// The agent `name` three ways: a directory, a packed `.zot`, and the
+/// GitHub repository `acme/NAME` (its archive served locally: the base URL
+/// for `ZOT_GITHUB_BASE`).
+fn three_ways(w: &World, name: &str, manifest: Value) -> (PathBuf, PathBuf, String) {
+    let src = w.agent(name, manifest);
+    let archive = w.root.join(format!("{name}.zot"));
+    let out = w.run(&["pack", s(&src), s(&archive)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let top = format!("{name}-0123");
+    let repo = w.root.join("src").join(&top);
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::copy(src.join("manifest.json"), repo.join("manifest.json")).unwrap();
+    let tgz = w.root.join(format!("{name}.tar.gz"));
+    assert!(Command::new("tar")
+        .arg("-czf")
+        .arg(&tgz)
+        .arg("-C")
+        .arg(w.root.join("src"))
+        .arg(&top)
+        .status()
+        .unwrap()
+        .success());
+    let (base, _hits) = serve(vec![(
+        format!("/acme/{name}/archive/HEAD.tar.gz"),
+        std::fs::read(&tgz).unwrap(),
+    )]);
+    (src, archive, base)
+}
+
 #[test]
 fn a_killed_runs_temp_dirs_are_removed_by_the_next_invocation() {
     let w = World::new();
     if !sandbox_works(&w) {
         return;
     }
-    let src = w.agent(
+    let (_src, archive, base) = three_ways(
+        &w,
         "sleeper",
         json!({"permissions": {"fs": {"read": ["${workspace}"]}, "bash": {"mode": "allowlist", "allow": ["sleep"]}}}),
     );
-    let archive = w.root.join("sleeper.zot");
-    let out = w.run(&["pack", s(&src), s(&archive)]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    // The same agent as a GitHub repository (archive served locally).
-    let repo = w.root.join("src/sleeper-0123");
-    std::fs::create_dir_all(&repo).unwrap();
-    std::fs::copy(src.join("manifest.json"), repo.join("manifest.json")).unwrap();
-    let tgz = w.root.join("r.tar.gz");
-    assert!(Command::new("tar")
-        .arg("-czf")
-        .arg(&tgz)
-        .arg("-C")
-        .arg(w.root.join("src"))
-        .arg("sleeper-0123")
-        .status()
-        .unwrap()
-        .success());
-    let (base, _hits) = serve(vec![(
-        "/acme/sleeper/archive/HEAD.tar.gz".into(),
-        std::fs::read(&tgz).unwrap(),
-    )]);
     let script = w.script(
         "s.json",
         json!([{"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]}, {"text": "done"}]),
@@ -1609,31 +1618,11 @@ fn signals_stop_the_run_forward_to_the_sandbox_and_clean_up() {
         return;
     }
     let perms = json!({"fs": {"read": ["${workspace}"], "write": ["${workspace}"]}, "bash": {"mode": "allowlist", "allow": ["sleep"]}});
-    let src = w.agent("napper", json!({ "permissions": perms }));
+    let (src, archive, base) = three_ways(&w, "napper", json!({ "permissions": perms }));
     let pre = w.agent(
         "prenapper",
         json!({"permissions": perms, "entry": {"pre": "!sleep 41.8"}}),
     );
-    let archive = w.root.join("napper.zot");
-    let out = w.run(&["pack", s(&src), s(&archive)]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let repo = w.root.join("src/napper-0123");
-    std::fs::create_dir_all(&repo).unwrap();
-    std::fs::copy(src.join("manifest.json"), repo.join("manifest.json")).unwrap();
-    let tgz = w.root.join("n.tar.gz");
-    assert!(Command::new("tar")
-        .arg("-czf")
-        .arg(&tgz)
-        .arg("-C")
-        .arg(w.root.join("src"))
-        .arg("napper-0123")
-        .status()
-        .unwrap()
-        .success());
-    let (base, _hits) = serve(vec![(
-        "/acme/napper/archive/HEAD.tar.gz".into(),
-        std::fs::read(&tgz).unwrap(),
-    )]);
     let script = w.script(
         "nap.json",
         json!([{"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 41.7"}}]}, {"text": "done"}]),

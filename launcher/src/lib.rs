@@ -24,6 +24,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use serde::{Deserialize, Serialize};
 
+pub mod bridge;
 pub mod landlock_rules;
 pub mod native;
 pub mod plan;

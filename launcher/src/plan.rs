@@ -494,6 +494,28 @@ pub enum NetworkPlan {
     Off,
     /// The host's network.
     Host,
+    /// An own network namespace with only loopback, whose one way out is
+    /// the supervisor's filtering proxy: its unix socket (in a private host
+    /// directory, bound into the sandbox at the same path: the one host
+    /// socket the sandbox can reach) and, on `127.0.0.1:port`, a bridge
+    /// that PID 1 starts, which hands each connection to the proxy. The
+    /// proxy variables point at the bridge; there is no DNS server.
+    Proxied {
+        socket: PathBuf,
+        port: u16,
+        /// The rules the proxy applies.
+        allow: zot_policy::net::AllowList,
+    },
+}
+
+impl NetworkPlan {
+    /// The proxy's socket, when the network is proxied.
+    pub fn proxy(&self) -> Option<(&Path, u16)> {
+        match self {
+            NetworkPlan::Proxied { socket, port, .. } => Some((socket, *port)),
+            _ => None,
+        }
+    }
 }
 
 /// A resource limit set before `execve`.

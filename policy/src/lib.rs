@@ -6,7 +6,9 @@
 pub mod agent_toml;
 pub mod config;
 mod diagnostic;
+pub mod env;
 pub mod gate;
+pub mod net;
 pub mod limits;
 pub mod sandbox;
 pub mod skill;

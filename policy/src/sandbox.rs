@@ -38,6 +38,15 @@ pub enum NetworkPolicy {
     Off,
     /// Host network.
     On,
+    /// No route out but the filtering proxy, which allows what `allow`
+    /// lists (`permissions.net.allow`, `zot sandbox --allow-host`).
+    Proxied {
+        allow: crate::net::AllowList,
+        /// The private directory the proxy's socket is created in, once
+        /// the run made it (`None` when only planning, e.g. `--explain`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        socket_dir: Option<PathBuf>,
+    },
 }
 
 /// Environment policy: the launcher starts from an empty environment.

@@ -92,9 +92,7 @@ pub fn render(plan: &LaunchPlan) -> Vec<OsString> {
 /// (bwrap would try to create a file there and fail; the native backend
 /// skips them alike). `None` when every one is still there.
 pub fn without_vanished_sockets(plan: &LaunchPlan) -> Option<LaunchPlan> {
-    let gone = |m: &MountOp| {
-        matches!(m, MountOp::MaskSocket { dst } if std::fs::symlink_metadata(dst).is_err())
-    };
+    let gone = |m: &MountOp| matches!(m, MountOp::MaskSocket { dst } if std::fs::symlink_metadata(dst).is_err());
     if !plan.mounts.iter().any(gone) {
         return None;
     }

@@ -219,7 +219,10 @@ mod tests {
         assert!(c.is_cancelled() && readable(&c));
         assert_eq!(c.signal(), Some(libc::SIGTERM), "the first signal wins");
         c.reset();
-        assert!(c.is_cancelled() && readable(&c), "an interrupt is never cleared");
+        assert!(
+            c.is_cancelled() && readable(&c),
+            "an interrupt is never cleared"
+        );
         assert_eq!(c.signal(), Some(libc::SIGTERM));
     }
 }

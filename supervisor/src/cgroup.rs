@@ -46,7 +46,10 @@ fn writable(p: &PathBuf) -> bool {
 mod tests {
     #[test]
     fn own_cgroup_line() {
-        assert_eq!(super::own_cgroup("0::/user.slice/a.scope\n"), Some("/user.slice/a.scope"));
+        assert_eq!(
+            super::own_cgroup("0::/user.slice/a.scope\n"),
+            Some("/user.slice/a.scope")
+        );
         assert_eq!(super::own_cgroup("4:memory:/x\n"), None);
     }
 }

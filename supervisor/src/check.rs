@@ -229,11 +229,36 @@ fn attempts(mode: SandboxMode) -> Vec<Attempt> {
             true,
             false,
         ),
-        a("read a file in the host's /dev/shm", Feature::Fs, false, false),
-        a("attach host System V shared memory", Feature::Fs, false, false),
-        a("write to another terminal (/dev/pts)", Feature::Fs, false, false),
-        a("/tmp larger than the tmpfs limit", Feature::Limits, true, false),
-        a("processes beyond the process limit", Feature::Limits, true, false),
+        a(
+            "read a file in the host's /dev/shm",
+            Feature::Fs,
+            false,
+            false,
+        ),
+        a(
+            "attach host System V shared memory",
+            Feature::Fs,
+            false,
+            false,
+        ),
+        a(
+            "write to another terminal (/dev/pts)",
+            Feature::Fs,
+            false,
+            false,
+        ),
+        a(
+            "/tmp larger than the tmpfs limit",
+            Feature::Limits,
+            true,
+            false,
+        ),
+        a(
+            "processes beyond the process limit",
+            Feature::Limits,
+            true,
+            false,
+        ),
         a(
             "tcp connect to host loopback listener",
             Feature::Net,
@@ -681,9 +706,12 @@ impl HostBits {
             if r == 0 {
                 // SAFETY: fresh fds we own.
                 let (m, sl) = unsafe { (OwnedFd::from_raw_fd(m), OwnedFd::from_raw_fd(sl)) };
-                std::fs::read_link(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&sl)))
-                    .ok()
-                    .map(|p| (p, m, sl))
+                std::fs::read_link(format!(
+                    "/proc/self/fd/{}",
+                    std::os::fd::AsRawFd::as_raw_fd(&sl)
+                ))
+                .ok()
+                .map(|p| (p, m, sl))
             } else {
                 None
             }
@@ -701,9 +729,13 @@ impl HostBits {
 
 impl Drop for HostBits {
     fn drop(&mut self) {
-        for p in [&self.stream.as_ref().map(|s| s.0.clone()), &self.dgram.as_ref().map(|s| s.0.clone()), &self.shm_file]
-            .into_iter()
-            .flatten()
+        for p in [
+            &self.stream.as_ref().map(|s| s.0.clone()),
+            &self.dgram.as_ref().map(|s| s.0.clone()),
+            &self.shm_file,
+        ]
+        .into_iter()
+        .flatten()
         {
             let _ = std::fs::remove_file(p);
         }

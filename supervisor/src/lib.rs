@@ -28,6 +28,7 @@ mod notify;
 mod output;
 pub mod plan;
 mod process;
+pub mod proxy;
 mod repos;
 pub mod resolve;
 mod spawn;
@@ -139,6 +140,9 @@ pub struct RunRequest {
     /// so that `/proc/self/exe` in the command names this binary (the
     /// check's attempt runner re-executes zot that way).
     pub zot_as_launcher: bool,
+    /// With allowed hosts (a proxied network): where the proxy appends its
+    /// JSONL audit records (they are in [`RunOutcome::proxy`] either way).
+    pub proxy_log: Option<PathBuf>,
     /// When this fires, the command gets the signal of an
     /// [`interrupt`](Cancel::interrupt) (SIGTERM for a plain cancel), then
     /// SIGKILL of the whole tree after `kill_grace`; the outcome says
@@ -165,6 +169,7 @@ impl RunRequest {
             forward_signals: false,
             in_process: false,
             zot_as_launcher: false,
+            proxy_log: None,
             cancel: None,
             on_output: None,
         }
@@ -323,7 +328,7 @@ impl EnforcementReport {
             mode: plan.mode,
             filesystem: level(plan.level(Area::Filesystem)),
             network: match plan.network {
-                NetworkPlan::Off => level(plan.level(Area::Network)),
+                NetworkPlan::Off | NetworkPlan::Proxied { .. } => level(plan.level(Area::Network)),
                 NetworkPlan::Host => Level::None,
             },
             pid: if plan.has(Namespace::Pid) {
@@ -404,6 +409,8 @@ pub struct RunOutcome {
     pub cancelled: bool,
     pub duration: Duration,
     pub report: EnforcementReport,
+    /// The filtering proxy's decisions (a proxied network only).
+    pub proxy: Vec<proxy::AuditRecord>,
 }
 
 /// Why a run could not start (all of these map to exit code 125).
@@ -426,6 +433,8 @@ pub enum SupervisorError {
     },
     #[error("cannot plan the sandbox")]
     Plan(#[source] plan::PlanError),
+    #[error("cannot start the network proxy")]
+    Proxy(#[source] proxy::ProxyError),
     #[error("cannot prepare the launch")]
     Prepare(#[source] zot_launcher::LaunchError),
     #[error("cannot find the zot executable to use as launcher")]

@@ -186,6 +186,8 @@ pub fn parse_proc_net_unix(text: &[u8]) -> Vec<PathBuf> {
 pub enum PlanError {
     #[error("write root {} does not exist", path.display())]
     MissingWriteRoot { path: PathBuf },
+    #[error("allowed hosts need the sandbox's own network namespace (the landlock backend has none: use the bwrap or native backend, or --net for the host network)")]
+    ProxyNeedsNamespaces,
 }
 
 fn depth(p: &Path) -> usize {
@@ -251,9 +253,22 @@ pub fn plan(
     let mut protected = policy.protected.clone();
     sort_by_depth(&mut protected);
     protected.dedup();
-    let network = match policy.network {
+    let network = match &policy.network {
         NetworkPolicy::Off => NetworkPlan::Off,
         NetworkPolicy::On => NetworkPlan::Host,
+        NetworkPolicy::Proxied { allow, socket_dir } => {
+            if isolation != Isolation::Namespaces {
+                return Err(PlanError::ProxyNeedsNamespaces);
+            }
+            NetworkPlan::Proxied {
+                socket: socket_dir
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from(PROXY_DIR_PLACEHOLDER))
+                    .join(PROXY_SOCKET),
+                port: PROXY_PORT,
+                allow: allow.clone(),
+            }
+        }
     };
     let namespaces = match isolation {
         Isolation::Namespaces => {
@@ -265,17 +280,27 @@ pub fn plan(
                 Namespace::Uts,
                 Namespace::Cgroup,
             ];
-            if network == NetworkPlan::Off {
+            if network != NetworkPlan::Host {
                 n.push(Namespace::Net);
             }
             n
         }
         _ => Vec::new(),
     };
-    let mounts = match isolation {
+    let mut mounts = match isolation {
         Isolation::Namespaces => mount_view(policy, &roots, &protected, fs),
         _ => Vec::new(),
     };
+    if let Some((socket, _)) = network.proxy() {
+        // The proxy's directory, last: over the private /tmp or /run it may
+        // lie in. The one host socket the sandbox reaches.
+        let dir = socket.parent().unwrap_or(Path::new("/")).to_path_buf();
+        mounts.push(ro_bind(dir.clone(), dir));
+    }
+    let mut env = env;
+    if let Some((_, port)) = network.proxy() {
+        proxy_env(&mut env, port);
+    }
     let mut unenforced = Vec::new();
     if isolation == Isolation::LandlockOnly {
         if policy.mode == SandboxMode::WorkspaceWrite && !protected.is_empty() {
@@ -322,6 +347,39 @@ pub fn plan(
         pid_max,
         unenforced,
     })
+}
+
+/// The port of the bridge on the sandbox's loopback.
+pub const PROXY_PORT: u16 = 3128;
+/// The socket's name in its directory.
+pub const PROXY_SOCKET: &str = "proxy.sock";
+/// Where the socket's directory is shown before a run made it.
+pub const PROXY_DIR_PLACEHOLDER: &str = "/tmp/zot-proxy-XXXXXX";
+
+/// The proxy variables: every common spelling points at the bridge;
+/// `NO_PROXY` is emptied (nothing goes around the proxy: there is no other
+/// route).
+fn proxy_env(env: &mut EnvPlan, port: u16) {
+    let http = format!("http://127.0.0.1:{port}");
+    let socks = format!("socks5h://127.0.0.1:{port}");
+    let vars = [
+        ("HTTP_PROXY", &http),
+        ("http_proxy", &http),
+        ("HTTPS_PROXY", &http),
+        ("https_proxy", &http),
+        ("ALL_PROXY", &socks),
+        ("all_proxy", &socks),
+        ("NO_PROXY", &String::new()),
+        ("no_proxy", &String::new()),
+    ];
+    for (name, value) in vars {
+        env.pass.retain(|p| p != name);
+        env.set.retain(|v| v.name != name);
+        env.set.push(EnvVar {
+            name: name.to_string(),
+            value: value.clone(),
+        });
+    }
 }
 
 /// The rlimits: no core dumps, the file size, and (in an own user
@@ -581,6 +639,15 @@ fn mount_view(
         .filter(|p| p.is_absolute())
         .filter_map(|p| fs.canonicalize(&p))
         .filter(|c| fs.lstat(c) == Some(FileKind::Socket))
+        // The filtering proxy's socket: the one host socket the sandbox
+        // reaches (its directory is bound in after the view).
+        .filter(|c| match &policy.network {
+            NetworkPolicy::Proxied {
+                socket_dir: Some(d),
+                ..
+            } => !c.starts_with(d),
+            _ => true,
+        })
         .collect();
     socks.sort();
     socks.dedup();

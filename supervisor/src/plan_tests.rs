@@ -422,17 +422,27 @@ fn landlock_only_plan_has_no_mounts_and_says_what_it_misses() {
         ]
     );
     // Only chosen host device nodes; SysV IPC refused (no IPC namespace).
-    assert!(p.landlock.rules.iter().any(|r| r.path == Path::new("/dev")
-        && r.access == LandlockAccess::ListDir));
-    assert!(!p.landlock.rules.iter().any(|r| r.path.starts_with("/dev/shm")
-        || r.path.starts_with("/dev/pts")
-        || (r.path == Path::new("/") && r.access == LandlockAccess::Read)));
+    assert!(p
+        .landlock
+        .rules
+        .iter()
+        .any(|r| r.path == Path::new("/dev") && r.access == LandlockAccess::ListDir));
+    assert!(!p
+        .landlock
+        .rules
+        .iter()
+        .any(|r| r.path.starts_with("/dev/shm")
+            || r.path.starts_with("/dev/pts")
+            || (r.path == Path::new("/") && r.access == LandlockAccess::Read)));
     assert!(p
         .seccomp
         .rules
         .iter()
         .any(|r| r.syscalls.contains(&"shmat".to_string()) && r.action == SeccompAction::Eperm));
-    assert!(!p.rlimits.iter().any(|l| l.resource == RlimitResource::Nproc));
+    assert!(!p
+        .rlimits
+        .iter()
+        .any(|l| l.resource == RlimitResource::Nproc));
     assert_eq!(p.landlock.compat, LandlockCompat::Required);
     // Carved read rules: no rule covers the denied paths or their ancestors.
     for r in &p.landlock.rules {
@@ -566,22 +576,37 @@ fn host_sockets_visible_in_the_view_are_masked() {
         ]
     );
     // After the write root's bind (or it would cover the mask).
-    let pos = |d: &str| p.mounts.iter().position(|m| m.dst() == Path::new(d)).unwrap();
+    let pos = |d: &str| {
+        p.mounts
+            .iter()
+            .position(|m| m.dst() == Path::new(d))
+            .unwrap()
+    };
     assert!(pos("/home/u/proj/sub/app.sock") > pos("/home/u/proj"));
     // The agent view shows only its scopes.
     let p = plan(&agent(), Isolation::Namespaces, &[], &fs).unwrap();
     assert_eq!(
         masked(&p),
-        vec![PathBuf::from("/data/ref/x.sock"), "/home/u/proj/sub/app.sock".into()]
+        vec![
+            PathBuf::from("/data/ref/x.sock"),
+            "/home/u/proj/sub/app.sock".into()
+        ]
     );
     // Limits: sizes on every tmpfs, rlimits capped at the hard limit, pid_max.
     assert!(p.mounts.iter().all(|m| match m {
         MountOp::Tmpfs { size, .. } => *size == Some(512 << 20),
         _ => true,
     }));
-    let nproc = p.rlimits.iter().find(|l| l.resource == RlimitResource::Nproc).unwrap();
+    let nproc = p
+        .rlimits
+        .iter()
+        .find(|l| l.resource == RlimitResource::Nproc)
+        .unwrap();
     assert_eq!((nproc.soft, nproc.hard), (Some(100), Some(100)));
-    assert!(p.rlimits.iter().any(|l| l.resource == RlimitResource::Core && l.hard == Some(0)));
+    assert!(p
+        .rlimits
+        .iter()
+        .any(|l| l.resource == RlimitResource::Core && l.hard == Some(0)));
     assert_eq!(p.pid_max, Some(1024 + 300));
     let mut small = agent();
     small.limits.tmp_size = 8 << 20;
@@ -601,6 +626,9 @@ fn proc_net_unix_paths() {
 0000000000000000: 00000003 00000000 00000000 0001 03 1238 /run/a.sock\n";
     assert_eq!(
         parse_proc_net_unix(t),
-        vec![PathBuf::from("/home/u/with space.sock"), "/run/a.sock".into()]
+        vec![
+            PathBuf::from("/home/u/with space.sock"),
+            "/run/a.sock".into()
+        ]
     );
 }

@@ -37,12 +37,23 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
     }
 }
 
-fn run_once(req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome, SupervisorError> {
+fn run_once(mut req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome, SupervisorError> {
     if req.argv.is_empty() {
         return Err(SupervisorError::EmptyCommand);
     }
     let start = Instant::now();
     let host_env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let proxy = if matches!(
+        req.policy.network,
+        zot_policy::sandbox::NetworkPolicy::Proxied { .. }
+    ) {
+        // Checked before the proxy starts: a policy no backend can run
+        // starts nothing.
+        resolve::prepare(&req.policy, req.backend, req.allow_degraded, &host_env)?;
+        start_proxy(&mut req)?
+    } else {
+        None
+    };
     let planned = resolve::prepare(&req.policy, req.backend, req.allow_degraded, &host_env)?;
     *masks = planned
         .plan
@@ -53,6 +64,55 @@ fn run_once(req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome, Sup
             _ => None,
         })
         .collect();
+    // The proxy's thread exists: the launcher is exec'd, never forked.
+    debug_assert!(proxy.is_none() || zot_launcher::thread_count().map_or(true, |n| n > 1));
+    let run = run_planned(&req, planned, host_env, start);
+    let records = proxy.map(|(p, _dir)| p.stop()).unwrap_or_default();
+    run.map(|mut o| {
+        o.proxy = records;
+        o
+    })
+}
+
+/// With a proxied network: a private directory (0700, this user's), the
+/// proxy listening in it, and the policy pointing the plan at it.
+fn start_proxy(
+    req: &mut RunRequest,
+) -> Result<Option<(crate::proxy::Proxy, tempfile::TempDir)>, SupervisorError> {
+    let zot_policy::sandbox::NetworkPolicy::Proxied { allow, socket_dir } = &mut req.policy.network
+    else {
+        return Ok(None);
+    };
+    let base = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|d| d.is_absolute() && d.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = tempfile::Builder::new()
+        .prefix("zot-proxy-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir_in(&base)
+        .map_err(SupervisorError::io(format!(
+            "creating the proxy's directory in {}",
+            base.display()
+        )))?;
+    let dir_path = dir
+        .path()
+        .canonicalize()
+        .map_err(SupervisorError::io("resolving the proxy's directory"))?;
+    let mut cfg =
+        crate::proxy::ProxyConfig::new(allow.clone(), dir_path.join(crate::plan::PROXY_SOCKET));
+    cfg.audit_log = req.proxy_log.clone();
+    let proxy = crate::proxy::Proxy::start(cfg).map_err(SupervisorError::Proxy)?;
+    *socket_dir = Some(dir_path);
+    Ok(Some((proxy, dir)))
+}
+
+fn run_planned(
+    req: &RunRequest,
+    planned: resolve::Planned,
+    host_env: Vec<(OsString, OsString)>,
+    start: Instant,
+) -> Result<RunOutcome, SupervisorError> {
     let mut report = planned.report.clone();
     let env = planned.plan.env.environment(|name| {
         host_env
@@ -78,10 +138,11 @@ fn run_once(req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome, Sup
             cancelled: true,
             duration: start.elapsed(),
             report,
+            proxy: Vec::new(),
         });
     }
     let placeholders = planned.plan.placeholders();
-    let started = match spawn::start(&req, &planned, env, &host_env, out_pipes) {
+    let started = match spawn::start(req, &planned, env, &host_env, out_pipes) {
         Ok(s) => s,
         Err(err) => {
             cleanup(&placeholders);
@@ -103,6 +164,7 @@ fn run_once(req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome, Sup
                         cancelled: false,
                         duration: start.elapsed(),
                         report,
+                        proxy: Vec::new(),
                     })
                 }
                 // What failed to start is bwrap or the launcher, not the command.
@@ -271,6 +333,7 @@ fn run_once(req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome, Sup
         cancelled,
         duration: start.elapsed(),
         report,
+        proxy: Vec::new(),
     })
 }
 

@@ -413,6 +413,24 @@ extern "C" fn spawn_child(arg: *mut libc::c_void) -> libc::c_int {
 /// non-default signal disposition is an ignored SIGPIPE: a vfork-like clone
 /// that resets just the signals the command may see ignored and execs,
 /// instead of glibc's reset of every signal handler (two syscalls each).
+/// Copies of `keep` numbered above every fd a child sets up (close-on-exec
+/// copies: the child dup2s them to their targets), so that the dup2s cannot
+/// clobber each other.
+fn above_targets(keep: &[OwnedFd]) -> std::io::Result<Vec<OwnedFd>> {
+    keep.iter()
+        .map(|fd| {
+            // SAFETY: F_DUPFD_CLOEXEC returns a new fd we own.
+            let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 64) };
+            if r < 0 {
+                Err(std::io::Error::last_os_error())
+            } else {
+                // SAFETY: r is a fresh fd.
+                Ok(unsafe { OwnedFd::from_raw_fd(r) })
+            }
+        })
+        .collect()
+}
+
 fn spawn_known_signals(
     program: &Path,
     argv: &[OsString],
@@ -424,20 +442,7 @@ fn spawn_known_signals(
     let args: Vec<CString> = argv.iter().map(|a| cstring(a)).collect::<Result<_, _>>()?;
     let mut argp: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
     argp.push(std::ptr::null());
-    // Above every target number, so the dup2s cannot clobber each other.
-    let high: Vec<OwnedFd> = keep
-        .iter()
-        .map(|fd| {
-            // SAFETY: F_DUPFD_CLOEXEC returns a new fd we own.
-            let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 64) };
-            if r < 0 {
-                Err(std::io::Error::last_os_error())
-            } else {
-                // SAFETY: r is a fresh fd.
-                Ok(unsafe { OwnedFd::from_raw_fd(r) })
-            }
-        })
-        .collect::<Result<_, _>>()?;
+    let high = above_targets(keep)?;
     let mut a = SpawnArgs {
         prog: prog.as_ptr(),
         argv: argp.as_ptr(),
@@ -501,21 +506,7 @@ fn spawn_raw(
     let mut argp: Vec<*mut libc::c_char> = args.iter().map(|a| a.as_ptr() as *mut _).collect();
     argp.push(std::ptr::null_mut());
     let envp: [*mut libc::c_char; 1] = [std::ptr::null_mut()];
-    // Move the fds to keep above every target number first, so the dup2s
-    // below cannot clobber each other.
-    let high: Vec<OwnedFd> = keep
-        .iter()
-        .map(|fd| {
-            // SAFETY: F_DUPFD_CLOEXEC returns a new fd we own.
-            let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 64) };
-            if r < 0 {
-                Err(std::io::Error::last_os_error())
-            } else {
-                // SAFETY: r is a fresh fd.
-                Ok(unsafe { OwnedFd::from_raw_fd(r) })
-            }
-        })
-        .collect::<Result<_, _>>()?;
+    let high = above_targets(keep)?;
     let devnull = c"/dev/null";
     // SAFETY: plain libc calls on zero-initialised structs we destroy below;
     // every pointer passed outlives the posix_spawn call.

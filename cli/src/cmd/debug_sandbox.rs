@@ -288,14 +288,16 @@ fn explain_text(e: &Explanation) -> String {
         .map(|v| format!("{}={}", v.name, v.value))
         .collect();
     s.push_str(&format!("env set: {}\n", set.join(" ")));
-    s.push_str(&format!(
-        "network: {}\n",
-        match (&plan.network, plan.has(zot_launcher::plan::Namespace::Net)) {
-            (zot_launcher::plan::NetworkPlan::Off, true) => "off: own network namespace with loopback only; seccomp refuses non-AF_UNIX sockets",
-            (zot_launcher::plan::NetworkPlan::Off, false) => "off: seccomp refuses non-AF_UNIX sockets, connect and addressed sendto",
-            (zot_launcher::plan::NetworkPlan::Host, _) => "host network",
-        }
-    ));
+    let network = match (&plan.network, plan.has(zot_launcher::plan::Namespace::Net)) {
+        (zot_launcher::plan::NetworkPlan::Off, true) => "off: own network namespace with loopback only; seccomp refuses non-AF_UNIX sockets".to_string(),
+        (zot_launcher::plan::NetworkPlan::Off, false) => "off: seccomp refuses non-AF_UNIX sockets, connect and addressed sendto".to_string(),
+        (zot_launcher::plan::NetworkPlan::Host, _) => "host network".to_string(),
+        (zot_launcher::plan::NetworkPlan::Proxied { socket, port, allow }, _) => format!(
+            "proxied: own network namespace with loopback only, no DNS server; the filtering proxy (outside) allows {allow}; reached through its socket {} (bound in) and a bridge on 127.0.0.1:{port} started by PID 1; HTTP_PROXY, HTTPS_PROXY, ALL_PROXY (and lower case) point at it, NO_PROXY is empty",
+            socket.display()
+        ),
+    };
+    s.push_str(&format!("network: {network}\n"));
     for g in &plan.unenforced {
         s.push_str(&format!("not enforced: {}\n", g.describe()));
     }

@@ -37,6 +37,22 @@ pub struct Args {
     /// Allow the host network (workspace-write)
     #[arg(long)]
     pub net: bool,
+    /// Allow connections to HOST[:PORT] only, through zot's filtering proxy
+    /// (repeatable): HOST is a name, `*.name` (subdomains), an IP address or
+    /// ADDRESS/PREFIX; without :PORT, ports 80 and 443. The command gets its
+    /// own network namespace with only loopback and HTTP_PROXY, HTTPS_PROXY
+    /// and ALL_PROXY pointing at the proxy; names resolving to loopback,
+    /// link-local or private addresses are refused unless that address is
+    /// listed.
+    #[arg(
+        long = "allow-host",
+        value_name = "HOST[:PORT]",
+        conflicts_with = "net"
+    )]
+    pub allow_hosts: Vec<String>,
+    /// With --allow-host: append the proxy's decisions to FILE (JSON lines)
+    #[arg(long = "proxy-log", value_name = "FILE", requires = "allow_hosts")]
+    pub proxy_log: Option<PathBuf>,
     /// Pass this environment variable (or PREFIX*) through (repeatable)
     #[arg(long = "env-allow", value_name = "VAR")]
     pub env_allow: Vec<String>,
@@ -276,7 +292,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         p.limits = limits(args.tmp_size, args.max_procs, args.max_file_size)?;
         Ok(p)
     });
-    let policy = match policy {
+    let mut policy = match policy {
         Ok(p) => p,
         // Options that contradict each other (`--net` in read-only) or name
         // missing paths are the command line's fault, not the sandbox's.
@@ -289,6 +305,25 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             return Ok(SETUP_FAILURE);
         }
     };
+    if !args.allow_hosts.is_empty() {
+        if policy.mode == SandboxMode::DangerFullAccess {
+            eprintln!(
+                "zot: --allow-host does not apply to danger-full-access (it has the host network)"
+            );
+            return Ok(super::USAGE);
+        }
+        let allow = match zot_policy::net::AllowList::parse(&args.allow_hosts) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("zot: --allow-host {e}");
+                return Ok(super::USAGE);
+            }
+        };
+        policy.network = zot_policy::sandbox::NetworkPolicy::Proxied {
+            allow,
+            socket_dir: None,
+        };
+    }
     let timeout = match args.timeout {
         Some(s) if !(s.is_finite() && s > 0.0) => {
             eprintln!("zot: --timeout must be a positive number of seconds");
@@ -314,6 +349,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         // forked child, no second start of this binary.
         in_process: !args.exec_launcher,
         zot_as_launcher: args.exec_launcher,
+        proxy_log: args.proxy_log.clone(),
         cancel: None,
         on_output: None,
     };
@@ -351,16 +387,22 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 eprintln!("zot: timed out; the command and its children were killed");
             }
             if args.json {
-                let v = serde_json::json!({
+                let mut v = serde_json::json!({
                     "report": outcome.report,
                     "exit_code": outcome.exit_code,
                     "timed_out": outcome.timed_out,
                     "truncated": outcome.truncated,
                     "duration_ms": outcome.duration.as_millis() as u64,
                 });
+                if !args.allow_hosts.is_empty() {
+                    v["proxy"] = serde_json::json!(outcome.proxy);
+                }
                 eprintln!("{v}");
             } else if args.report {
                 eprint!("{}", outcome.report.to_text());
+                if !args.allow_hosts.is_empty() {
+                    eprint!("{}", proxy_summary(&outcome.proxy));
+                }
             }
             Ok(outcome.exit_code.clamp(0, 255) as u8)
         }
@@ -369,4 +411,29 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Ok(SETUP_FAILURE)
         }
     }
+}
+
+/// The proxy's decisions, per destination, for `--report`.
+fn proxy_summary(records: &[zot_supervisor::proxy::AuditRecord]) -> String {
+    use zot_supervisor::proxy::{audit::summarize, Decision};
+    let s = summarize(records);
+    let mut out = format!(
+        "proxy: {} allowed, {} refused; {} bytes sent, {} received\n",
+        s.allowed, s.denied, s.bytes_up, s.bytes_down
+    );
+    for l in &s.lines {
+        let what = match l.decision {
+            Decision::Allow => "allowed",
+            Decision::Deny => "refused",
+        };
+        out.push_str(&format!(
+            "  {what} {} x{} (up {} B, down {} B): {}\n",
+            l.destination,
+            l.connections,
+            l.bytes_up,
+            l.bytes_down,
+            l.why.join("; ")
+        ));
+    }
+    out
 }

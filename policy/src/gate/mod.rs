@@ -4,10 +4,13 @@
 //! -exec`, `xargs`, ...), and decides whether it may run (`allow`), needs a
 //! human (`ask`), or must not run (`deny`), with reasons.
 //!
-//! Pure: no syscalls, no filesystem, no environment. Anything the walker
-//! does not fully understand is `ask` in ask mode and `deny` in allowlist
-//! mode, never `allow`.
+//! Pure: no filesystem, no environment; the one thing it reads is the
+//! thread's CPU clock, for the parse budget ([`PARSE_TIME`]).
+//! Anything the walker does not fully understand, including a command too
+//! complex to parse within the bounds of [`budget`], is `ask` in ask mode
+//! and `deny` in allowlist mode, never `allow`.
 
+mod budget;
 mod grammars;
 mod opts;
 mod paths;
@@ -21,6 +24,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
 
 use serde::{Deserialize, Serialize};
+
+pub use budget::{MAX_LEXED_BYTES, MAX_PARSE_STEPS, MAX_PIPES, PARSE_TIME};
 
 /// `permissions.bash.mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -156,6 +161,10 @@ pub(crate) struct Ctx<'a> {
     /// Functions defined, with the programs their bodies call (for
     /// recursion through several functions: `a(){ b|b& }; b(){ a|a& }`).
     pub functions: Vec<(String, Vec<String>)>,
+    /// The bounds every parse of this command runs under.
+    pub budget: budget::Budget,
+    /// `env -S` strings split so far.
+    pub env_splits: usize,
 }
 
 impl Ctx<'_> {
@@ -272,6 +281,16 @@ impl Hasher for KeptHash {
 /// Evaluate `command` under `mode`; `allow` is the allowlist (used in
 /// allowlist mode only).
 pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
+    evaluate_with(command, mode, allow, budget::Limits::DEFAULT)
+}
+
+/// [`evaluate`] under other parse bounds (tests).
+pub(crate) fn evaluate_with(
+    command: &str,
+    mode: GateMode,
+    allow: &[String],
+    limits: budget::Limits,
+) -> Verdict {
     let mut ctx = Ctx {
         mode,
         allow,
@@ -281,6 +300,8 @@ pub fn evaluate(command: &str, mode: GateMode, allow: &[String]) -> Verdict {
         code_text: None,
         cd_danger: None,
         evaluator: false,
+        budget: budget::Budget::new(limits),
+        env_splits: 0,
     };
     let empty = command.trim().is_empty();
     if command.len() > MAX_INPUT_BYTES {

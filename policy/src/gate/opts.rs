@@ -285,6 +285,18 @@ pub(crate) fn parse<'g>(g: &'g Grammar, args: &[Word]) -> Parsed<'g> {
 }
 
 pub(crate) fn parse_with<'g>(g: &'g Grammar, args: &[Word], stop_at_operand: bool) -> Parsed<'g> {
+    read(g, args, stop_at_operand, true)
+}
+
+/// The options before the first operand, and where that operand is;
+/// `operands` stays empty. For a wrapper (its operands are the command it
+/// runs: reading them would make a chain of wrappers read the rest of
+/// the line once per wrapper) and git's global options.
+pub(crate) fn leading_options<'g>(g: &'g Grammar, args: &[Word]) -> Parsed<'g> {
+    read(g, args, true, false)
+}
+
+fn read<'g>(g: &'g Grammar, args: &[Word], stop_at_operand: bool, operands: bool) -> Parsed<'g> {
     let mut out = Parsed::default();
     let mut i = 0;
     let mut ended = false;
@@ -294,6 +306,9 @@ pub(crate) fn parse_with<'g>(g: &'g Grammar, args: &[Word], stop_at_operand: boo
         if ended || t == "-" || !t.starts_with('-') || w.dynamic {
             if out.first_operand.is_none() {
                 out.first_operand = Some(i);
+            }
+            if !operands {
+                break;
             }
             out.operands.push(w.clone());
             i += 1;

@@ -726,7 +726,7 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
 }
 
 fn git_danger(ctx: &mut Ctx, args: &[Word]) {
-    let global = opts::parse_with(&grammars::GIT, args, true);
+    let global = opts::leading_options(&grammars::GIT, args);
     let Some(first) = global.first_operand else {
         return;
     };
@@ -991,7 +991,7 @@ fn git_key_safe(key: &str) -> bool {
 }
 
 fn git_rules(ctx: &mut Ctx, args: &[Word]) -> Rules {
-    let global = opts::parse_with(&grammars::GIT, args, true);
+    let global = opts::leading_options(&grammars::GIT, args);
     for prob in &global.problems {
         ctx.restrict(prob.describe("git"));
     }

@@ -12,7 +12,9 @@
 
 use std::sync::OnceLock;
 
-use tree_sitter::{Language, Parser, Tree};
+use tree_sitter::{Language, ParseOptions, ParseState, Parser, Point, Tree};
+
+use super::budget::{Budget, Exceeded, CHUNK};
 
 /// `u32::MAX`: no such node.
 const NONE: u32 = u32::MAX;
@@ -223,9 +225,33 @@ thread_local! {
     static PARSER: std::cell::RefCell<Option<Parser>> = const { std::cell::RefCell::new(None) };
 }
 
+/// Why a parse gave no tree.
+pub(crate) enum Unparsed {
+    /// The command is over one of the parse bounds.
+    Exceeded(Exceeded),
+    /// tree-sitter returned no tree for another reason.
+    GaveUp,
+}
+
 /// Parse `src` (ASCII: see `walk::ascii_shadow`) with the thread's parser,
-/// created once.
-pub(crate) fn parse(src: &str) -> Option<Syntax> {
+/// created once, under `budget` (see [`super::budget`]).
+pub(crate) fn parse(src: &str, budget: &Budget) -> Result<Syntax, Unparsed> {
+    budget.admit(src).map_err(Unparsed::Exceeded)?;
+    let bytes = src.as_bytes();
+    // The lexer asks for the text at an offset; it gets at most `CHUNK`
+    // bytes, so what it reads (again) can be counted. Past a bound it gets
+    // nothing (the end of the input, as far as it can tell): the parse
+    // then ends quickly, and its tree is not used.
+    let mut read = |at: usize, _: Point| -> &[u8] {
+        let rest = bytes.get(at..).unwrap_or_default();
+        let chunk = &rest[..rest.len().min(CHUNK)];
+        if budget.lex(chunk.len()) {
+            chunk
+        } else {
+            &[]
+        }
+    };
+    let mut progress = |_: &ParseState| budget.progress();
     let tree = PARSER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
@@ -234,13 +260,21 @@ pub(crate) fn parse(src: &str) -> Option<Syntax> {
             *slot = Some(parser);
         }
         let parser = slot.as_mut()?;
-        let tree = parser.parse(src, None);
+        let options = ParseOptions::new().progress_callback(&mut progress);
+        let tree = parser.parse_with_options(&mut read, None, Some(options));
         if tree.is_none() {
+            // A cancelled parse would otherwise be resumed by the next one.
             parser.reset();
         }
         tree
-    })?;
-    Some(Syntax::copy(&tree))
+    });
+    // A tree parsed after the lexer was cut off describes a truncated
+    // input: only the bound counts.
+    match (budget.spent(), tree) {
+        (Some(e), _) => Err(Unparsed::Exceeded(e)),
+        (None, Some(tree)) => Ok(Syntax::copy(&tree)),
+        (None, None) => Err(Unparsed::GaveUp),
+    }
 }
 
 impl Syntax {

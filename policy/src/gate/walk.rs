@@ -32,8 +32,8 @@ fn ascii_shadow(src: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-fn parse(src: &str) -> Option<syntax::Syntax> {
-    syntax::parse(&ascii_shadow(src))
+fn parse(ctx: &Ctx, src: &str) -> Result<syntax::Syntax, syntax::Unparsed> {
+    syntax::parse(&ascii_shadow(src), &ctx.budget)
 }
 
 /// Functions that call each other in a cycle (`a(){ b|b& }; b(){ a|a& }`)
@@ -125,9 +125,17 @@ pub(crate) fn check_text(ctx: &mut Ctx, src: &str) {
 /// Parse `src` and walk it. `via` are the wrappers the string was reached
 /// through (for `sh -c STRING`), `reparse` how deep such strings nest.
 pub(crate) fn parse_and_walk(ctx: &mut Ctx, src: &str, via: &[String], reparse: usize) {
-    let Some(tree) = parse(src) else {
-        ctx.unknown("the parser gave up on the command");
-        return;
+    let tree = match parse(ctx, src) {
+        Ok(tree) => tree,
+        Err(syntax::Unparsed::Exceeded(e)) => {
+            let why = ctx.budget.reason(e);
+            ctx.unknown(why);
+            return;
+        }
+        Err(syntax::Unparsed::GaveUp) => {
+            ctx.unknown("the parser gave up on the command");
+            return;
+        }
     };
     if tree.has_error() {
         ctx.unknown("the command does not parse as shell (syntax error or unbalanced quotes)");

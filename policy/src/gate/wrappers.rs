@@ -12,8 +12,12 @@ use super::{Ctx, ParsedCommand, Rules};
 pub(crate) enum Step {
     /// It runs no other command (or is no wrapper).
     Run,
-    /// It runs `rest` as a command. `open`: more arguments come from stdin.
-    Wrap { rest: Vec<Word>, open: bool },
+    /// It runs its words from `at` on as a command (no copy: a chain of
+    /// wrappers is read in one pass). `open`: more arguments come from
+    /// stdin.
+    Wrap { at: usize, open: bool },
+    /// It runs `rest`, words of its own making (`env -S`, `xargs` alone).
+    Replace { rest: Vec<Word>, open: bool },
     /// It runs a shell string.
     Shell(String),
     /// `find`: runs itself, plus one command per `-exec` group.
@@ -116,6 +120,16 @@ const OPAQUE: &[&str] = &[
     "sandbox-exec",
 ];
 
+/// At most this many wrappers in a row (`nice nice ... cmd`, counting
+/// those of enclosing `sh -c` strings): every command reports the
+/// wrappers it is reached through, so deeper chains would make the
+/// verdict grow with the square of the input.
+pub(crate) const MAX_WRAPPERS: usize = 64;
+
+/// At most this many `env -S` strings per command line (each is spliced
+/// into a copy of the rest of the line).
+const MAX_ENV_SPLITS: usize = 8;
+
 /// Is `base` a shell the gate parses (`sh -c` strings)?
 pub(crate) fn is_shell(base: &str) -> bool {
     SHELLS.contains(&base)
@@ -161,34 +175,38 @@ impl Ctx<'_> {
         reparse: usize,
         mut open: bool,
     ) {
+        // The command being resolved is `words[start..]`: a wrapper moves
+        // `start` past itself.
+        let mut start = 0;
         // The first word of a simple command can be the bash keyword `time`
         // (only `-p` and `--` are its options); behind a wrapper, `time` is
         // the GNU program.
         let mut keyword_position = true;
         loop {
-            let Some(prog) = words.first() else { return };
+            let cmd = &words[start..];
+            let Some(prog) = cmd.first() else { return };
             if keyword_position && prog.value() == Some("time") {
                 keyword_position = false;
                 let mut i = 1;
-                if words.get(i).and_then(|w| w.value()) == Some("-p") {
+                if cmd.get(i).and_then(|w| w.value()) == Some("-p") {
                     i += 1;
                 }
-                if words.get(i).and_then(|w| w.value()) == Some("--") {
+                if cmd.get(i).and_then(|w| w.value()) == Some("--") {
                     i += 1;
                 }
-                if i >= words.len() {
-                    self.push(words, &via, open, true);
+                if i >= cmd.len() {
+                    self.push(tail(words, start), &via, open, true);
                     return;
                 }
                 rules::check_wrapper_listed(self, "time");
                 via.push("time".to_string());
-                words.drain(..i);
+                start += i;
                 continue;
             }
             keyword_position = false;
             if let Err(why) = rules::check_program_name(prog) {
                 self.unknown(why);
-                self.push(words, &via, open, false);
+                self.push(tail(words, start), &via, open, false);
                 return;
             }
             let name = prog.text.clone();
@@ -197,24 +215,39 @@ impl Ctx<'_> {
                 self.unknown(format!(
                     "`{base}` run by xargs gets its arguments from stdin"
                 ));
-                self.push(words, &via, open, false);
+                self.push(tail(words, start), &via, open, false);
                 return;
             }
-            match self.unwrap(&base, &words) {
+            let step = self.unwrap(&base, cmd);
+            if via.len() >= MAX_WRAPPERS
+                && matches!(step, Step::Wrap { .. } | Step::Replace { .. } | Step::Shell(_) | Step::Find(_))
+            {
+                self.unknown(format!("more than {MAX_WRAPPERS} wrappers in a row"));
+                self.push(tail(words, start), &via, open, false);
+                return;
+            }
+            match step {
                 Step::Run => {
                     let r = if base == "find" { Rules::Grammar } else { Rules::None };
-                    self.push_as(words, &via, open, true, r);
+                    self.push_as(tail(words, start), &via, open, true, r);
                     return;
                 }
                 Step::Unknown(why) => {
                     self.unknown(why);
-                    self.push(words, &via, open, true);
+                    self.push(tail(words, start), &via, open, true);
                     return;
                 }
-                Step::Wrap { rest, open: more } => {
+                Step::Wrap { at, open: more } => {
+                    rules::check_wrapper_listed(self, &name);
+                    via.push(name);
+                    start += at;
+                    open |= more;
+                }
+                Step::Replace { rest, open: more } => {
                     rules::check_wrapper_listed(self, &name);
                     via.push(name);
                     words = rest;
+                    start = 0;
                     open |= more;
                 }
                 Step::Shell(script) => {
@@ -233,7 +266,7 @@ impl Ctx<'_> {
                         // An empty string still runs the shell.
                         self.commands.push(ParsedCommand {
                             program: via.pop().unwrap_or_default(),
-                            argv: texts(words),
+                            argv: texts(tail(words, start)),
                             via,
                             rules: Rules::Wrapper,
                         });
@@ -241,7 +274,7 @@ impl Ctx<'_> {
                     return;
                 }
                 Step::Find(groups) => {
-                    self.push_as(words, &via, open, true, Rules::Grammar);
+                    self.push_as(tail(words, start), &via, open, true, Rules::Grammar);
                     via.push(name);
                     for group in groups {
                         self.resolve(group, via.clone(), reparse, open);
@@ -417,7 +450,8 @@ impl Ctx<'_> {
     }
 
     fn env(&mut self, words: &[Word]) -> Result<Step, String> {
-        let mut words = words.to_vec();
+        // Copied only when an `-S` string is spliced in.
+        let mut words = std::borrow::Cow::Borrowed(words);
         let mut i = 1;
         let mut splits = 0;
         while i < words.len() {
@@ -505,14 +539,16 @@ impl Ctx<'_> {
             };
             if let Some(s) = split {
                 splits += 1;
-                if splits > 4 {
+                self.env_splits += 1;
+                if splits > 4 || self.env_splits > MAX_ENV_SPLITS {
                     return Err("too many `env -S` strings".into());
                 }
                 let parts = split_env_string(&s)?;
                 // Replace what was consumed by the split words, parse again.
-                let tail = words.split_off(i);
-                words.extend(parts);
-                words.extend(tail);
+                let owned = words.to_mut();
+                let tail = owned.split_off(i);
+                owned.extend(parts);
+                owned.extend(tail);
             }
         }
         while let Some(w) = words.get(i) {
@@ -528,9 +564,12 @@ impl Ctx<'_> {
         if i >= words.len() {
             return Ok(Step::Run);
         }
-        Ok(Step::Wrap {
-            rest: words[i..].to_vec(),
-            open: false,
+        Ok(match words {
+            std::borrow::Cow::Borrowed(_) => Step::Wrap { at: i, open: false },
+            std::borrow::Cow::Owned(mut w) => Step::Replace {
+                rest: w.split_off(i),
+                open: false,
+            },
         })
     }
 
@@ -737,6 +776,12 @@ fn find_primary_arity(t: &str) -> Option<usize> {
     }
 }
 
+/// `words[start..]`, owned.
+fn tail(mut words: Vec<Word>, start: usize) -> Vec<Word> {
+    words.drain(..start);
+    words
+}
+
 fn texts(words: Vec<Word>) -> Vec<String> {
     words.into_iter().map(|w| w.text).collect()
 }
@@ -750,10 +795,7 @@ fn wrap_at(words: &[Word], i: usize) -> Step {
     if i >= words.len() {
         Step::Run
     } else {
-        Step::Wrap {
-            rest: words[i..].to_vec(),
-            open: false,
-        }
+        Step::Wrap { at: i, open: false }
     }
 }
 
@@ -766,14 +808,23 @@ pub(crate) fn wrapper_opts<'g>(
     words: &[Word],
     g: &'g Grammar,
 ) -> Result<(usize, Parsed<'g>), String> {
-    let args = &words[1..];
-    let p = opts::parse_with(g, args, true);
+    wrapper_opts_from(words, 1, g)
+}
+
+/// [`wrapper_opts`] with the options starting at `words[from]`.
+fn wrapper_opts_from<'g>(
+    words: &[Word],
+    from: usize,
+    g: &'g Grammar,
+) -> Result<(usize, Parsed<'g>), String> {
+    let args = words.get(from..).unwrap_or_default();
+    let p = opts::leading_options(g, args);
     if let Some(prob) = p.problems.first() {
         return Err(prob.describe(g.prog));
     }
-    let first = p.first_operand.map_or(words.len(), |i| i + 1);
+    let first = p.first_operand.map_or(words.len(), |i| i + from);
     // Option words and their values must be static.
-    for w in &words[1..first.min(words.len())] {
+    for w in words.get(from..first.min(words.len())).unwrap_or_default() {
         static_arg(w, g.prog)?;
     }
     // So must the word after them (the command, or the value before it):
@@ -874,14 +925,14 @@ fn shell(words: &[Word]) -> Step {
 
 fn nice(words: &[Word]) -> Result<Step, String> {
     // `nice -5 cmd` and `nice --5 cmd` are the historical adjustment forms.
-    let mut words = words.to_vec();
+    let mut from = 1;
     if let Some(v) = words.get(1).and_then(|w| w.value()) {
         let digits = v.trim_start_matches('-');
         if v.starts_with('-') && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-            words.remove(1);
+            from = 2;
         }
     }
-    wrapper_opts(&words, &grammars::NICE).map(|(i, _)| wrap_at(&words, i))
+    wrapper_opts_from(words, from, &grammars::NICE).map(|(i, _)| wrap_at(words, i))
 }
 
 /// `flock [options] FILE CMD...`, `flock [options] FILE -c STRING`,
@@ -911,12 +962,14 @@ fn flock(words: &[Word]) -> Result<Step, String> {
 
 fn xargs(words: &[Word]) -> Result<Step, String> {
     let (i, _) = wrapper_opts(words, &grammars::XARGS)?;
-    let rest = if i >= words.len() {
-        vec![Word::literal("echo")]
+    Ok(if i >= words.len() {
+        Step::Replace {
+            rest: vec![Word::literal("echo")],
+            open: true,
+        }
     } else {
-        words[i..].to_vec()
-    };
-    Ok(Step::Wrap { rest, open: true })
+        Step::Wrap { at: i, open: true }
+    })
 }
 
 fn watch(words: &[Word]) -> Result<Step, String> {

@@ -157,14 +157,14 @@ pub struct BashPermissions {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct NetPermissions {
-    /// Hosts. Not enforced yet: see [`Manifest::unenforced_permissions`].
+    /// Allow rules ([`crate::net::HostRule`] syntax), as written.
     pub allow: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct EnvPermissions {
-    /// Variable names. Not enforced yet: see [`Manifest::unenforced_permissions`].
+    /// Variable names or `PREFIX_*` ([`crate::env::EnvName`]), as written.
     pub read: Vec<String>,
 }
 
@@ -187,18 +187,25 @@ pub struct Entry {
 
 impl Manifest {
     /// The permission fields the runtime accepts in the model but cannot
-    /// enforce yet, as field paths (`permissions.net.allow`,
-    /// `permissions.env.read`). `zot run` must refuse a manifest for which
-    /// this is non-empty.
+    /// enforce yet, as field paths (`permissions.net.allow`). `zot run` must
+    /// refuse a manifest for which this is non-empty.
     pub fn unenforced_permissions(&self) -> Vec<&'static str> {
         let mut out = Vec::new();
         if !self.permissions.net.allow.is_empty() {
             out.push("permissions.net.allow");
         }
-        if !self.permissions.env.read.is_empty() {
-            out.push("permissions.env.read");
-        }
         out
+    }
+
+    /// The parsed `permissions.net.allow` rules (validation has checked
+    /// every entry).
+    pub fn net_rules(&self) -> Result<crate::net::AllowList, crate::net::RuleError> {
+        crate::net::AllowList::parse(&self.permissions.net.allow)
+    }
+
+    /// The parsed `permissions.env.read` entries.
+    pub fn env_names(&self) -> Result<Vec<crate::env::EnvName>, crate::env::EnvNameError> {
+        self.permissions.env.read.iter().map(|s| crate::env::EnvName::parse(s)).collect()
     }
 
     /// True when [`Manifest::unenforced_permissions`] is non-empty.
@@ -766,33 +773,19 @@ fn check_command_name(s: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// One `permissions.net.allow` entry: the rule syntax of [`crate::net`].
 fn check_host(s: &str) -> Result<(), String> {
-    if s.is_empty() {
-        return Err("empty host".into());
-    }
-    if let Some(c) = s
-        .chars()
-        .find(|c| c.is_whitespace() || c.is_control() || matches!(c, '/' | '\\' | '@' | '?' | '#'))
-    {
-        return Err(format!(
-            "{s:?}: {c:?} is not allowed in a host (give a host name, optionally with :port)"
-        ));
-    }
-    Ok(())
+    s.parse::<crate::net::HostRule>()
+        .map(|_| ())
+        .map_err(|e| format!("{s:?}: {e}"))
 }
 
+/// One `permissions.env.read` entry: a variable name, or `PREFIX_*` (see
+/// [`crate::env::EnvName`]).
 fn check_env_name(s: &str) -> Result<(), String> {
-    let mut chars = s.chars();
-    match chars.next() {
-        None => Err("empty variable name".into()),
-        Some(c) if !(c.is_ascii_alphabetic() || c == '_') => {
-            Err(format!("{s:?} is not a variable name"))
-        }
-        _ if chars.all(|c| c.is_ascii_alphanumeric() || c == '_') => Ok(()),
-        _ => Err(format!(
-            "{s:?} is not a variable name (letters, digits and `_`)"
-        )),
-    }
+    crate::env::EnvName::parse(s)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 fn kind(v: &Value) -> &'static str {

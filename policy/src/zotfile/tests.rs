@@ -486,7 +486,7 @@ fn bash_allow_without_allowlist_mode_warns() {
 // --- permissions.net / env -----------------------------------------------------
 
 #[test]
-fn net_and_env_are_accepted_but_flagged_unenforced() {
+fn net_is_flagged_unenforced_env_is_not() {
     let p = ok(&with(
         "permissions",
         json!({"net": {"allow": []}, "env": {"read": []}}),
@@ -503,8 +503,34 @@ fn net_and_env_are_accepted_but_flagged_unenforced() {
         json!({"env": {"read": ["GITHUB_TOKEN"]}}),
     ))
     .manifest;
-    assert_eq!(m.unenforced_permissions(), vec!["permissions.env.read"]);
-    assert!(m.uses_unenforced_permissions());
+    assert!(m.unenforced_permissions().is_empty());
+    let m = ok(&with(
+        "permissions",
+        json!({"env": {"read": ["GITHUB_TOKEN", "MYAPP_*"]}}),
+    ))
+    .manifest;
+    assert_eq!(m.env_names().unwrap().len(), 2);
+    for bad in ["MYAPP*", "*", "_*", "A_B*C"] {
+        err_at(
+            &with("permissions", json!({"env": {"read": [bad]}})),
+            "permissions.env.read",
+        );
+    }
+    let m = ok(&with(
+        "permissions",
+        json!({"net": {"allow": ["*.example.com", "[::1]:8080", "10.0.0.0/8", "Bücher.example"]}}),
+    ))
+    .manifest;
+    assert_eq!(
+        m.net_rules().unwrap().to_string(),
+        "*.example.com, [::1]:8080, 10.0.0.0/8, xn--bcher-kva.example"
+    );
+    for bad in ["*", "example.com:0", "a*.example.com", "10.1.0.0/8", "127.1", "https://example.com"] {
+        err_at(
+            &with("permissions", json!({"net": {"allow": [bad]}})),
+            "permissions.net.allow",
+        );
+    }
     err_at(
         &with("permissions", json!({"env": {"read": ["1BAD"]}})),
         "permissions.env.read",

@@ -1,0 +1,269 @@
+//! End-to-end tests of `zot sandbox --allow-host`: the command's only way out
+//! is the filtering proxy. A server on the host's loopback plays the
+//! outside world (the sandbox's loopback is its own); real clients (curl,
+//! python3's urllib) run inside. As root and as uid 65534.
+#[path = "attacks/mod.rs"]
+#[allow(unused_imports)]
+mod attacks;
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+use attacks::{run_limited, text, Ctx};
+
+/// An HTTP server on the host's 127.0.0.1 answering every request with
+/// `body`.
+fn origin(body: &'static str) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                }
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    port
+}
+
+fn curl_present() -> bool {
+    common::require(
+        "curl",
+        Path::new("/usr/bin/curl").exists(),
+        "curl is not installed (ci/setup.sh installs it)",
+    )
+}
+
+/// `sh -c script` in workspace-write with `--allow-host` for each of
+/// `hosts`, the proxy's log in the fixture, TMPDIR there too (where the
+/// proxy's directory is made).
+fn run(ctx: &Ctx, hosts: &[String], script: &str) -> (Output, String) {
+    let log = ctx.outside.join("proxy.jsonl");
+    let _ = std::fs::remove_file(&log);
+    let tmp = ctx.outside.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    if ctx.unpriv {
+        let _ = std::process::Command::new("chown")
+            .args([
+                "65534:65534",
+                tmp.to_str().unwrap(),
+                ctx.outside.to_str().unwrap(),
+            ])
+            .status();
+    }
+    let mut cmd = ctx.zot();
+    cmd.env("TMPDIR", &tmp).args([
+        "sandbox",
+        "--backend",
+        &ctx.backend,
+        "--mode",
+        "workspace-write",
+        "--report",
+    ]);
+    for h in hosts {
+        cmd.args(["--allow-host", h]);
+    }
+    cmd.arg("--proxy-log")
+        .arg(&log)
+        .args(["--", "/bin/sh", "-c", script]);
+    let o = run_limited(cmd, Duration::from_secs(60));
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "the proxy's directory is left behind: {left:?}"
+    );
+    (o, std::fs::read_to_string(&log).unwrap_or_default())
+}
+
+fn listed_host_over_http_connect_and_socks5(unpriv: bool) {
+    let Some(ctx) = Ctx::new("native", unpriv) else {
+        return;
+    };
+    if !curl_present() {
+        return;
+    }
+    let port = origin("hello-from-outside");
+    let url = format!("http://127.0.0.1:{port}/");
+    let script = format!(
+        "set -e
+         echo http: $(curl -sS -m 10 {url})
+         echo connect: $(curl -sS -m 10 -p {url})
+         echo socks: $(curl -sS -m 10 -x \"$ALL_PROXY\" {url})
+         echo python: $(python3 -c 'import urllib.request,sys; sys.stdout.write(urllib.request.urlopen(\"{url}\").read().decode())')
+         echo no_proxy: $(NO_PROXY=127.0.0.1 curl -sS -m 10 {url})"
+    );
+    let (o, log) = run(&ctx, &[format!("127.0.0.1:{port}")], &script);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for what in ["http:", "connect:", "socks:", "python:"] {
+        assert!(
+            out.contains(&format!("{what} hello-from-outside")),
+            "{what}\n{}",
+            text(&o)
+        );
+    }
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.len() >= 4, "{log}");
+    for proto in ["http", "connect", "socks5"] {
+        assert!(
+            lines.iter().any(|r| r["proto"] == proto
+                && r["decision"] == "allow"
+                && r["address"] == format!("127.0.0.1:{port}")
+                && r["bytes_down"].as_u64().unwrap() > 0),
+            "{proto}: {log}"
+        );
+    }
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&format!("allowed 127.0.0.1:{port}")), "{err}");
+}
+
+fn unlisted_direct_and_private_refused(unpriv: bool) {
+    let Some(ctx) = Ctx::new("native", unpriv) else {
+        return;
+    };
+    if !curl_present() {
+        return;
+    }
+    let port = origin("secret");
+    let script = format!(
+        "curl -sS -m 10 -i http://127.0.0.1:{other}/ | grep -i '^x-zot-proxy-reason' || echo NO-403
+         curl -sS -m 10 -i http://localhost:{port}/ | grep -i '^x-zot-proxy-reason' || echo NO-403
+         curl -sS -m 10 -i http://169.254.169.254/latest/meta-data/ | grep -i '^x-zot-proxy-reason' || echo NO-403
+         if curl -sS -m 5 --noproxy '*' http://127.0.0.1:{port}/ 2>/dev/null | grep -q secret; then echo DIRECT-ESCAPED; else echo DIRECT-BLOCKED; fi
+         python3 -c 'import socket
+try:
+    socket.create_connection((\"93.184.216.34\", 80), timeout=3); print(\"RAW-ESCAPED\")
+except OSError as e: print(\"RAW-BLOCKED\", e)'
+         if getent hosts example.com >/dev/null 2>&1; then echo DNS-WORKS; else echo NO-DNS; fi",
+        other = port.wrapping_add(1).max(1),
+    );
+    let (o, log) = run(&ctx, &[format!("localhost:{port}")], &script);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        out.contains(&format!(
+            "127.0.0.1:{} is not in the sandbox's allowed hosts",
+            port.wrapping_add(1).max(1)
+        )),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        out.contains("127.0.0.1 is loopback (127.0.0.0/8), not listed"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        out.contains("169.254.169.254:80 is not in the sandbox's allowed hosts"),
+        "{}",
+        text(&o)
+    );
+    assert!(!out.contains("NO-403"), "{}", text(&o));
+    assert!(
+        out.contains("DIRECT-BLOCKED") && out.contains("RAW-BLOCKED"),
+        "{}",
+        text(&o)
+    );
+    assert!(out.contains("NO-DNS"), "{}", text(&o));
+    assert!(!out.contains("secret"), "{}", text(&o));
+    assert_eq!(
+        log.lines().filter(|l| l.contains("\"deny\"")).count(),
+        3,
+        "{log}"
+    );
+
+    // Listing the address lets the name through.
+    let (o, _) = run(
+        &ctx,
+        &[format!("localhost:{port}"), format!("127.0.0.1:{port}")],
+        &format!("curl -sS -m 10 http://localhost:{port}/"),
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "secret", "{}", text(&o));
+}
+
+#[test]
+fn listed_host_root() {
+    listed_host_over_http_connect_and_socks5(false)
+}
+#[test]
+fn listed_host_unprivileged() {
+    listed_host_over_http_connect_and_socks5(true)
+}
+#[test]
+fn refusals_root() {
+    unlisted_direct_and_private_refused(false)
+}
+#[test]
+fn refusals_unprivileged() {
+    unlisted_direct_and_private_refused(true)
+}
+
+#[test]
+fn bad_rules_and_backends_without_the_bridge_are_refused() {
+    let o = std::process::Command::new(common::zot_bin())
+        .args([
+            "sandbox",
+            "--allow-host",
+            "http://example.com/",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("this is a URL"),
+        "{}",
+        text(&o)
+    );
+    let o = std::process::Command::new(common::zot_bin())
+        .args([
+            "sandbox",
+            "--net",
+            "--allow-host",
+            "example.com",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    for backend in ["bwrap", "landlock"] {
+        let o = std::process::Command::new(common::zot_bin())
+            .args([
+                "sandbox",
+                "--backend",
+                backend,
+                "--allow-host",
+                "example.com",
+                "--",
+                "true",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(125), "{backend}: {}", text(&o));
+    }
+}
