@@ -280,19 +280,14 @@ pub(crate) fn listener_filter() -> Result<(), std::io::Error> {
     if pid == 0 {
         // SAFETY: raw syscalls on data prepared before the fork.
         unsafe {
-            let code = if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                *libc::__errno_location()
-            } else if libc::syscall(
-                libc::SYS_seccomp,
-                libc::SECCOMP_SET_MODE_FILTER,
-                libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
-                &prog,
-            ) < 0
-            {
-                *libc::__errno_location()
-            } else {
-                0
-            };
+            let failed = libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                    &prog,
+                ) < 0;
+            let code = if failed { *libc::__errno_location() } else { 0 };
             libc::_exit(code.clamp(0, 255))
         }
     }
