@@ -249,10 +249,8 @@ impl State {
             let root = self.root(t, listener)?;
             return sys::open_path(root, path, in_root);
         }
+        // The caller's if its call is still pending once all is read.
         let cwd = sys::open_dir(&format!("/proc/{}/cwd", t.tid))?;
-        if !sys::id_valid(listener, t.id) {
-            return Err(libc::ESRCH);
-        }
         match sys::open_path(
             &cwd,
             path,

@@ -340,14 +340,12 @@ impl Serving {
     /// Answer now, or hand the call to a worker (`None`). Every error is
     /// an answer: one for a caller already gone is dropped by the kernel.
     fn handle(&mut self, n: &sys::Notif) -> Option<Reply> {
+        // Of the caller if the call is still pending after: checked once
+        // everything is read (`still_pending`), before the call is made.
         let pidfd = match sys::pidfd_open(n.tid) {
             Ok(p) => p,
             Err(e) => return Some(Reply::Err(e)),
         };
-        // The pidfd is of the caller only if the call is still pending.
-        if !sys::id_valid(&self.listener, n.id) {
-            return None;
-        }
         let t = Target {
             id: n.id,
             tid: n.tid,
@@ -366,8 +364,10 @@ impl Serving {
         }
     }
 
-    /// Everything was read: the copies are the caller's if its call is
-    /// still pending.
+    /// Everything was read: the copies (and the pidfd, the caller's
+    /// `/proc` entries) are the caller's if its call is still pending: it
+    /// was then blocked in the call all along, so its thread id was never
+    /// another's. The kernel never reuses a notification id.
     fn still_pending(&self, t: &Target) -> Result<(), i32> {
         if sys::id_valid(&self.listener, t.id) {
             Ok(())
