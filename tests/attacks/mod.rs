@@ -983,10 +983,13 @@ def acceptor():
         except OSError: return
 threading.Thread(target=acceptor, daemon=True).start()
 stop = [False]
+# A second name of the host socket, renamed to and fro (its bound name stays
+# put: other sandboxes starting meanwhile mask what /proc/net/unix lists).
+os.link('race/h0.sock', 'race/x.sock')
 def swapper():
     while not stop[0]:
         for a, b in [('race/o.sock', 'race/t.sock'), ('race/t.sock', 'race/o.sock'),
-                     ('race/h0.sock', 'race/t.sock'), ('race/t.sock', 'race/h0.sock')]:
+                     ('race/x.sock', 'race/t.sock'), ('race/t.sock', 'race/x.sock')]:
             try: os.rename(a, b)
             except OSError: pass
 threading.Thread(target=swapper, daemon=True).start()

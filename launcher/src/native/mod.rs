@@ -46,6 +46,16 @@ pub enum NativeError {
 }
 
 impl NativeError {
+    /// The path (or a component of it) did not exist.
+    pub(crate) fn not_found(&self) -> bool {
+        match self {
+            NativeError::Sys { source, .. } | NativeError::Path { source, .. } => {
+                source.kind() == io::ErrorKind::NotFound
+            }
+            NativeError::Invalid(_) => false,
+        }
+    }
+
     fn sys(step: &'static str) -> impl FnOnce(io::Error) -> NativeError {
         move |source| NativeError::Sys { step, source }
     }
