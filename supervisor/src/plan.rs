@@ -287,8 +287,12 @@ pub fn plan(
         }
         _ => Vec::new(),
     };
+    // The supervisor decides on every connect and addressed send (host
+    // sockets bound after the launch or in other network namespaces too);
+    // without that, host sockets the view shows are masked.
+    let notify = isolation == Isolation::Namespaces && fs.user_notify().is_ok();
     let mut mounts = match isolation {
-        Isolation::Namespaces => mount_view(policy, &roots, &protected, fs),
+        Isolation::Namespaces => mount_view(policy, &roots, &protected, !notify, fs),
         _ => Vec::new(),
     };
     if let Some((socket, _)) = network.proxy() {
@@ -325,9 +329,6 @@ pub fn plan(
     if isolation == Isolation::Namespaces && pid_max.is_none() && fs.caller_is_root() {
         unenforced.push(Gap::NoProcessLimitForRoot);
     }
-    // The supervisor decides on every connect and addressed send (host
-    // sockets bound after the launch or in other network namespaces).
-    let notify = isolation == Isolation::Namespaces && fs.user_notify().is_ok();
     if isolation == Isolation::Namespaces && !notify {
         unenforced.push(Gap::HostSocketsAfterLaunch);
     }
@@ -477,6 +478,7 @@ fn mount_view(
     policy: &SandboxPolicy,
     roots: &[PathBuf],
     protected: &[PathBuf],
+    mask_sockets: bool,
     fs: &dyn HostFs,
 ) -> Vec<MountOp> {
     let restricted = matches!(policy.read, ReadScope::Restricted { .. });
@@ -632,9 +634,17 @@ fn mount_view(
         }
     }
     // Host unix sockets wherever the view shows them (a read-only mount
-    // does not stop `connect`): /dev/null over each.
-    let mut socks: Vec<PathBuf> = fs
-        .unix_sockets()
+    // does not stop `connect`): /dev/null over each. Not when the
+    // supervisor checks every connect: it refuses them wherever and
+    // whenever they were bound, and a mask could only fail the launch (a
+    // socket removed, or in a directory the sandbox's user cannot enter,
+    // between planning and mounting).
+    let listed = if mask_sockets {
+        fs.unix_sockets()
+    } else {
+        Vec::new()
+    };
+    let mut socks: Vec<PathBuf> = listed
         .into_iter()
         .filter(|p| p.is_absolute())
         .filter_map(|p| fs.canonicalize(&p))

@@ -220,10 +220,12 @@ fn explain_text(e: &Explanation) -> String {
         .collect();
     s.push_str(&format!(
         "host unix sockets masked: {}\n",
-        if socks.is_empty() {
-            "(none visible)".to_string()
-        } else {
+        if !socks.is_empty() {
             socks.join(" ")
+        } else if zot_launcher::seccomp::notifies(&plan.seccomp) {
+            "(none needed: the supervisor refuses connects to them)".to_string()
+        } else {
+            "(none visible)".to_string()
         }
     ));
     if plan.isolation == zot_launcher::plan::Isolation::Namespaces {
