@@ -26,7 +26,7 @@ use crate::diagnostic::{suggest, Diagnostic};
 pub const FILE_NAME: &str = "config.toml";
 
 /// Top-level tables of the file.
-pub const SECTIONS: &[&str] = &["defaults", "http", "providers", "models", "trust"];
+pub const SECTIONS: &[&str] = &["defaults", "http", "providers", "models", "trust", "sandbox"];
 
 /// The wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -106,6 +106,16 @@ pub struct Config {
     pub models: Vec<ModelEntry>,
     /// `[trust]`: what `zot run` requires of an agent's publisher.
     pub trust: Trust,
+    /// `[sandbox]`: additions to the sandbox's defaults.
+    pub sandbox: SandboxSettings,
+}
+
+/// `[sandbox]`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SandboxSettings {
+    /// `deny_read`: more paths unreadable in the full-read modes (absolute,
+    /// or `~/...` for the caller's home), on top of the built-in list.
+    pub deny_read: Vec<PathBuf>,
 }
 
 /// `[trust]`.
@@ -216,6 +226,7 @@ pub fn parse(text: &str) -> Result<Config, Vec<Diagnostic>> {
             "providers" => cfg.providers = section_providers(&mut w, v),
             "models" => cfg.models = section_models(&mut w, v),
             "trust" => cfg.trust = section_trust(&mut w, v),
+            "sandbox" => cfg.sandbox = section_sandbox(&mut w, v),
             _ => w.unknown("", k, SECTIONS),
         }
     }
@@ -284,6 +295,45 @@ fn section_trust(w: &mut Walker, v: &Value) -> Trust {
         }
     }
     t
+}
+
+fn section_sandbox(w: &mut Walker, v: &Value) -> SandboxSettings {
+    let mut out = SandboxSettings::default();
+    let Some(table) = w.table(v, "sandbox") else {
+        return out;
+    };
+    for (k, v) in table {
+        let p = join("sandbox", k);
+        match k.as_str() {
+            "deny_read" => {
+                let Value::Array(items) = v else {
+                    w.err(&p, format!("expected an array of paths, found {}", kind(v)));
+                    continue;
+                };
+                for (i, item) in items.iter().enumerate() {
+                    let ip = format!("{p}[{i}]");
+                    let Some(s) = w.string(item, &ip) else { continue };
+                    let path = PathBuf::from(&s);
+                    let home_rel = s == "~" || s.starts_with("~/");
+                    let dotted = path.components().any(|c| {
+                        matches!(
+                            c,
+                            std::path::Component::CurDir | std::path::Component::ParentDir
+                        )
+                    });
+                    if !(path.is_absolute() || home_rel) {
+                        w.err(&ip, format!("`{s}` is not absolute (write `/...` or `~/...`)"));
+                    } else if dotted {
+                        w.err(&ip, format!("`{s}` contains `.` or `..` components"));
+                    } else {
+                        out.deny_read.push(path);
+                    }
+                }
+            }
+            _ => w.unknown("sandbox", k, &["deny_read"]),
+        }
+    }
+    out
 }
 
 fn section_defaults(w: &mut Walker, v: &Value) -> Defaults {
