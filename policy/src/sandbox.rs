@@ -96,15 +96,17 @@ pub const PROTECTED_NAMES: &[&str] = &[".git/hooks", ".git/config", ".zot", ".ag
 /// Files of a git directory kept read-only in every repository inside a
 /// writable root, also when missing (their creation is blocked): what git
 /// reads as configuration (`config`, `info/`: excludes, attributes,
-/// sparse-checkout), what it runs (`hooks/`) and where it finds objects
-/// (`objects/info/alternates`).
-pub const GIT_DIR_PROTECTED: &[&str] = &["config", "hooks", "info", "objects/info/alternates"];
+/// sparse-checkout) and what it runs (`hooks/`).
+pub const GIT_DIR_PROTECTED: &[&str] = &["config", "hooks", "info"];
 
 /// Files of a git directory kept read-only when they exist. Not blocked
 /// when missing: an empty placeholder `commondir` makes git fail, and
-/// `config.worktree` is read only when the (protected) `config` enables it;
-/// a `commondir` that appears during a run is renamed aside afterwards.
-pub const GIT_DIR_PROTECTED_IF_PRESENT: &[&str] = &["config.worktree", "commondir"];
+/// `config.worktree` is read only when the (protected) `config` enables it,
+/// a placeholder `objects/info/alternates` makes git warn on every command
+/// (it names only where objects are read from, nothing git runs); a
+/// `commondir` that appears during a run is renamed aside afterwards.
+pub const GIT_DIR_PROTECTED_IF_PRESENT: &[&str] =
+    &["config.worktree", "commondir", "objects/info/alternates"];
 
 /// Whether the agent's file tools must refuse writing `real` (canonical)
 /// by the git rules alone, whatever repository it belongs to: a `.git`

@@ -388,6 +388,8 @@ mod tests {
         let root = fs::canonicalize(t.path()).unwrap();
         let deep = root.join("a/b/c/d/e/f/g/h/i/j/k/node_modules/x");
         fs::create_dir_all(deep.join(".git/hooks")).unwrap();
+        fs::create_dir_all(deep.join(".git/objects/info")).unwrap();
+        fs::write(deep.join(".git/objects/info/alternates"), "/x\n").unwrap();
         fs::write(deep.join(".git/config"), "[core]\n\thooksPath = .husky\n").unwrap();
         fs::create_dir_all(deep.join(".husky")).unwrap();
         fs::create_dir_all(deep.join(".git/worktrees/wt")).unwrap();
