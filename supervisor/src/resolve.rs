@@ -74,6 +74,8 @@ pub struct Planned {
     /// The launch-time repository scan of the writable roots (confined
     /// write modes only): compared with a scan after the run.
     pub repos: Option<crate::repos::Scan>,
+    /// Where each deny-read and protected path comes from (`--explain`).
+    pub origins: Vec<zot_policy::sandbox::Origin>,
 }
 
 /// Resolve `policy` to a backend, plan it, and check that the mode is
@@ -143,6 +145,7 @@ pub fn prepare(
         plan,
         report,
         repos,
+        origins: policy.origins.clone(),
     })
 }
 
