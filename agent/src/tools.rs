@@ -215,7 +215,10 @@ impl ToolEnv {
             .ok()
             .and_then(|pol| pol.protected_at(real))
         {
-            Some(format!("it is a protected path ({}) of the sandbox", p.display()))
+            Some(format!(
+                "it is a protected path ({}) of the sandbox",
+                p.display()
+            ))
         } else if zot_policy::sandbox::git_control_file(real) {
             Some("git reads it as configuration or runs it (a repository's config, hooks or control files)".to_string())
         } else {
@@ -810,25 +813,47 @@ mod tests {
         std::fs::create_dir_all(ws.join(".venv/bin")).unwrap();
         std::fs::write(ws.join("ok.txt"), "a").unwrap();
         let mut e = env(&ws, vec![ws.clone()], vec![ws.clone()]);
-        let mut pol = zot_policy::sandbox::agent_policy(&zot_policy::sandbox::AgentSandboxOptions {
-            cwd: ws.clone(),
-            write_scopes: vec![ws.clone()],
-            exec_path: vec![ws.join(".venv/bin")],
-            ..Default::default()
-        })
-        .unwrap();
+        let mut pol =
+            zot_policy::sandbox::agent_policy(&zot_policy::sandbox::AgentSandboxOptions {
+                cwd: ws.clone(),
+                write_scopes: vec![ws.clone()],
+                exec_path: vec![ws.join(".venv/bin")],
+                ..Default::default()
+            })
+            .unwrap();
         pol.protected.sort();
         e.policy = Ok(pol);
         for (name, args) in [
-            ("write", json!({"path": ".git/hooks/pre-commit", "content": "evil"})),
-            ("write", json!({"path": ".git/config", "content": "[core]\nhooksPath=x"})),
-            ("edit", json!({"path": ".git/config", "old_string": "core", "new_string": "x"})),
+            (
+                "write",
+                json!({"path": ".git/hooks/pre-commit", "content": "evil"}),
+            ),
+            (
+                "write",
+                json!({"path": ".git/config", "content": "[core]\nhooksPath=x"}),
+            ),
+            (
+                "edit",
+                json!({"path": ".git/config", "old_string": "core", "new_string": "x"}),
+            ),
             ("write", json!({"path": ".zot/agent.toml", "content": "x"})),
             ("write", json!({"path": ".agents/a.md", "content": "x"})),
-            ("write", json!({"path": "vendor/lib/.git/info/attributes", "content": "x"})),
-            ("write", json!({"path": "vendor/lib/.git/commondir", "content": "/x"})),
-            ("write", json!({"path": "vendor/new/.git", "content": "gitdir: /x"})),
-            ("write", json!({"path": ".venv/bin/git", "content": "#!/bin/sh"})),
+            (
+                "write",
+                json!({"path": "vendor/lib/.git/info/attributes", "content": "x"}),
+            ),
+            (
+                "write",
+                json!({"path": "vendor/lib/.git/commondir", "content": "/x"}),
+            ),
+            (
+                "write",
+                json!({"path": "vendor/new/.git", "content": "gitdir: /x"}),
+            ),
+            (
+                "write",
+                json!({"path": ".venv/bin/git", "content": "#!/bin/sh"}),
+            ),
         ] {
             let r = run(&e, &call(name, args.clone()));
             assert!(
@@ -839,11 +864,23 @@ mod tests {
         assert!(!ws.join(".git/hooks/pre-commit").exists());
         assert!(!ws.join(".venv/bin/git").exists());
         assert!(!ws.join(".zot").exists());
-        assert_eq!(std::fs::read_to_string(ws.join(".git/config")).unwrap(), "[core]\n");
+        assert_eq!(
+            std::fs::read_to_string(ws.join(".git/config")).unwrap(),
+            "[core]\n"
+        );
         // the rest of the workspace (and of .git) stays writable
-        let r = run(&e, &call("write", json!({"path": "ok.txt", "content": "b"})));
+        let r = run(
+            &e,
+            &call("write", json!({"path": "ok.txt", "content": "b"})),
+        );
         assert!(!r.is_error, "{r:?}");
-        let r = run(&e, &call("write", json!({"path": ".git/COMMIT_EDITMSG", "content": "m"})));
+        let r = run(
+            &e,
+            &call(
+                "write",
+                json!({"path": ".git/COMMIT_EDITMSG", "content": "m"}),
+            ),
+        );
         assert!(!r.is_error, "{r:?}");
     }
 

@@ -121,7 +121,9 @@ fn run() -> u8 {
         Command::Run(a) => cmd::run::run(a),
         Command::Models(a) => cmd::models::run(a),
         Command::Debug(a) => cmd::debug::run(a),
-        Command::Completions(a) => cmd::completions::run(a, <Cli as clap::CommandFactory>::command()),
+        Command::Completions(a) => {
+            cmd::completions::run(a, <Cli as clap::CommandFactory>::command())
+        }
     };
     finish(result)
 }
@@ -145,14 +147,23 @@ mod tests {
     fn sandbox_parser_matches_the_full_one() {
         let mut full = super::Cli::command();
         let mut fast = super::SandboxCli::command();
-        let a = full.find_subcommand_mut("sandbox").unwrap().render_long_help();
-        let b = fast.find_subcommand_mut("sandbox").unwrap().render_long_help();
+        let a = full
+            .find_subcommand_mut("sandbox")
+            .unwrap()
+            .render_long_help();
+        let b = fast
+            .find_subcommand_mut("sandbox")
+            .unwrap()
+            .render_long_help();
         assert_eq!(a.to_string(), b.to_string());
         let err = |c: clap::Command| {
             c.try_get_matches_from(["zot", "sandbox", "--bogus"])
                 .unwrap_err()
                 .to_string()
         };
-        assert_eq!(err(super::Cli::command()), err(super::SandboxCli::command()));
+        assert_eq!(
+            err(super::Cli::command()),
+            err(super::SandboxCli::command())
+        );
     }
 }

@@ -26,7 +26,14 @@ use crate::diagnostic::{suggest, Diagnostic};
 pub const FILE_NAME: &str = "config.toml";
 
 /// Top-level tables of the file.
-pub const SECTIONS: &[&str] = &["defaults", "http", "providers", "models", "trust", "sandbox"];
+pub const SECTIONS: &[&str] = &[
+    "defaults",
+    "http",
+    "providers",
+    "models",
+    "trust",
+    "sandbox",
+];
 
 /// The wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -312,7 +319,9 @@ fn section_sandbox(w: &mut Walker, v: &Value) -> SandboxSettings {
                 };
                 for (i, item) in items.iter().enumerate() {
                     let ip = format!("{p}[{i}]");
-                    let Some(s) = w.string(item, &ip) else { continue };
+                    let Some(s) = w.string(item, &ip) else {
+                        continue;
+                    };
                     let path = PathBuf::from(&s);
                     let home_rel = s == "~" || s.starts_with("~/");
                     let dotted = path.components().any(|c| {
@@ -322,7 +331,10 @@ fn section_sandbox(w: &mut Walker, v: &Value) -> SandboxSettings {
                         )
                     });
                     if !(path.is_absolute() || home_rel) {
-                        w.err(&ip, format!("`{s}` is not absolute (write `/...` or `~/...`)"));
+                        w.err(
+                            &ip,
+                            format!("`{s}` is not absolute (write `/...` or `~/...`)"),
+                        );
                     } else if dotted {
                         w.err(&ip, format!("`{s}` contains `.` or `..` components"));
                     } else {
@@ -797,6 +809,20 @@ pub fn check_base_url(s: &str) -> Result<String, String> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn sandbox_deny_read() {
+        let c = parse("[sandbox]\ndeny_read = [\"~/notes\", \"/srv/keys\"]\n").unwrap();
+        assert_eq!(
+            c.sandbox.deny_read,
+            vec![PathBuf::from("~/notes"), PathBuf::from("/srv/keys")]
+        );
+        let e = parse("[sandbox]\ndeny_read = [\"rel\", \"/a/../b\"]\nnope = 1\n").unwrap_err();
+        let paths: Vec<&str> = e.iter().map(|d| d.path.as_str()).collect();
+        assert!(paths.contains(&"sandbox.deny_read[0]"), "{e:?}");
+        assert!(paths.contains(&"sandbox.deny_read[1]"), "{e:?}");
+        assert!(paths.contains(&"sandbox.nope"), "{e:?}");
+    }
+
     fn errors(text: &str) -> Vec<String> {
         parse(text)
             .unwrap_err()
@@ -919,11 +945,23 @@ reasoning = true
     #[test]
     fn trust_section() {
         assert!(!parse("").unwrap().trust.require_signature);
-        assert!(parse("[trust]\nrequire_signature = true\n").unwrap().trust.require_signature);
+        assert!(
+            parse("[trust]\nrequire_signature = true\n")
+                .unwrap()
+                .trust
+                .require_signature
+        );
         let e = errors("[trust]\nrequire_signature = \"yes\"\n");
-        assert!(e.iter().any(|d| d.starts_with("trust.require_signature")), "{e:?}");
+        assert!(
+            e.iter().any(|d| d.starts_with("trust.require_signature")),
+            "{e:?}"
+        );
         let e = errors("[trust]\nrequire_signatures = true\n");
-        assert!(e.iter().any(|d| d.contains("did you mean") && d.contains("require_signature")), "{e:?}");
+        assert!(
+            e.iter()
+                .any(|d| d.contains("did you mean") && d.contains("require_signature")),
+            "{e:?}"
+        );
         let e = errors("require_signature = true\n");
         assert!(e.iter().any(|d| d.contains("require_signature")), "{e:?}");
     }

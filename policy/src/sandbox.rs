@@ -142,10 +142,16 @@ fn git_dir_rel_protected(rest: &[&str]) -> bool {
     match rest[0] {
         // worktrees/<id>/{gitdir,commondir,config.worktree,locked}
         "worktrees" => {
-            rest.len() == 3 && matches!(rest[2], "gitdir" | "commondir" | "config.worktree" | "locked")
+            rest.len() == 3
+                && matches!(
+                    rest[2],
+                    "gitdir" | "commondir" | "config.worktree" | "locked"
+                )
         }
         // modules/<name...>/<git dir file>: any suffix that is protected
-        "modules" => (2..rest.len()).any(|k| git_dir_rel_protected(&rest[k..]) && !rest[k..].is_empty()),
+        "modules" => {
+            (2..rest.len()).any(|k| git_dir_rel_protected(&rest[k..]) && !rest[k..].is_empty())
+        }
         _ => false,
     }
 }
@@ -228,8 +234,12 @@ pub const DEFAULT_DENY_READ_IN_HOME: &[&str] = &[
 ];
 
 /// System files unreadable in full-read modes (masked where they exist).
-pub const DEFAULT_DENY_READ_SYSTEM: &[&str] =
-    &["/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-"];
+pub const DEFAULT_DENY_READ_SYSTEM: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+];
 
 /// The locale variables of POSIX and glibc: the only `LANG`/`LC_` names
 /// passed, and only with a well-formed value ([`env_value_ok`]).
@@ -264,8 +274,7 @@ pub fn env_value_ok(name: &str, value: &str) -> bool {
         !v.is_empty()
             && v.len() <= 64
             && !v.starts_with(['.', '-', '@'])
-            && v
-                .bytes()
+            && v.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b'@' | b'+'))
     };
     if value.is_empty() {
@@ -646,7 +655,11 @@ pub fn compile(mode: SandboxMode, opts: &SandboxOptions) -> Result<SandboxPolicy
     if let Some(home) = &opts.home {
         homes.push((home, "$HOME"));
     }
-    if let Some(home) = opts.user_home.as_deref().filter(|h| opts.home.as_deref() != Some(*h)) {
+    if let Some(home) = opts
+        .user_home
+        .as_deref()
+        .filter(|h| opts.home.as_deref() != Some(*h))
+    {
         homes.push((home, "the user's home in the password database"));
     }
     let deny_read = deny_read_paths(

@@ -69,7 +69,10 @@ pub fn git_global_configs(env: &[(OsString, OsString)]) -> Vec<PathBuf> {
         out.push(h.join(".gitconfig"));
         out.push(h.join(".config/git/config"));
     }
-    if let Some(x) = var(env, "XDG_CONFIG_HOME").map(PathBuf::from).filter(|p| p.is_absolute()) {
+    if let Some(x) = var(env, "XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+    {
         out.push(x.join("git/config"));
     }
     out.push(PathBuf::from("/etc/gitconfig"));

@@ -37,7 +37,10 @@ pub fn state_dir_from(get: impl Fn(&str) -> Option<std::ffi::OsString>) -> Resul
         if p.is_absolute() {
             Ok(p)
         } else {
-            Err(format!("{var} must be an absolute path, got {}", p.display()))
+            Err(format!(
+                "{var} must be an absolute path, got {}",
+                p.display()
+            ))
         }
     };
     if let Some(p) = non_empty("ZOT_HOME") {

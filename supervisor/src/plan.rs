@@ -221,7 +221,8 @@ fn env_plan(policy: &SandboxPolicy, env: &[(OsString, OsString)], all: bool) -> 
         .filter(|(k, v)| {
             all || (policy.env.keeps(k)
                 && !set.iter().any(|s| s.name == *k)
-                && v.to_str().is_some_and(|v| zot_policy::sandbox::env_value_ok(k, v)))
+                && v.to_str()
+                    .is_some_and(|v| zot_policy::sandbox::env_value_ok(k, v)))
         })
         .map(|(k, _)| k.to_string())
         .collect();

@@ -42,13 +42,12 @@ pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
         (Some((ow, ew)), Some((or, er)))
     };
     let placeholders = planned.plan.placeholders();
-    let held = Placeholders::acquire(&host_env, &placeholders).map_err(|e| {
-        SupervisorError::Setup {
+    let held =
+        Placeholders::acquire(&host_env, &placeholders).map_err(|e| SupervisorError::Setup {
             backend: report.backend,
             message: zot_launcher::error_chain(&e),
             hint: None,
-        }
-    })?;
+        })?;
     let started = match spawn::start(&req, &planned, env, &host_env, out_pipes) {
         Ok(s) => s,
         Err(err) => {

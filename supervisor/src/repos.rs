@@ -185,7 +185,11 @@ pub fn hooks_path(config: &str) -> Option<String> {
     for line in config.lines() {
         let l = line.trim();
         if l.starts_with('[') {
-            let sect = l.trim_start_matches('[').split([']', ' ', '"']).next().unwrap_or("");
+            let sect = l
+                .trim_start_matches('[')
+                .split([']', ' ', '"'])
+                .next()
+                .unwrap_or("");
             in_core = sect.eq_ignore_ascii_case("core");
             // `[core] hooksPath = x` on one line
             let rest = l.split_once(']').map(|(_, r)| r.trim()).unwrap_or("");
@@ -417,7 +421,10 @@ mod tests {
         ] {
             assert!(p.contains(&want), "{want:?} not in {p:?}");
         }
-        assert!(!p.contains(&g.join("commondir")), "missing commondir is not blocked");
+        assert!(
+            !p.contains(&g.join("commondir")),
+            "missing commondir is not blocked"
+        );
     }
 
     #[test]
@@ -433,7 +440,10 @@ mod tests {
 
     #[test]
     fn hooks_path_parsing() {
-        assert_eq!(hooks_path("[core]\n  hooksPath = .husky\n"), Some(".husky".into()));
+        assert_eq!(
+            hooks_path("[core]\n  hooksPath = .husky\n"),
+            Some(".husky".into())
+        );
         assert_eq!(
             hooks_path("[Core]\nHOOKSPATH=\"x y\" ; c\n[user]\nhooksPath = no\n"),
             Some("x y".into())

@@ -176,7 +176,10 @@ fn with_host_protections(
         }
     }
     for d in crate::host::exec_path_dirs(env, &p.write_roots) {
-        add.push((d, "PATH: a directory of the caller's PATH inside a writable root"));
+        add.push((
+            d,
+            "PATH: a directory of the caller's PATH inside a writable root",
+        ));
     }
     for (path, from) in add {
         if !p.protected.contains(&path) {

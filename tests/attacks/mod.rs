@@ -1205,7 +1205,11 @@ pub fn credential_stores(ctx: &Ctx) {
     expect_blocked(ctx, "read credential stores", &o);
     // The password database's home is protected too when HOME points
     // elsewhere (or is unset): the real home of root has an ~/.ssh here.
-    let pw_home = if ctx.unpriv { None } else { Some(PathBuf::from("/root")) };
+    let pw_home = if ctx.unpriv {
+        None
+    } else {
+        Some(PathBuf::from("/root"))
+    };
     match pw_home.filter(|h| h.join(".ssh").is_dir()) {
         Some(h) => {
             let o = ctx.sh(
@@ -1213,20 +1217,42 @@ pub fn credential_stores(ctx: &Ctx) {
                 &[],
                 &format!("ls -a {} >/dev/null 2>&1 && ls -a {} | grep -v '^\\.' | head -1 | grep . && echo ESCAPED; echo BLOCKED", q(&h.join(".ssh")), q(&h.join(".ssh"))),
             );
-            expect_blocked(ctx, "read the password database home's ~/.ssh with HOME elsewhere", &o);
+            expect_blocked(
+                ctx,
+                "read the password database home's ~/.ssh with HOME elsewhere",
+                &o,
+            );
         }
         None => eprintln!("skip: no ~/.ssh in the password database home of this user"),
     }
     let mut c = ctx.zot();
-    c.args(["debug", "sandbox", "--explain", "--json", "--mode", "workspace-write"]);
+    c.args([
+        "debug",
+        "sandbox",
+        "--explain",
+        "--json",
+        "--mode",
+        "workspace-write",
+    ]);
     let o = run_limited(c, Duration::from_secs(30));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("config.toml") || out.contains("notes"), "{}", text(&o));
+    assert!(
+        out.contains("config.toml") || out.contains("notes"),
+        "{}",
+        text(&o)
+    );
 }
 
 fn git(dir: &Path, args: &[&str]) {
     let o = Command::new("git")
-        .args(["-c", "user.email=t@t", "-c", "user.name=t", "-c", "init.defaultBranch=main"])
+        .args([
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "user.name=t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
         .args(args)
         .current_dir(dir)
         .output()
@@ -1275,20 +1301,39 @@ pub fn git_everything(ctx: &Ctx) {
     for a in &attempts {
         script.push_str(&format!("{a} 2>/dev/null && echo ESCAPED: {a:?}; "));
     }
-    script.push_str(&format!("echo ok > {d}/.git/COMMIT_EDITMSG || exit 9; echo BLOCKED"));
+    script.push_str(&format!(
+        "echo ok > {d}/.git/COMMIT_EDITMSG || exit 9; echo BLOCKED"
+    ));
     let o = ctx.sh("workspace-write", &[], &script);
     expect_blocked(ctx, "write git control files of a deep repository", &o);
-    assert_eq!(std::fs::read_to_string(deep.join(".husky/pre-commit")).unwrap(), "true\n");
+    assert_eq!(
+        std::fs::read_to_string(deep.join(".husky/pre-commit")).unwrap(),
+        "true\n"
+    );
     assert!(!deep.join(".git/hooks/pre-commit").exists());
     assert!(!deep.join(".git/commondir").exists());
     assert!(!deep.join(".git/config").read_link().is_ok());
-    assert!(!std::fs::read_to_string(deep.join(".git/config")).unwrap().contains("[alias]"));
+    assert!(!std::fs::read_to_string(deep.join(".git/config"))
+        .unwrap()
+        .contains("[alias]"));
     // --explain lists them
     let mut c = ctx.zot();
-    c.args(["debug", "sandbox", "--explain", "--json", "--mode", "workspace-write"]);
+    c.args([
+        "debug",
+        "sandbox",
+        "--explain",
+        "--json",
+        "--mode",
+        "workspace-write",
+    ]);
     let o = run_limited(c, Duration::from_secs(30));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains(&format!("{d}/.husky")) && out.contains(&format!("{d}/.git/modules/sub/hooks")), "{}", text(&o));
+    assert!(
+        out.contains(&format!("{d}/.husky"))
+            && out.contains(&format!("{d}/.git/modules/sub/hooks")),
+        "{}",
+        text(&o)
+    );
 }
 
 /// Controls: git status and git commit in a workspace that is a repository
@@ -1312,14 +1357,23 @@ pub fn git_commit_and_status_work(ctx: &Ctx) {
         &format!("{g} status --short && echo b > b.txt && {g} add b.txt && {g} commit -qm second && {g} log --oneline | wc -l"),
     );
     expect_ok(ctx, "git status and commit at a repository root", &o);
-    assert!(String::from_utf8_lossy(&o.stdout).contains('2'), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains('2'),
+        "{}",
+        text(&o)
+    );
     let o = ctx.sh(
         "workspace-write",
         &["--cwd", "proj/sub"],
-        &format!("{g} status --short && {g} log --oneline | wc -l && {g} rev-parse --show-toplevel"),
+        &format!(
+            "{g} status --short && {g} log --oneline | wc -l && {g} rev-parse --show-toplevel"
+        ),
     );
     expect_ok(ctx, "git status in a repository subdirectory", &o);
-    assert!(!proj.join("sub/.git").exists(), "a .git placeholder was left in the work tree");
+    assert!(
+        !proj.join("sub/.git").exists(),
+        "a .git placeholder was left in the work tree"
+    );
 }
 
 /// A repository created during the run (also by renaming its parent into
@@ -1332,10 +1386,18 @@ pub fn new_repo_quarantined(ctx: &Ctx) {
     );
     expect_blocked(ctx, "create repositories during the run", &o);
     for p in ["x/y/.git", "u/r/.git"] {
-        assert!(!ctx.ws.join(p).exists(), "{p} survived the run:\n{}", text(&o));
+        assert!(
+            !ctx.ws.join(p).exists(),
+            "{p} survived the run:\n{}",
+            text(&o)
+        );
     }
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("x/y/.git") && err.contains("zot-quarantine"), "{}", text(&o));
+    assert!(
+        err.contains("x/y/.git") && err.contains("zot-quarantine"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// Placeholders of a run killed with SIGKILL are removed by the next zot
@@ -1359,7 +1421,10 @@ pub fn placeholders_swept_after_sigkill(ctx: &Ctx) {
     assert!(zot_file.exists(), "the killed run could not clean up");
     let o = ctx.sh("read-only", &[], "true");
     expect_ok(ctx, "the next run", &o);
-    assert!(!zot_file.exists(), "a killed run's placeholder was not swept");
+    assert!(
+        !zot_file.exists(),
+        "a killed run's placeholder was not swept"
+    );
     assert!(!ctx.ws.join(".agents").exists());
 }
 
@@ -1384,7 +1449,11 @@ pub fn path_dirs_read_only(ctx: &Ctx) {
     let o = run_limited(c, Duration::from_secs(30));
     expect_blocked(ctx, "plant an executable in a PATH directory", &o);
     assert!(!ctx.ws.join(".venv/bin/git").exists());
-    assert!(String::from_utf8_lossy(&o.stderr).contains(".venv/bin"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(".venv/bin"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// Only the real locale variables pass, and only with locale-name values.
@@ -1398,8 +1467,16 @@ pub fn locale_env_filtered(ctx: &Ctx) {
     let o = run_limited(c, Duration::from_secs(30));
     expect_ok(ctx, "env", &o);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("LANG=C.UTF-8") && out.contains("LC_TIME=de_DE.UTF-8"), "{}", text(&o));
-    assert!(!out.contains("LC_ALL") && !out.contains("LC_EVIL_TOKEN"), "{}", text(&o));
+    assert!(
+        out.contains("LANG=C.UTF-8") && out.contains("LC_TIME=de_DE.UTF-8"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        !out.contains("LC_ALL") && !out.contains("LC_EVIL_TOKEN"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[macro_export]

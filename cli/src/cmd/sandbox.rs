@@ -146,7 +146,8 @@ pub fn policy_from_args(
         .map(|h| std::fs::canonicalize(&h).unwrap_or(h));
     // Also the password database's home: a caller with HOME unset or
     // pointing elsewhere keeps the protection of their real home.
-    let user_home = zot_supervisor::host::passwd_home().map(|h| std::fs::canonicalize(&h).unwrap_or(h));
+    let user_home =
+        zot_supervisor::host::passwd_home().map(|h| std::fs::canonicalize(&h).unwrap_or(h));
     let loaded = zot_agent::config::load()?;
     let mut config_deny = Vec::new();
     for p in &loaded.config.sandbox.deny_read {

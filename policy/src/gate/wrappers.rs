@@ -122,7 +122,8 @@ pub(crate) fn is_shell(base: &str) -> bool {
 }
 
 pub(crate) fn is_wrapper(base: &str) -> bool {
-    base == "ip" || SHELLS.contains(&base)
+    base == "ip"
+        || SHELLS.contains(&base)
         || OPAQUE.contains(&base)
         || matches!(
             base,
@@ -202,7 +203,11 @@ impl Ctx<'_> {
             }
             match self.unwrap(&base, &words) {
                 Step::Run => {
-                    let r = if base == "find" { Rules::Grammar } else { Rules::None };
+                    let r = if base == "find" {
+                        Rules::Grammar
+                    } else {
+                        Rules::None
+                    };
                     self.push_as(words, &via, open, true, r);
                     return;
                 }
@@ -539,7 +544,11 @@ impl Ctx<'_> {
         if p.has("shell") || p.has("login") || p.has("edit") {
             return Err("`sudo -s`/`-i`/`-e` runs a shell or an editor".to_string());
         }
-        let info = p.has("list") || p.has("validate") || p.has("version") || p.has("remove-timestamp") || p.has("reset-timestamp");
+        let info = p.has("list")
+            || p.has("validate")
+            || p.has("version")
+            || p.has("remove-timestamp")
+            || p.has("reset-timestamp");
         if info && i >= words.len() {
             return Ok(Step::Run);
         }
@@ -672,8 +681,16 @@ impl Ctx<'_> {
                         if !v.is_static()
                             && !matches!(
                                 prev,
-                                "-name" | "-iname" | "-path" | "-ipath" | "-wholename"
-                                    | "-iwholename" | "-regex" | "-iregex" | "-lname" | "-ilname"
+                                "-name"
+                                    | "-iname"
+                                    | "-path"
+                                    | "-ipath"
+                                    | "-wholename"
+                                    | "-iwholename"
+                                    | "-regex"
+                                    | "-iregex"
+                                    | "-lname"
+                                    | "-ilname"
                             )
                         {
                             return Err(format!(
@@ -690,7 +707,9 @@ impl Ctx<'_> {
                     if t.starts_with('-') {
                         self.restrict(format!("`find` primary `{t}` is not one the gate knows"));
                     } else {
-                        self.restrict(format!("`find` expression word `{t}` is not a primary or operator"));
+                        self.restrict(format!(
+                            "`find` expression word `{t}` is not a primary or operator"
+                        ));
                     }
                 }
                 None => {}
@@ -710,18 +729,87 @@ impl Ctx<'_> {
 /// the number of values each takes.
 fn find_primary_arity(t: &str) -> Option<usize> {
     let one = [
-        "-maxdepth", "-mindepth", "-regextype", "-files0-from", "-amin", "-anewer", "-atime",
-        "-cmin", "-cnewer", "-ctime", "-fstype", "-gid", "-group", "-ilname", "-iname", "-inum",
-        "-ipath", "-iregex", "-iwholename", "-links", "-lname", "-mmin", "-mtime", "-name",
-        "-newer", "-path", "-perm", "-regex", "-samefile", "-size", "-type", "-uid", "-used",
-        "-user", "-wholename", "-xtype", "-context", "-printf", "-fprint", "-fprint0", "-fls",
+        "-maxdepth",
+        "-mindepth",
+        "-regextype",
+        "-files0-from",
+        "-amin",
+        "-anewer",
+        "-atime",
+        "-cmin",
+        "-cnewer",
+        "-ctime",
+        "-fstype",
+        "-gid",
+        "-group",
+        "-ilname",
+        "-iname",
+        "-inum",
+        "-ipath",
+        "-iregex",
+        "-iwholename",
+        "-links",
+        "-lname",
+        "-mmin",
+        "-mtime",
+        "-name",
+        "-newer",
+        "-path",
+        "-perm",
+        "-regex",
+        "-samefile",
+        "-size",
+        "-type",
+        "-uid",
+        "-used",
+        "-user",
+        "-wholename",
+        "-xtype",
+        "-context",
+        "-printf",
+        "-fprint",
+        "-fprint0",
+        "-fls",
     ];
     let none = [
-        "-depth", "-d", "-mount", "-xdev", "-noleaf", "-ignore_readdir_race",
-        "-noignore_readdir_race", "-warn", "-nowarn", "-daystart", "-follow", "-empty",
-        "-executable", "-false", "-true", "-nogroup", "-nouser", "-readable", "-writable",
-        "-print", "-print0", "-ls", "-prune", "-quit", "-delete", "-not", "-a", "-and", "-o",
-        "-or", "(", ")", "!", ",", "-help", "--help", "-version", "--version",
+        "-depth",
+        "-d",
+        "-mount",
+        "-xdev",
+        "-noleaf",
+        "-ignore_readdir_race",
+        "-noignore_readdir_race",
+        "-warn",
+        "-nowarn",
+        "-daystart",
+        "-follow",
+        "-empty",
+        "-executable",
+        "-false",
+        "-true",
+        "-nogroup",
+        "-nouser",
+        "-readable",
+        "-writable",
+        "-print",
+        "-print0",
+        "-ls",
+        "-prune",
+        "-quit",
+        "-delete",
+        "-not",
+        "-a",
+        "-and",
+        "-o",
+        "-or",
+        "(",
+        ")",
+        "!",
+        ",",
+        "-help",
+        "--help",
+        "-version",
+        "--version",
     ];
     if one.contains(&t) {
         Some(1)
@@ -834,8 +922,8 @@ fn shell(words: &[Word]) -> Step {
                     'l' => login = true,
                     'o' | 'O' => takes += 1,
                     's' => return Step::Unknown(format!("`{prog} -s` reads commands from stdin")),
-                    'a' | 'b' | 'e' | 'f' | 'h' | 'k' | 'm' | 'n' | 'p' | 'r' | 't'
-                    | 'u' | 'v' | 'x' | 'B' | 'C' | 'E' | 'H' | 'P' | 'T' => {}
+                    'a' | 'b' | 'e' | 'f' | 'h' | 'k' | 'm' | 'n' | 'p' | 'r' | 't' | 'u' | 'v'
+                    | 'x' | 'B' | 'C' | 'E' | 'H' | 'P' | 'T' => {}
                     _ => return Step::Unknown(format!("unknown `{prog}` option `{w}`")),
                 }
             }
