@@ -2,10 +2,11 @@
 //! command starts this binary (the supervisor), so its start-up is part of
 //! every launch.
 //!
-//! - At a fixed address (not position-independent): a PIE build spends
-//!   ~0.3 ms per start on 19k load-time relocations, faulting in and copying
-//!   ~85 pages of `.data.rel.ro`. The stack, heap, shared libraries and
-//!   mmaps stay randomized. `ZOT_PIE=1` keeps a PIE binary.
+//! - Position-independent, as the toolchain builds it: zot parses untrusted
+//!   input (archives, model responses, command output), so its own code
+//!   keeps address randomization. A fixed-address build (`ZOT_NO_PIE=1`)
+//!   saves ~0.3 ms per start (19k load-time relocations, ~85 pages of
+//!   `.data.rel.ro`); it exists to measure that, not to ship.
 //! - The unwinder linked statically (libgcc_eh, as static Rust builds do)
 //!   instead of loading libgcc_s.so at each start (whose constructor queries
 //!   CPUID, a trap to the hypervisor in a VM). Only when the C compiler's
@@ -13,13 +14,13 @@
 use std::path::PathBuf;
 
 fn main() {
-    println!("cargo:rerun-if-env-changed=ZOT_PIE");
+    println!("cargo:rerun-if-env-changed=ZOT_NO_PIE");
     println!("cargo:rerun-if-env-changed=ZOT_LIBGCC_S");
     let env = |k: &str| std::env::var(k).unwrap_or_default();
     if env("CARGO_CFG_TARGET_OS") != "linux" {
         return;
     }
-    if env("ZOT_PIE") != "1" {
+    if env("ZOT_NO_PIE") == "1" {
         println!("cargo:rustc-link-arg-bin=zot=-no-pie");
     }
     // The host compiler's libgcc_eh.a: not when cross-compiling.
