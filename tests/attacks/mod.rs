@@ -191,6 +191,9 @@ impl Ctx {
         std::fs::write(outside.join("victim"), "original\n").unwrap();
         std::fs::create_dir_all(home.join(".ssh")).unwrap();
         std::fs::write(home.join(".ssh/id_test"), "SECRET-KEY-MATERIAL\n").unwrap();
+        // zot's state dir (its journal lives there): present from the start,
+        // so every run sees the same view.
+        std::fs::create_dir_all(home.join(".local/state/zot")).unwrap();
         std::fs::write(home.join(".bashrc"), "# rc\n").unwrap();
         for p in [&ws, &outside, &home] {
             make_open(p);
@@ -520,8 +523,20 @@ pub fn git_hooks_and_config(ctx: &Ctx) {
 
 pub fn protected_paths_missing(ctx: &Ctx) {
     std::fs::remove_dir_all(ctx.ws.join(".git")).unwrap();
-    let script = "mkdir -p .git/hooks && echo ESCAPED; git init -q . 2>/dev/null && echo ESCAPED; mkdir .zot && echo ESCAPED; \
-                  echo x > .agents && echo ESCAPED; echo x > ro-dir/new && echo ESCAPED; echo BLOCKED";
+    // Inside a git work tree no `.git` placeholder is made (it would break
+    // git there): a repository created is renamed aside after the run
+    // instead (checked below: no `.git` on the host afterwards).
+    let in_work_tree = ctx.ws.ancestors().skip(1).any(|a| a.join(".git").exists());
+    let git = if in_work_tree {
+        "mkdir -p .git/hooks; git init -q . 2>/dev/null;"
+    } else {
+        "mkdir -p .git/hooks && echo ESCAPED; git init -q . 2>/dev/null && echo ESCAPED;"
+    };
+    let script = format!(
+        "{git} mkdir .zot && echo ESCAPED; \
+         echo x > .agents && echo ESCAPED; echo x > ro-dir/new && echo ESCAPED; echo BLOCKED"
+    );
+    let script = script.as_str();
     let o = ctx.sh("workspace-write", &["--read-only-path", "ro-dir"], script);
     expect_blocked(ctx, "create missing protected paths", &o);
     for p in [".git", ".zot", ".agents", "ro-dir"] {

@@ -148,7 +148,16 @@ pub fn policy_from_args(
     // pointing elsewhere keeps the protection of their real home.
     let user_home =
         zot_supervisor::host::passwd_home().map(|h| std::fs::canonicalize(&h).unwrap_or(h));
-    let loaded = zot_agent::config::load()?;
+    // A config file this user cannot read (HOME pointing at another
+    // user's home) is not theirs: as if absent.
+    let loaded = match zot_agent::config::load() {
+        Err(zot_agent::RunError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::PermissionDenied =>
+        {
+            zot_agent::config::Loaded::default()
+        }
+        r => r?,
+    };
     let mut config_deny = Vec::new();
     for p in &loaded.config.sandbox.deny_read {
         let s = p.to_string_lossy();
