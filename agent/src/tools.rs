@@ -209,6 +209,12 @@ impl ToolEnv {
     /// repository found, PATH directories) and the git rules for any
     /// repository (`zot_policy::sandbox::git_control_file`).
     fn check_protected(&self, real: &Path, s: &Scoped) -> Result<(), ToolOutput> {
+        if self.read_only.iter().any(|r| r == real) {
+            return Err(fail(format!(
+                "permission denied: {} is a read-only file of the agent package",
+                s.full.display()
+            )));
+        }
         let why = if let Some(p) = self
             .policy
             .as_ref()
