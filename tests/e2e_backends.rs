@@ -475,6 +475,8 @@ fn explain_native_lists_mounts_rules_env_network() {
         return;
     }
     let d = open_dir();
+    // A repository root (its git files are protected wherever it lies).
+    std::fs::create_dir_all(d.path().join(".git/hooks")).unwrap();
     let o = Command::new(common::zot_bin())
         .args([
             "debug",

@@ -293,14 +293,26 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
                 .into(),
         ));
     };
-    let nested = zot_supervisor::find_nested_repos(&input.write, 6, 2000);
+    // What git reads or runs in every repository of the write scopes, and
+    // the caller's PATH directories inside them: in the policy, so that
+    // the file tools refuse them too (each sandboxed command adds a fresh
+    // scan of its own at launch).
+    let host_env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+    let scan = zot_supervisor::repos::scan(&input.write, zot_supervisor::repos::SCAN_BUDGET);
+    let home = zot_supervisor::host::homes(&host_env).into_iter().next();
+    let git_protected = scan.protected(
+        &zot_supervisor::host::git_global_configs(&host_env),
+        home.as_deref(),
+    );
     let opts = zot_policy::sandbox::AgentSandboxOptions {
         cwd,
         read_scopes: input.read.clone(),
         write_scopes: input.write.clone(),
         env_read: Vec::new(),
         network: false,
-        nested_repos: nested,
+        git_protected,
+        exec_path: zot_supervisor::host::exec_path_dirs(&host_env, &input.write),
+        ..Default::default()
     };
     let mut policy =
         zot_policy::sandbox::agent_policy(&opts).map_err(|e| RunError::Sandbox(e.to_string()))?;

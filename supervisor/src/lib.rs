@@ -23,12 +23,13 @@ pub mod cancel;
 pub mod cgroup;
 pub mod check;
 pub mod explain;
+pub mod host;
 pub mod journal;
 mod output;
 pub mod plan;
 mod process;
 pub mod proxy;
-mod repos;
+pub mod repos;
 pub mod resolve;
 mod spawn;
 mod supervise;
@@ -196,6 +197,15 @@ pub enum Note {
         mode: SandboxMode,
         backend: BackendKind,
     },
+    /// The repository scan of the writable roots hit its budget: git files
+    /// of repositories it did not reach are not protected.
+    ScanIncomplete { dirs: usize },
+    /// A directory of the caller's `PATH` inside a writable root, kept
+    /// read-only.
+    PathReadOnly { path: PathBuf },
+    /// A repository (or `commondir`) that appeared during the run, renamed
+    /// aside after it.
+    Quarantined { from: PathBuf, to: PathBuf },
 }
 
 impl std::fmt::Display for Note {
@@ -210,6 +220,21 @@ impl std::fmt::Display for Note {
             Note::Degraded { mode, backend } => write!(
                 f,
                 "degraded: mode {mode} is not fully enforced on {backend} (--allow-degraded)"
+            ),
+            Note::ScanIncomplete { dirs } => write!(
+                f,
+                "git: the repository scan stopped after {dirs} directories; git files of repositories it did not reach are not protected"
+            ),
+            Note::PathReadOnly { path } => write!(
+                f,
+                "PATH: {} lies inside a writable root and is kept read-only",
+                path.display()
+            ),
+            Note::Quarantined { from, to } => write!(
+                f,
+                "git: {} appeared during the run; renamed to {} (git on the host will not use it)",
+                from.display(),
+                to.display()
             ),
         }
     }
@@ -399,6 +424,9 @@ pub struct RunOutcome {
     pub report: EnforcementReport,
     /// The filtering proxy's decisions (a proxied network only).
     pub proxy: Vec<proxy::AuditRecord>,
+    /// Repositories (or `commondir` files) created during the run and
+    /// renamed aside after it: `(from, to)`.
+    pub quarantined: Vec<(PathBuf, PathBuf)>,
 }
 
 /// Why a run could not start (all of these map to exit code 125).

@@ -403,11 +403,19 @@ fn env_plan(policy: &SandboxPolicy, env: &[(OsString, OsString)], all: bool) -> 
             })
             .collect()
     };
+    // A locale variable whose value is not a locale name (a path, control
+    // characters) is dropped: its name alone goes in the plan, the value is
+    // read again at launch, so it is checked here on the same environment.
     let mut pass: Vec<String> = env
         .iter()
-        .filter_map(|(k, _)| k.to_str())
-        .filter(|k| all || (policy.env.keeps(k) && !set.iter().any(|s| s.name == *k)))
-        .map(str::to_string)
+        .filter_map(|(k, v)| Some((k.to_str()?, v)))
+        .filter(|(k, v)| {
+            all || (policy.env.keeps(k)
+                && !set.iter().any(|s| s.name == *k)
+                && v.to_str()
+                    .is_some_and(|v| zot_policy::sandbox::env_value_ok(k, v)))
+        })
+        .map(|(k, _)| k.to_string())
         .collect();
     pass.sort();
     pass.dedup();
@@ -442,6 +450,17 @@ fn protection_for(root: &Path, protected: &Path, fs: &dyn HostFs) -> Option<Prot
         }
     }
     Some(Protection::ReadOnly(cur))
+}
+
+/// Whether a directory above `dot_git`'s directory holds a `.git` (the
+/// place is inside a git work tree).
+fn in_work_tree(dot_git: &Path, fs: &dyn HostFs) -> bool {
+    let Some(dir) = dot_git.parent() else {
+        return false;
+    };
+    dir.ancestors()
+        .skip(1)
+        .any(|a| fs.lstat(&a.join(".git")).is_some())
 }
 
 fn ro_bind(src: PathBuf, dst: PathBuf) -> MountOp {
@@ -560,6 +579,15 @@ fn mount_view(
             Some(Protection::ReadOnly(at)) => {
                 let c = fs.canonicalize(&at).unwrap_or(at);
                 ro_bind(c.clone(), c)
+            }
+            // A `.git` placeholder inside an existing work tree would make
+            // every git command there fail (on the host and in the
+            // sandbox): not made; a repository created there is
+            // quarantined after the run instead.
+            Some(Protection::Missing(at))
+                if at.file_name() == Some(".git".as_ref()) && in_work_tree(&at, fs) =>
+            {
+                continue
             }
             Some(Protection::Missing(at)) => MountOp::BlockCreate {
                 dst: at,

@@ -139,13 +139,20 @@ fn run_planned(
             duration: start.elapsed(),
             report,
             proxy: Vec::new(),
+            quarantined: Vec::new(),
         });
     }
     let placeholders = planned.plan.placeholders();
+    let held =
+        Placeholders::acquire(&host_env, &placeholders).map_err(|e| SupervisorError::Setup {
+            backend: report.backend,
+            message: zot_launcher::error_chain(&e),
+            hint: None,
+        })?;
     let started = match spawn::start(req, &planned, env, &host_env, out_pipes) {
         Ok(s) => s,
         Err(err) => {
-            cleanup(&placeholders);
+            drop(held);
             return match err {
                 StartError::Other(e) => Err(e),
                 // Like a shell: not found / not executable are the command's codes.
@@ -165,6 +172,7 @@ fn run_planned(
                         duration: start.elapsed(),
                         report,
                         proxy: Vec::new(),
+                        quarantined: Vec::new(),
                     })
                 }
                 // What failed to start is bwrap or the launcher, not the command.
@@ -218,7 +226,19 @@ fn run_planned(
         Some((o, e)) => (o.join().unwrap_or_default(), e.join().unwrap_or_default()),
         None => (Vec::new(), Vec::new()),
     };
-    cleanup(&placeholders);
+    drop(held);
+    // A repository the command created (or moved into place) would run its
+    // hooks and config on the host next: renamed aside, reported.
+    let quarantined = match &planned.repos {
+        Some(before) => crate::repos::quarantine(&planned.plan.write_roots, before, &placeholders),
+        None => Vec::new(),
+    };
+    for (from, to) in &quarantined {
+        report.notes.push(Note::Quarantined {
+            from: from.clone(),
+            to: to.clone(),
+        });
+    }
     let raw_code = status.map_err(SupervisorError::io("waiting for the sandbox"))?;
 
     if let Some(status_read) = started.status {
@@ -289,6 +309,7 @@ fn run_planned(
         duration: start.elapsed(),
         report,
         proxy: Vec::new(),
+        quarantined,
     })
 }
 
@@ -387,13 +408,59 @@ fn read_status(fd: OwnedFd) -> Vec<LaunchStatus> {
         .collect()
 }
 
-/// Remove the empty placeholder files made as mount points for protected
-/// paths that did not exist (deepest first).
-fn cleanup(placeholders: &[PathBuf]) {
-    for p in placeholders.iter().rev() {
-        if let Ok(m) = std::fs::symlink_metadata(p) {
-            if m.is_file() && m.len() == 0 {
-                let _ = std::fs::remove_file(p);
+/// The placeholders (empty files, mount points for missing protected
+/// paths) of one run: made before the sandbox starts, journaled under
+/// zot's state directory (so a run killed with SIGKILL leaves them to the
+/// next zot invocation's sweep), shared with other live runs that need the
+/// same one, and released when dropped.
+struct Placeholders {
+    journal: Option<crate::journal::Journal>,
+    held: Vec<PathBuf>,
+}
+
+impl Placeholders {
+    fn acquire(
+        env: &[(OsString, OsString)],
+        paths: &[PathBuf],
+    ) -> Result<Placeholders, crate::journal::JournalError> {
+        let mut out = Placeholders {
+            journal: None,
+            held: paths.to_vec(),
+        };
+        if paths.is_empty() {
+            return Ok(out);
+        }
+        let state = crate::journal::state_dir_from(|k| {
+            env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+        });
+        let Ok(state) = state else {
+            // No state directory: the backend makes the mount points and
+            // they are removed after the run (not after a SIGKILL).
+            return Ok(out);
+        };
+        let journal = crate::journal::for_process(&state);
+        out.held.clear();
+        out.journal = Some(journal.clone());
+        for p in paths {
+            journal.acquire_placeholder(crate::journal::Kind::PlaceholderFile, p)?;
+            out.held.push(p.clone());
+        }
+        Ok(out)
+    }
+}
+
+impl Drop for Placeholders {
+    fn drop(&mut self) {
+        for p in self.held.iter().rev() {
+            match &self.journal {
+                Some(j) => {
+                    let _ = j.release_placeholder(p);
+                }
+                None => {
+                    if std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.len() == 0) {
+                        let _ = std::fs::remove_file(p);
+                    }
+                }
             }
         }
     }

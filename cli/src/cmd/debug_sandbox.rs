@@ -233,6 +233,25 @@ fn explain_text(e: &Explanation) -> String {
             b.args.join(" ")
         ));
     }
+    // Only entries that apply here (existing deny-read paths, protected
+    // paths inside a writable root) come with their origin.
+    let shown: Vec<&zot_policy::sandbox::Origin> = e
+        .origins
+        .iter()
+        .filter(|o| {
+            if o.rule == "deny-read" {
+                o.path.exists()
+            } else {
+                plan.protected.contains(&o.path)
+            }
+        })
+        .collect();
+    if !shown.is_empty() {
+        s.push_str("where paths come from:\n");
+        for o in shown {
+            s.push_str(&format!("  {} {}: {}\n", o.rule, o.path.display(), o.from));
+        }
+    }
     let rules = landlock_rules::describe(&plan.landlock);
     if !rules.is_empty() {
         s.push_str(&format!(
