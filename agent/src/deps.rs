@@ -270,6 +270,11 @@ pub struct AgentPolicyInput {
     pub agent: String,
     /// Files inside write scopes that stay read-only (agent.toml seeds).
     pub read_only: Vec<PathBuf>,
+    /// `net.allow` rules: the commands reach these hosts through the
+    /// filtering proxy, nothing else (empty: no network).
+    pub net_allow: Vec<String>,
+    /// Exact variable names passed into the commands' environment.
+    pub env_read: Vec<String>,
 }
 
 /// Compile the restricted-read policy an agent's bash runs under. The
@@ -308,7 +313,7 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
         cwd,
         read_scopes: input.read.clone(),
         write_scopes: input.write.clone(),
-        env_read: Vec::new(),
+        env_read: input.env_read.clone(),
         network: false,
         git_protected,
         exec_path: zot_supervisor::host::exec_path_dirs(&host_env, &input.write),
@@ -316,6 +321,14 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
     };
     let mut policy =
         zot_policy::sandbox::agent_policy(&opts).map_err(|e| RunError::Sandbox(e.to_string()))?;
+    if !input.net_allow.is_empty() {
+        let allow = zot_policy::net::AllowList::parse(&input.net_allow)
+            .map_err(|e| RunError::Manifest(format!("permissions.net.allow: {e}")))?;
+        policy.network = zot_policy::sandbox::NetworkPolicy::Proxied {
+            allow,
+            socket_dir: None,
+        };
+    }
     // The config file's `[sandbox]` limits (a broken file already failed
     // the run when it was loaded first).
     if let Ok(cfg) = crate::config::load() {

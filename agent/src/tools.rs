@@ -288,6 +288,8 @@ pub struct ToolOutput {
     pub exit_code: Option<i32>,
     pub duration_ms: Option<u64>,
     pub full_output: Option<PathBuf>,
+    /// The proxy's audit records of a bash call with `net.allow`.
+    pub network: Vec<serde_json::Value>,
 }
 
 fn fail(msg: impl Into<String>) -> ToolOutput {
@@ -713,12 +715,28 @@ fn bash(
     } else {
         format!("exit code {}", out.exit_code)
     };
+    let mut content = format!("{status}, {ms} ms\n{shown}");
+    // The model learns why a connection failed (a 403 alone says little).
+    for r in out.proxy.iter().filter(|r| r.reason.is_some()) {
+        content.push_str(&format!(
+            "\n[network: {}:{} {}: {}]",
+            r.host.as_deref().unwrap_or("?"),
+            r.port.map_or("?".to_string(), |p| p.to_string()),
+            serde_json::to_value(r.decision).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+            r.reason.as_deref().unwrap_or("")
+        ));
+    }
     Ok(ToolOutput {
-        content: format!("{status}, {ms} ms\n{shown}"),
+        content,
         is_error: out.exit_code != 0 || out.timed_out || out.cancelled,
         exit_code: Some(out.exit_code),
         duration_ms: Some(ms),
         full_output,
+        network: out
+            .proxy
+            .iter()
+            .filter_map(|r| serde_json::to_value(r).ok())
+            .collect(),
     })
 }
 
@@ -732,7 +750,7 @@ mod tests {
             fs_read: read,
             fs_write: write,
             bash_mode: "none",
-            bash_allow: vec![],
+            ..Default::default()
         };
         let policy = Err("no policy in unit tests".to_string());
         ToolEnv {
