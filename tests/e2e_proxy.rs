@@ -240,6 +240,74 @@ fn refusals_bwrap_unprivileged() {
     unlisted_direct_and_private_refused("bwrap", true)
 }
 
+/// A `zot sandbox --allow-host` killed with SIGKILL cannot remove the
+/// proxy's directory; it was journaled, and the next zot command removes
+/// it (its socket with it).
+fn killed_run_leaves_nothing_after_the_next_command(backend: &str, unpriv: bool) {
+    let Some(ctx) = Ctx::new(backend, unpriv) else {
+        return;
+    };
+    let tmp = ctx.outside.join("tmp-killed");
+    std::fs::create_dir_all(&tmp).unwrap();
+    if ctx.unpriv {
+        let _ = std::process::Command::new("chown")
+            .args(["65534:65534", tmp.to_str().unwrap()])
+            .status();
+    }
+    let mut cmd = ctx.zot();
+    cmd.env("TMPDIR", &tmp)
+        .args(["sandbox", "--backend", backend, "--allow-host", "127.0.0.1:1"])
+        .args(["--", "sleep", "60"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let entries = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&tmp)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect()
+    };
+    let mut made = Vec::new();
+    for _ in 0..200 {
+        made = entries();
+        if made.iter().any(|d| d.join("proxy.sock").exists()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        made.iter().any(|d| d.join("proxy.sock").exists()),
+        "the proxy never started: {made:?}"
+    );
+    // Let the sandbox start, then kill zot outright.
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!entries().is_empty(), "a SIGKILLed zot cannot clean up");
+    let mut next = ctx.zot();
+    next.env("TMPDIR", &tmp).args(["sandbox", "--backend", backend, "--", "true"]);
+    let o = run_limited(next, Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(entries().is_empty(), "left behind: {:?}", entries());
+}
+
+#[test]
+fn killed_run_is_swept_native_root() {
+    killed_run_leaves_nothing_after_the_next_command("native", false)
+}
+#[test]
+fn killed_run_is_swept_native_unprivileged() {
+    killed_run_leaves_nothing_after_the_next_command("native", true)
+}
+#[test]
+fn killed_run_is_swept_bwrap_root() {
+    killed_run_leaves_nothing_after_the_next_command("bwrap", false)
+}
+#[test]
+fn killed_run_is_swept_bwrap_unprivileged() {
+    killed_run_leaves_nothing_after_the_next_command("bwrap", true)
+}
+
 #[test]
 fn bad_rules_and_backends_without_the_bridge_are_refused() {
     let o = std::process::Command::new(common::zot_bin())

@@ -360,6 +360,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         in_process: !args.exec_launcher,
         zot_as_launcher: args.exec_launcher,
         proxy_log: args.proxy_log.clone(),
+        // The proxy's directory is journaled: a killed run's is swept by the
+        // next zot process.
+        journal: zot_agent::home::zot_home()
+            .ok()
+            .map(|h| zot_supervisor::journal::for_process(&h)),
         cancel: None,
         on_output: None,
     };
