@@ -562,7 +562,8 @@ fn explain_native_lists_mounts_rules_env_network() {
 }
 
 /// `--explain --json` prints the plan itself, and it is the same for the
-/// bwrap and native backends (byte for byte), for each mode and an agent.
+/// bwrap and native backends (byte for byte), for each mode, allowed hosts
+/// (the launcher starts the proxy's bridge on both) and an agent.
 #[test]
 fn explain_plan_is_the_same_for_bwrap_and_native() {
     if !common::require("user namespaces", userns_ok(), "native backend needs them")
@@ -581,6 +582,14 @@ fn explain_plan_is_the_same_for_bwrap_and_native() {
     let views: Vec<Vec<std::ffi::OsString>> = vec![
         vec!["--mode".into(), "read-only".into()],
         vec!["--mode".into(), "workspace-write".into()],
+        vec![
+            "--mode".into(),
+            "workspace-write".into(),
+            "--allow-host".into(),
+            "example.com".into(),
+            "--allow-host".into(),
+            "[::1]:8080".into(),
+        ],
         vec![agent.into_os_string()],
     ];
     for view in views {
@@ -605,6 +614,9 @@ fn explain_plan_is_the_same_for_bwrap_and_native() {
         };
         let (b, n) = (plan_of("bwrap"), plan_of("native"));
         assert!(b.len() > 100 && b.contains("\"mounts\""), "{b}");
+        if view.iter().any(|a| a == "--allow-host") {
+            assert!(b.contains("\"proxied\"") && b.contains("example.com"), "{b}");
+        }
         assert_eq!(b, n, "{view:?}");
     }
 }

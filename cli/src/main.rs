@@ -115,7 +115,7 @@ enum SandboxOnly {
 fn run() -> u8 {
     if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new("sandbox")) {
         let SandboxOnly::Sandbox(a) = SandboxCli::parse().command;
-        // Placeholders a killed run left (one directory read otherwise).
+        // What a killed run left (one directory read when nothing did).
         cmd::sweep_leftovers();
         return finish(cmd::sandbox::run(a));
     }

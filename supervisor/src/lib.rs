@@ -143,6 +143,11 @@ pub struct RunRequest {
     /// With allowed hosts (a proxied network): where the proxy appends its
     /// JSONL audit records (they are in [`RunOutcome::proxy`] either way).
     pub proxy_log: Option<PathBuf>,
+    /// Where the run records what it creates outside the state directory
+    /// (the proxy's private directory), so that the next zot process removes
+    /// what a killed run left. Without one, such directories are removed at
+    /// the end of the run only.
+    pub journal: Option<journal::Journal>,
     /// When this fires, the command gets the signal of an
     /// [`interrupt`](Cancel::interrupt) (SIGTERM for a plain cancel), then
     /// SIGKILL of the whole tree after `kill_grace`; the outcome says
@@ -170,6 +175,7 @@ impl RunRequest {
             in_process: false,
             zot_as_launcher: false,
             proxy_log: None,
+            journal: None,
             cancel: None,
             on_output: None,
         }
@@ -451,6 +457,8 @@ pub enum SupervisorError {
     Plan(#[source] plan::PlanError),
     #[error("cannot start the network proxy")]
     Proxy(#[source] proxy::ProxyError),
+    #[error("cannot make the network proxy's directory")]
+    ProxyDir(#[source] journal::JournalError),
     #[error("cannot prepare the launch")]
     Prepare(#[source] zot_launcher::LaunchError),
     #[error("cannot find the zot executable to use as launcher")]

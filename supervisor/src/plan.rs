@@ -43,6 +43,13 @@ pub trait HostFs {
     fn unix_sockets(&self) -> Vec<PathBuf> {
         Vec::new()
     }
+    /// Whether the sandbox's user could reach `p` at all (it has
+    /// capabilities only over files of the uid and gid mapped into its user
+    /// namespace, the caller's). A socket it cannot reach needs no mask, and
+    /// bwrap, as that user, could not put one over it.
+    fn sandbox_can_reach(&self, _p: &Path) -> bool {
+        true
+    }
     /// The caller's hard limit of `r` (`None`: unlimited).
     fn hard_limit(&self, _r: RlimitResource) -> Option<u64> {
         None
@@ -96,6 +103,25 @@ impl HostFs for RealFs {
         std::fs::read("/proc/net/unix")
             .map(|b| parse_proc_net_unix(&b))
             .unwrap_or_default()
+    }
+    fn sandbox_can_reach(&self, p: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: no preconditions.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        if uid != 0 {
+            // No capabilities: the planner's own lookups were the test.
+            return true;
+        }
+        // uid 0 keeps its capabilities in the sandbox's user namespace only
+        // over files both of whose owners are mapped (uid 0, the caller's
+        // gid); any other directory is searched by its mode bits.
+        p.ancestors().skip(1).all(|d| match std::fs::metadata(d) {
+            Ok(m) if m.uid() == 0 && m.gid() == gid => true,
+            Ok(m) if m.uid() == 0 => m.mode() & 0o100 != 0,
+            Ok(m) if m.gid() == gid => m.mode() & 0o010 != 0,
+            Ok(m) => m.mode() & 0o001 != 0,
+            Err(_) => false,
+        })
     }
     fn pid_max_per_namespace(&self) -> bool {
         kernel_at_least(6, 14)
@@ -646,7 +672,7 @@ fn mount_view(
         .into_iter()
         .filter(|p| p.is_absolute())
         .filter_map(|p| fs.canonicalize(&p))
-        .filter(|c| fs.lstat(c) == Some(FileKind::Socket))
+        .filter(|c| fs.lstat(c) == Some(FileKind::Socket) && fs.sandbox_can_reach(c))
         // The filtering proxy's socket: the one host socket the sandbox
         // reaches (its directory is bound in after the view).
         .filter(|c| match &policy.network {

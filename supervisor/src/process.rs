@@ -74,11 +74,28 @@ fn run_once(mut req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome,
     })
 }
 
+/// The proxy's private directory, removed when dropped.
+enum ProxyDir {
+    /// Recorded in the caller's journal before it was made: a killed run's
+    /// directory is swept by the next zot process.
+    Journaled(crate::journal::TempDir),
+    Plain(tempfile::TempDir),
+}
+
+impl ProxyDir {
+    fn path(&self) -> &std::path::Path {
+        match self {
+            ProxyDir::Journaled(d) => d.path(),
+            ProxyDir::Plain(d) => d.path(),
+        }
+    }
+}
+
 /// With a proxied network: a private directory (0700, this user's), the
 /// proxy listening in it, and the policy pointing the plan at it.
 fn start_proxy(
     req: &mut RunRequest,
-) -> Result<Option<(crate::proxy::Proxy, tempfile::TempDir)>, SupervisorError> {
+) -> Result<Option<(crate::proxy::Proxy, ProxyDir)>, SupervisorError> {
     let zot_policy::sandbox::NetworkPolicy::Proxied { allow, socket_dir } = &mut req.policy.network
     else {
         return Ok(None);
@@ -87,14 +104,23 @@ fn start_proxy(
         .map(PathBuf::from)
         .filter(|d| d.is_absolute() && d.is_dir())
         .unwrap_or_else(std::env::temp_dir);
-    let dir = tempfile::Builder::new()
-        .prefix("zot-proxy-")
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .tempdir_in(&base)
-        .map_err(SupervisorError::io(format!(
-            "creating the proxy's directory in {}",
-            base.display()
-        )))?;
+    const PREFIX: &str = "zot-proxy-";
+    let dir = match &req.journal {
+        Some(j) => ProxyDir::Journaled(
+            j.temp_dir(&base, PREFIX)
+                .map_err(SupervisorError::ProxyDir)?,
+        ),
+        None => ProxyDir::Plain(
+            tempfile::Builder::new()
+                .prefix(PREFIX)
+                .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                .tempdir_in(&base)
+                .map_err(SupervisorError::io(format!(
+                    "creating the proxy's directory in {}",
+                    base.display()
+                )))?,
+        ),
+    };
     let dir_path = dir
         .path()
         .canonicalize()

@@ -340,29 +340,7 @@ pub fn resolve(policy: &SandboxPolicy, choice: BackendChoice) -> Result<Resolved
     let skip = |considered: &mut Vec<Considered>, backend, reason: String| {
         considered.push(Considered { backend, reason })
     };
-    // The bridge to the proxy is started by the native backend's PID 1;
-    // bwrap runs no process of ours before the command.
-    let proxied = matches!(
-        policy.network,
-        zot_policy::sandbox::NetworkPolicy::Proxied { .. }
-    );
-    const NO_BWRAP_PROXY: &str =
-        "bwrap backend: allowed hosts (the filtering proxy) are not supported with bwrap yet";
-    let find_bwrap = |p: &SandboxPolicy| {
-        if proxied {
-            Err(NO_BWRAP_PROXY.to_string())
-        } else {
-            find_bwrap(p)
-        }
-    };
     let backend = match choice {
-        BackendChoice::Bwrap if proxied => {
-            return Err(no_backend(
-                policy,
-                NO_BWRAP_PROXY.into(),
-                "use --backend native or --backend auto".into(),
-            ))
-        }
         BackendChoice::Bwrap => match find_bwrap(policy) {
             Ok(path) => Backend::Bwrap { path },
             Err(reason) => {

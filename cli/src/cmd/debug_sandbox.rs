@@ -37,6 +37,15 @@ pub struct Args {
     /// Working directory to explain a mode for (default: the current directory)
     #[arg(long, requires = "explain")]
     cwd: Option<PathBuf>,
+    /// With --explain: the plan with connections allowed to HOST[:PORT] only,
+    /// through the filtering proxy (repeatable; as `zot sandbox --allow-host`)
+    #[arg(
+        long = "allow-host",
+        value_name = "HOST[:PORT]",
+        requires = "explain",
+        conflicts_with = "reference"
+    )]
+    allow_hosts: Vec<String>,
     /// Print a JSON document
     #[arg(long)]
     json: bool,
@@ -164,6 +173,14 @@ fn run_explain(args: &Args) -> anyhow::Result<u8> {
     let mut policy = policy;
     if args.reference.is_none() {
         policy.limits = super::sandbox::limits(None, None, None)?;
+        match super::sandbox::proxied_network(policy.mode, &args.allow_hosts) {
+            Ok(Some(n)) => policy.network = n,
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("zot: {e}");
+                return Ok(super::USAGE);
+            }
+        }
     }
     let ex = explain::explain(&policy, args.backend);
     if args.json {
@@ -305,7 +322,7 @@ fn explain_text(e: &Explanation) -> String {
         (zot_launcher::plan::NetworkPlan::Off, false) => "off: seccomp refuses non-AF_UNIX sockets, connect and addressed sendto".to_string(),
         (zot_launcher::plan::NetworkPlan::Host, _) => "host network".to_string(),
         (zot_launcher::plan::NetworkPlan::Proxied { socket, port, allow }, _) => format!(
-            "proxied: own network namespace with loopback only, no DNS server; the filtering proxy (outside) allows {allow}; reached through its socket {} (bound in) and a bridge on 127.0.0.1:{port} started by PID 1; HTTP_PROXY, HTTPS_PROXY, ALL_PROXY (and lower case) point at it, NO_PROXY is empty",
+            "proxied: own network namespace with loopback only, no DNS server; the filtering proxy (outside) allows {allow}; reached through its socket {} (bound in) and a bridge on 127.0.0.1:{port} that the launcher starts before the command, under its restrictions; HTTP_PROXY, HTTPS_PROXY, ALL_PROXY (and lower case) point at it, NO_PROXY is empty",
             socket.display()
         ),
     };

@@ -190,6 +190,27 @@ pub fn canonical_lenient(path: &Path, base: &Path) -> anyhow::Result<PathBuf> {
 
 /// Compile the command line's sandbox options into a policy (canonicalizes
 /// paths, finds nested repositories in the writable roots).
+/// The network of `--allow-host HOST...` (none given: `None`); a usage
+/// error names the bad entry.
+pub fn proxied_network(
+    mode: SandboxMode,
+    hosts: &[String],
+) -> Result<Option<zot_policy::sandbox::NetworkPolicy>, String> {
+    if hosts.is_empty() {
+        return Ok(None);
+    }
+    if mode == SandboxMode::DangerFullAccess {
+        return Err(
+            "--allow-host does not apply to danger-full-access (it has the host network)".into(),
+        );
+    }
+    let allow = zot_policy::net::AllowList::parse(hosts).map_err(|e| format!("--allow-host {e}"))?;
+    Ok(Some(zot_policy::sandbox::NetworkPolicy::Proxied {
+        allow,
+        socket_dir: None,
+    }))
+}
+
 pub fn policy_from_args(
     mode: SandboxMode,
     cwd: Option<&Path>,
@@ -332,24 +353,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             return Ok(SETUP_FAILURE);
         }
     };
-    if !args.allow_hosts.is_empty() {
-        if policy.mode == SandboxMode::DangerFullAccess {
-            eprintln!(
-                "zot: --allow-host does not apply to danger-full-access (it has the host network)"
-            );
+    match proxied_network(policy.mode, &args.allow_hosts) {
+        Ok(Some(n)) => policy.network = n,
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("zot: {e}");
             return Ok(super::USAGE);
         }
-        let allow = match zot_policy::net::AllowList::parse(&args.allow_hosts) {
-            Ok(a) => a,
-            Err(e) => {
-                eprintln!("zot: --allow-host {e}");
-                return Ok(super::USAGE);
-            }
-        };
-        policy.network = zot_policy::sandbox::NetworkPolicy::Proxied {
-            allow,
-            socket_dir: None,
-        };
     }
     let timeout = match args.timeout {
         Some(s) if !(s.is_finite() && s > 0.0) => {
@@ -377,6 +387,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         in_process: !args.exec_launcher,
         zot_as_launcher: args.exec_launcher,
         proxy_log: args.proxy_log.clone(),
+        // The proxy's directory is journaled: a killed run's is swept by the
+        // next zot process.
+        journal: zot_agent::home::zot_home()
+            .ok()
+            .map(|h| zot_supervisor::journal::for_process(&h)),
         cancel: None,
         on_output: None,
     };
