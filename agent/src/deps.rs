@@ -390,6 +390,11 @@ pub fn run_sandboxed(
     };
     req.stdin = sv::Stdin::Null;
     req.cancel = limits.cancel.cloned();
+    // What the run creates outside the state dir (the proxy's directory)
+    // is journaled, so a killed run's is swept by the next zot command.
+    req.journal = crate::home::zot_home()
+        .ok()
+        .map(|h| zot_supervisor::journal::for_process(&h));
     req.on_output = limits.live_output.clone();
     sv::run(req).map_err(|e| RunError::Sandbox(e.to_string()))
 }
