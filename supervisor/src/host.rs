@@ -41,6 +41,11 @@ pub fn passwd_home() -> Option<PathBuf> {
 /// The directories of the caller's `PATH` (absolute entries, canonical)
 /// that lie inside one of `roots`.
 pub fn exec_path_dirs(env: &[(OsString, OsString)], roots: &[PathBuf]) -> Vec<PathBuf> {
+    // Nothing writable (read-only, danger-full-access): nothing to protect,
+    // and no PATH entry to resolve.
+    if roots.is_empty() {
+        return Vec::new();
+    }
     let Some(path) = var(env, "PATH") else {
         return Vec::new();
     };

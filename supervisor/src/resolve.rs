@@ -138,9 +138,8 @@ pub fn prepare(
     if let Some(s) = repos.as_ref().filter(|s| !s.complete) {
         report.notes.push(Note::ScanIncomplete { dirs: s.dirs });
     }
-    let path_dirs = crate::host::exec_path_dirs(env, &policy.write_roots);
-    if !path_dirs.is_empty() && plan.isolation == zot_launcher::plan::Isolation::Namespaces {
-        for path in path_dirs {
+    if plan.isolation == zot_launcher::plan::Isolation::Namespaces {
+        for path in crate::host::exec_path_dirs(env, &policy.write_roots) {
             report.notes.push(Note::PathReadOnly { path });
         }
     }
