@@ -22,18 +22,29 @@ use crate::{
 
 /// Run a command confined by `req.policy`.
 pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
-    let mut masks = Vec::new();
-    match run_once(req.clone(), &mut masks) {
-        // bwrap cannot skip a mount point that vanished: a host socket
-        // removed between planning and bwrap's set-up makes it fail before
-        // anything of the command ran. Plan again, once.
-        Err(SupervisorError::Setup {
-            backend: crate::BackendKind::Bwrap,
-            ..
-        }) if masks.iter().any(|d| std::fs::symlink_metadata(d).is_err()) => {
-            run_once(req, &mut masks)
+    // bwrap cannot skip a mount point that vanished: a host socket removed
+    // between planning and bwrap's set-up makes it fail before anything of
+    // the command ran. Plan again (a few times: a host that keeps making
+    // and removing sockets can hit the window more than once).
+    const ATTEMPTS: usize = 4;
+    let mut attempt = 1;
+    loop {
+        let mut masks = Vec::new();
+        let r = run_once(req.clone(), &mut masks);
+        let retry = match &r {
+            Err(SupervisorError::Setup {
+                backend: crate::BackendKind::Bwrap,
+                message,
+                ..
+            }) => masks.iter().any(|d| {
+                std::fs::symlink_metadata(d).is_err() || message.contains(&*d.to_string_lossy())
+            }),
+            _ => false,
+        };
+        if !retry || attempt == ATTEMPTS {
+            return r;
         }
-        r => r,
+        attempt += 1;
     }
 }
 
