@@ -484,6 +484,28 @@ fn check_fails_when_a_required_feature_is_missing() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let v = json(&o);
     assert_eq!(v["enforced"]["fs"], "partial", "{v}");
+    // A plan without the git protections: the nested repository's attacks
+    // really get through, and the gate counts them.
+    let result = |n: &str| {
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == n)
+            .unwrap_or_else(|| panic!("no attempt {n:?} in {v}"))["result"]
+            .clone()
+    };
+    for n in [
+        "write .git/config of a nested repository",
+        "create .git/hooks/pre-commit in a nested repository",
+    ] {
+        assert_eq!(result(n), "allowed", "{n}: {v}");
+    }
+    assert_eq!(
+        result("control: write a file in a nested repository"),
+        "ok",
+        "{v}"
+    );
 }
 
 /// Inside the degraded namespace, `read-only` is fully enforced on the
