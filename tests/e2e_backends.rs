@@ -302,6 +302,68 @@ fn assert_check_shape(v: &serde_json::Value) {
     }
 }
 
+/// Attempts every run of `--check` must list (workspace-write): the
+/// default deny list of both homes, a nested repository's git files, the
+/// filtering proxy.
+const CREDENTIAL_GIT_PROXY_ATTEMPTS: [&str; 9] = [
+    "read ~/.git-credentials (default deny list, $HOME)",
+    "read ~/.config/gh/hosts.yml (default deny list, the password database's home)",
+    "control: write a file in a nested repository",
+    "write .git/config of a nested repository",
+    "create .git/hooks/pre-commit in a nested repository",
+    "control: request an allowed host through the proxy",
+    "request an unlisted host through the proxy",
+    "tcp connect to an allowed host without the proxy",
+    "request a loopback address behind an allowed name",
+];
+
+/// A passing check on a mount backend: every control worked, every attack
+/// was refused (none is left unclaimed), the new attempts are there and
+/// the proxy's refusals carry its reasons.
+fn assert_check_refused_everything(o: &Output, backend: &str) {
+    let v = json(o);
+    assert_check_shape(&v);
+    assert_eq!(o.status.code(), Some(0), "{}", text(o));
+    assert_eq!(v["backend"], backend);
+    assert_eq!(v["ok"], true);
+    let checks = v["checks"].as_array().unwrap();
+    assert!(checks.len() >= 15, "{v}");
+    for c in checks {
+        let name = c["name"].as_str().unwrap();
+        let want = if name.starts_with("control:") {
+            "ok"
+        } else {
+            "refused"
+        };
+        assert_eq!(c["result"], want, "{name}: {c}");
+    }
+    let detail = |n: &str| {
+        checks
+            .iter()
+            .find(|c| c["name"] == n)
+            .unwrap_or_else(|| panic!("no attempt {n:?} in {v}"))["detail"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    for n in CREDENTIAL_GIT_PROXY_ATTEMPTS {
+        detail(n);
+    }
+    let unlisted = detail("request an unlisted host through the proxy");
+    assert!(
+        unlisted.contains("HTTP 403") && unlisted.contains("is not in the sandbox's allowed hosts"),
+        "{unlisted}"
+    );
+    let private = detail("request a loopback address behind an allowed name");
+    assert!(
+        private.contains("HTTP 403") && private.contains("loopback"),
+        "{private}"
+    );
+    for f in ["fs", "net", "pid", "seccomp"] {
+        assert_eq!(v["enforced"][f], "full", "{f}: {v}");
+    }
+}
+
 #[test]
 fn check_passes_on_native_and_every_attempt_is_refused() {
     if !common::require("user namespaces", userns_ok(), "native backend needs them") {
@@ -311,26 +373,7 @@ fn check_passes_on_native_and_every_attempt_is_refused() {
         if unpriv && !is_root() {
             continue;
         }
-        let o = check(unpriv, "native", &[]);
-        let v = json(&o);
-        assert_check_shape(&v);
-        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-        assert_eq!(v["backend"], "native");
-        assert_eq!(v["ok"], true);
-        let checks = v["checks"].as_array().unwrap();
-        assert!(checks.len() >= 15, "{v}");
-        for c in checks {
-            let name = c["name"].as_str().unwrap();
-            let want = if name.starts_with("control:") {
-                "ok"
-            } else {
-                "refused"
-            };
-            assert_eq!(c["result"], want, "{name}: {c}");
-        }
-        for f in ["fs", "net", "pid", "seccomp"] {
-            assert_eq!(v["enforced"][f], "full", "{f}: {v}");
-        }
+        assert_check_refused_everything(&check(unpriv, "native", &[]), "native");
     }
 }
 
@@ -343,15 +386,45 @@ fn check_on_bwrap_passes() {
     ) {
         return;
     }
-    let o = check(
-        false,
-        "bwrap",
-        &["--require", "fs,net,pid,seccomp,landlock"],
-    );
-    let v = json(&o);
-    assert_check_shape(&v);
+    for unpriv in [false, true] {
+        if unpriv && !is_root() {
+            continue;
+        }
+        let o = check(
+            unpriv,
+            "bwrap",
+            &["--require", "fs,net,pid,seccomp,landlock"],
+        );
+        assert_check_refused_everything(&o, "bwrap");
+    }
+}
+
+/// In read-only mode the nested repository's plain file is an attack too,
+/// and the proxy attempts run the same way.
+#[test]
+fn check_read_only_on_native_refuses_the_nested_repository_write() {
+    if !common::require("user namespaces", userns_ok(), "native backend needs them") {
+        return;
+    }
+    let o = check(false, "native", &["--mode", "read-only"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert_eq!(v["backend"], "bwrap");
+    let v = json(&o);
+    let checks = v["checks"].as_array().unwrap();
+    let result = |n: &str| {
+        checks
+            .iter()
+            .find(|c| c["name"] == n)
+            .unwrap_or_else(|| panic!("no attempt {n:?} in {v}"))["result"]
+            .clone()
+    };
+    assert_eq!(
+        result("write a file in a nested repository (read-only mode)"),
+        "refused"
+    );
+    assert_eq!(
+        result("control: request an allowed host through the proxy"),
+        "ok"
+    );
 }
 
 /// `--check` exits non-zero when a required feature is missing: inside the
@@ -411,6 +484,28 @@ fn check_fails_when_a_required_feature_is_missing() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let v = json(&o);
     assert_eq!(v["enforced"]["fs"], "partial", "{v}");
+    // A plan without the git protections: the nested repository's attacks
+    // really get through, and the gate counts them.
+    let result = |n: &str| {
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == n)
+            .unwrap_or_else(|| panic!("no attempt {n:?} in {v}"))["result"]
+            .clone()
+    };
+    for n in [
+        "write .git/config of a nested repository",
+        "create .git/hooks/pre-commit in a nested repository",
+    ] {
+        assert_eq!(result(n), "allowed", "{n}: {v}");
+    }
+    assert_eq!(
+        result("control: write a file in a nested repository"),
+        "ok",
+        "{v}"
+    );
 }
 
 /// Inside the degraded namespace, `read-only` is fully enforced on the
@@ -445,6 +540,11 @@ fn check_read_only_passes_on_landlock_without_userns() {
         for c in v["checks"].as_array().unwrap() {
             let name = c["name"].as_str().unwrap();
             let want = match name {
+                // No network namespace: zot refuses allowed hosts there.
+                "control: request an allowed host through the proxy"
+                | "request an unlisted host through the proxy"
+                | "tcp connect to an allowed host without the proxy"
+                | "request a loopback address behind an allowed name" => "not-enforced",
                 n if n.starts_with("control:") => "ok",
                 "see a host process" => "not-enforced",
                 // No private tmpfs, no per-sandbox process limit there.
@@ -475,6 +575,8 @@ fn explain_native_lists_mounts_rules_env_network() {
         return;
     }
     let d = open_dir();
+    // A repository root (its git files are protected wherever it lies).
+    std::fs::create_dir_all(d.path().join(".git/hooks")).unwrap();
     let o = Command::new(common::zot_bin())
         .args([
             "debug",
@@ -560,7 +662,8 @@ fn explain_native_lists_mounts_rules_env_network() {
 }
 
 /// `--explain --json` prints the plan itself, and it is the same for the
-/// bwrap and native backends (byte for byte), for each mode and an agent.
+/// bwrap and native backends (byte for byte), for each mode, allowed hosts
+/// (the launcher starts the proxy's bridge on both) and an agent.
 #[test]
 fn explain_plan_is_the_same_for_bwrap_and_native() {
     if !common::require("user namespaces", userns_ok(), "native backend needs them")
@@ -579,6 +682,14 @@ fn explain_plan_is_the_same_for_bwrap_and_native() {
     let views: Vec<Vec<std::ffi::OsString>> = vec![
         vec!["--mode".into(), "read-only".into()],
         vec!["--mode".into(), "workspace-write".into()],
+        vec![
+            "--mode".into(),
+            "workspace-write".into(),
+            "--allow-host".into(),
+            "example.com".into(),
+            "--allow-host".into(),
+            "[::1]:8080".into(),
+        ],
         vec![agent.into_os_string()],
     ];
     for view in views {
@@ -603,6 +714,9 @@ fn explain_plan_is_the_same_for_bwrap_and_native() {
         };
         let (b, n) = (plan_of("bwrap"), plan_of("native"));
         assert!(b.len() > 100 && b.contains("\"mounts\""), "{b}");
+        if view.iter().any(|a| a == "--allow-host") {
+            assert!(b.contains("\"proxied\"") && b.contains("example.com"), "{b}");
+        }
         assert_eq!(b, n, "{view:?}");
     }
 }

@@ -118,30 +118,24 @@ fn json_event_stream() {
     );
 }
 
+/// Bad `net.allow` / `env.read` entries are refused before anything runs
+/// or is created, naming the field and the entry.
 #[test]
-fn unenforced_permissions_are_refused() {
+fn bad_net_and_env_entries_are_refused() {
     let w = World::new();
-    for (name, perms, field) in [
-        (
-            "netty",
-            json!({"net": {"allow": ["example.com"]}}),
-            "permissions.net.allow",
-        ),
-        (
-            "envy",
-            json!({"env": {"read": ["AWS_SECRET_ACCESS_KEY"]}}),
-            "permissions.env.read",
-        ),
+    for (name, perms, field, entry) in [
+        ("netty", json!({"net": {"allow": ["exa mple.com"]}}), "net.allow", "exa mple.com"),
+        ("porty", json!({"net": {"allow": ["example.com:99999"]}}), "net.allow", "example.com:99999"),
+        ("envy", json!({"env": {"read": ["1BAD"]}}), "env.read", "1BAD"),
+        ("prefixy", json!({"env": {"read": ["A*"]}}), "env.read", "A*"),
     ] {
         let agent = w.agent(name, json!({ "permissions": perms }));
         let out = w.run(&["run", s(&agent), "-y", "--print", "hi"]);
-        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(out.status.code(), Some(1), "{name}");
         let err = text(&out.stderr);
-        assert!(
-            err.contains(field) && err.contains("not enforced yet"),
-            "{err}"
-        );
+        assert!(err.contains(field) && err.contains(entry), "{name}: {err}");
         assert!(out.stdout.is_empty());
+        assert!(!w.zot_home.join("agents").join(name).exists(), "{name}: created state");
     }
 }
 
@@ -1774,4 +1768,131 @@ fn entry_pre_output_streams_live() {
             "{mode}: the first line came only {gap:?} before the second"
         );
     }
+}
+
+// ------------------------------------------------------------ net and env
+
+/// An HTTP server on the host's 127.0.0.1 answering every request with
+/// `body` (the sandbox's own loopback is another one).
+fn origin(body: &'static str) -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(mut c) = c else { continue };
+            std::thread::spawn(move || {
+                let mut req = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match c.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => req.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = write!(
+                    c,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    port
+}
+
+/// `permissions.net.allow` and `permissions.env.read` are enforced by
+/// `zot run`: the listed host answers through the proxy, an unlisted one
+/// is refused with the reason (the model sees it, `--json` and the session
+/// record the decisions); exactly the listed variables reach the command,
+/// a prefix never passes zot's provider keys.
+fn net_and_env(w: World) {
+    if !sandbox_works(&w) {
+        return;
+    }
+    if !common::require(
+        "curl",
+        Path::new("/usr/bin/curl").exists(),
+        "ci/setup.sh installs it",
+    ) {
+        return;
+    }
+    let port = origin("hello from the origin");
+    let agent = w.agent(
+        "fetcher",
+        json!({"permissions": {
+            "fs": {"read": ["${workspace}"]},
+            "bash": {"mode": "allowlist", "allow": ["curl", "env"]},
+            "net": {"allow": [format!("127.0.0.1:{port}")]},
+            "env": {"read": ["ZOT_SEEN", "MYAPP_*", "OPENAI_*"]}}}),
+    );
+    let script = w.script(
+        "fetch.json",
+        json!([
+            {"tool_calls": [
+                {"name": "bash", "arguments": {"command": format!("curl -sS -m 10 http://127.0.0.1:{port}/x")}},
+                {"name": "bash", "arguments": {"command": format!("curl -sS -m 10 -o /dev/null -w 'code=%{{http_code}}' http://127.0.0.2:{port}/x")}},
+                {"name": "bash", "arguments": {"command": "env"}}]},
+            {"text": "done"}]),
+    );
+    let out = w
+        .cmd(&["run", s(&agent), "-y", "--json", "--sim-script", s(&script), "go"])
+        .env("ZOT_SEEN", "seen-value")
+        .env("ZOT_UNSEEN", "unseen-value")
+        .env("MYAPP_A", "a-value")
+        .env("OPENAI_API_KEY", "sk-test-secret-0000")
+        .env("OPENAI_ORG_ID", "org-0000")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ev = events(&out);
+    let results = of_type(&ev, "tool_result");
+    assert_eq!(results.len(), 3, "{ev:?}");
+    let content = |i: usize| results[i]["content"].as_str().unwrap().to_string();
+    // The listed host, through the proxy.
+    assert!(content(0).contains("hello from the origin"), "{}", content(0));
+    let net0 = results[0]["network"].as_array().unwrap();
+    assert!(
+        net0.iter().any(|r| r["decision"] == "allow" && r["port"] == port),
+        "{net0:?}"
+    );
+    // Another loopback address: refused, and the model is told why.
+    assert!(content(1).contains("code=403"), "{}", content(1));
+    assert!(content(1).contains("[network: 127.0.0.2"), "{}", content(1));
+    let net1 = results[1]["network"].as_array().unwrap();
+    assert!(
+        net1.iter().any(|r| r["decision"] != "allow" && r["reason"].is_string()),
+        "{net1:?}"
+    );
+    // Exactly the listed variables.
+    let env = content(2);
+    assert!(env.contains("ZOT_SEEN=seen-value"), "{env}");
+    assert!(env.contains("MYAPP_A=a-value"), "{env}");
+    assert!(env.contains("OPENAI_ORG_ID=org-0000"), "{env}");
+    assert!(!env.contains("ZOT_UNSEEN"), "{env}");
+    assert!(!env.contains("sk-test-secret"), "{env}");
+    // The session records the decisions.
+    let sessions = w.zot_home.join("sessions/agents/fetcher");
+    let file = std::fs::read_dir(&sessions)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    let recs = std::fs::read_to_string(file).unwrap();
+    assert_eq!(
+        recs.lines().filter(|l| l.contains("\"type\":\"network\"")).count(),
+        2,
+        "{recs}"
+    );
+    assert!(!recs.contains("sk-test-secret"));
+}
+
+#[test]
+fn net_allow_and_env_read_are_enforced() {
+    net_and_env(World::new());
+}
+
+#[test]
+fn net_allow_and_env_read_are_enforced_unprivileged() {
+    net_and_env(World::unprivileged());
 }

@@ -74,13 +74,30 @@ pub fn prompt_text(req: &Request) -> String {
         Some(v) => format!("{}@{v}", req.name),
         None => req.name.to_string(),
     };
-    format!(
+    let mut text = format!(
         "Agent {ident} wants to run.\n\n  digest: {}\n  signed by: {}\n  fs read: {}\n  fs write: {}\n  bash: {bash}\n",
         req.digest,
         req.signer.unwrap_or("nobody (no signature by a trusted key was checked)"),
         list(&req.perms.fs_read),
         list(&req.perms.fs_write)
-    )
+    );
+    let p = req.perms;
+    if !p.net_allow.is_empty() {
+        text.push_str(&format!(
+            "  net: {} (through zot's filtering proxy; nothing else)\n",
+            p.net_allow.join(", ")
+        ));
+    }
+    if !p.env_read.is_empty() {
+        text.push_str(&format!("  env read: {}\n", p.env_read.join(", ")));
+    }
+    if !p.env_withheld.is_empty() {
+        text.push_str(&format!(
+            "  env withheld: {} (zot's provider keys pass only when listed by name)\n",
+            p.env_withheld.join(", ")
+        ));
+    }
+    text
 }
 
 fn receipt_path(home: &AgentHome, digest: &str) -> Result<PathBuf, RunError> {
@@ -169,8 +186,36 @@ mod tests {
             fs_read: vec![PathBuf::from(read)],
             fs_write: vec![],
             bash_mode: mode,
-            bash_allow: vec![],
+            ..Default::default()
         }
+    }
+
+    #[test]
+    fn the_prompt_names_hosts_and_variables() {
+        let p = Permissions {
+            net_allow: vec!["api.example.com".into()],
+            env_read: vec!["GITHUB_TOKEN".into()],
+            env_withheld: vec!["OPENAI_API_KEY".into()],
+            ..perms("/w", "none")
+        };
+        let text = prompt_text(&Request {
+            name: "a",
+            version: None,
+            digest: "sha256:00",
+            signer: None,
+            perms: &p,
+        });
+        assert!(text.contains("net: api.example.com"), "{text}");
+        assert!(text.contains("env read: GITHUB_TOKEN"), "{text}");
+        assert!(text.contains("env withheld: OPENAI_API_KEY"), "{text}");
+        let none = prompt_text(&Request {
+            name: "a",
+            version: None,
+            digest: "sha256:00",
+            signer: None,
+            perms: &perms("/w", "none"),
+        });
+        assert!(!none.contains("net:") && !none.contains("env"), "{none}");
     }
 
     #[test]

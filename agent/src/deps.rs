@@ -270,6 +270,11 @@ pub struct AgentPolicyInput {
     pub agent: String,
     /// Files inside write scopes that stay read-only (agent.toml seeds).
     pub read_only: Vec<PathBuf>,
+    /// `net.allow` rules: the commands reach these hosts through the
+    /// filtering proxy, nothing else (empty: no network).
+    pub net_allow: Vec<String>,
+    /// Exact variable names passed into the commands' environment.
+    pub env_read: Vec<String>,
 }
 
 /// Compile the restricted-read policy an agent's bash runs under. The
@@ -293,17 +298,37 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
                 .into(),
         ));
     };
-    let nested = zot_supervisor::find_nested_repos(&input.write, 6, 2000);
+    // What git reads or runs in every repository of the write scopes, and
+    // the caller's PATH directories inside them: in the policy, so that
+    // the file tools refuse them too (each sandboxed command adds a fresh
+    // scan of its own at launch).
+    let host_env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+    let scan = zot_supervisor::repos::scan(&input.write, zot_supervisor::repos::SCAN_BUDGET);
+    let home = zot_supervisor::host::homes(&host_env).into_iter().next();
+    let git_protected = scan.protected(
+        &zot_supervisor::host::git_global_configs(&host_env),
+        home.as_deref(),
+    );
     let opts = zot_policy::sandbox::AgentSandboxOptions {
         cwd,
         read_scopes: input.read.clone(),
         write_scopes: input.write.clone(),
-        env_read: Vec::new(),
+        env_read: input.env_read.clone(),
         network: false,
-        nested_repos: nested,
+        git_protected,
+        exec_path: zot_supervisor::host::exec_path_dirs(&host_env, &input.write),
+        ..Default::default()
     };
     let mut policy =
         zot_policy::sandbox::agent_policy(&opts).map_err(|e| RunError::Sandbox(e.to_string()))?;
+    if !input.net_allow.is_empty() {
+        let allow = zot_policy::net::AllowList::parse(&input.net_allow)
+            .map_err(|e| RunError::Manifest(format!("permissions.net.allow: {e}")))?;
+        policy.network = zot_policy::sandbox::NetworkPolicy::Proxied {
+            allow,
+            socket_dir: None,
+        };
+    }
     // The config file's `[sandbox]` limits (a broken file already failed
     // the run when it was loaded first).
     if let Ok(cfg) = crate::config::load() {
@@ -365,6 +390,11 @@ pub fn run_sandboxed(
     };
     req.stdin = sv::Stdin::Null;
     req.cancel = limits.cancel.cloned();
+    // What the run creates outside the state dir (the proxy's directory)
+    // is journaled, so a killed run's is swept by the next zot command.
+    req.journal = crate::home::zot_home()
+        .ok()
+        .map(|h| zot_supervisor::journal::for_process(&h));
     req.on_output = limits.live_output.clone();
     sv::run(req).map_err(|e| RunError::Sandbox(e.to_string()))
 }

@@ -54,6 +54,11 @@ pub enum Event {
         duration_ms: Option<u64>,
         #[serde(skip_serializing_if = "Option::is_none")]
         full_output: Option<String>,
+        /// The filtering proxy's decisions for this call's connections
+        /// (`permissions.net.allow`): time, host, port, address, decision,
+        /// rule, reason, bytes each way.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        network: Vec<serde_json::Value>,
     },
     Usage {
         turn: u32,

@@ -13,34 +13,13 @@ pub fn zot_home() -> Result<PathBuf, RunError> {
     zot_home_from(|k| std::env::var_os(k))
 }
 
-/// Same as [`zot_home`], with the environment passed in (for tests).
+/// Same as [`zot_home`], with the environment passed in (for tests). The
+/// rule itself is [`zot_supervisor::journal::state_dir_from`] (the
+/// supervisor journals placeholders there).
 pub fn zot_home_from(
     get: impl Fn(&str) -> Option<std::ffi::OsString>,
 ) -> Result<PathBuf, RunError> {
-    let non_empty = |k: &str| get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    if let Some(p) = non_empty("ZOT_HOME") {
-        return absolute("ZOT_HOME", p);
-    }
-    if let Some(p) = non_empty("XDG_STATE_HOME") {
-        return absolute("XDG_STATE_HOME", p).map(|p| p.join("zot"));
-    }
-    if let Some(p) = non_empty("HOME") {
-        return absolute("HOME", p).map(|p| p.join(".local/state/zot"));
-    }
-    Err(RunError::Home(
-        "none of ZOT_HOME, XDG_STATE_HOME or HOME is set".into(),
-    ))
-}
-
-fn absolute(var: &str, p: PathBuf) -> Result<PathBuf, RunError> {
-    if p.is_absolute() {
-        Ok(p)
-    } else {
-        Err(RunError::Home(format!(
-            "{var} must be an absolute path, got {}",
-            p.display()
-        )))
-    }
+    zot_supervisor::journal::state_dir_from(get).map_err(RunError::Home)
 }
 
 /// The per-agent layout under a zot home.

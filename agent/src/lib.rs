@@ -30,8 +30,8 @@ pub mod trust;
 pub mod ui;
 
 pub use providers::Cancel;
-pub use ui::{Line, LineRequest, NullUi, Ui};
 pub use runtime::{compile_policy, models_report, run, OutputMode, RunOptions, SessionChoice};
+pub use ui::{Line, LineRequest, NullUi, Ui};
 
 /// Errors of `zot run`. Messages are lowercase and name what failed.
 #[derive(Debug, thiserror::Error)]

@@ -10,12 +10,24 @@ use crate::deps::{AgentSpec, BashMode};
 use crate::RunError;
 
 /// The expanded permission set of one run (what consent is given for).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Permissions {
     pub fs_read: Vec<PathBuf>,
     pub fs_write: Vec<PathBuf>,
     pub bash_mode: &'static str,
     pub bash_allow: Vec<String>,
+    /// `net.allow`, each rule in its normal form (what the proxy allows).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub net_allow: Vec<String>,
+    /// `env.read` expanded against zot's environment: the exact names the
+    /// agent's commands receive (a `PREFIX_*` entry as the names it
+    /// matched when consent was asked).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env_read: Vec<String>,
+    /// Present variables an `env.read` prefix matched that are zot's own
+    /// provider keys: never passed (an exact entry passes one).
+    #[serde(skip)]
+    pub env_withheld: Vec<String>,
 }
 
 impl Permissions {
@@ -59,7 +71,30 @@ pub fn expand(
     fs_read.dedup();
     fs_write.sort();
     fs_write.dedup();
+    let allow = zot_policy::net::AllowList::parse(&spec.net_allow)
+        .map_err(|e| RunError::Manifest(format!("permissions.net.allow: {e}")))?;
+    let mut net_allow: Vec<String> = allow.rules().iter().map(|r| r.to_string()).collect();
+    net_allow.sort();
+    net_allow.dedup();
+    let names = spec
+        .env_read
+        .iter()
+        .map(|s| {
+            zot_policy::env::EnvName::parse(s)
+                .map_err(|e| RunError::Manifest(format!("permissions.env.read: {s:?}: {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let keys = crate::models::provider_key_vars();
+    let present: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .collect();
+    let env = zot_policy::env::expand(&names, present.iter().map(String::as_str), &|n| {
+        keys.iter().any(|k| k == n)
+    });
     Ok(Permissions {
+        net_allow,
+        env_read: env.pass,
+        env_withheld: env.withheld,
         fs_read,
         fs_write,
         bash_mode: spec.bash_mode.as_str(),
@@ -205,6 +240,48 @@ mod tests {
             expand(&spec, &ws, &data).unwrap().hash(),
             expand(&spec, &other, &data).unwrap().hash()
         );
+    }
+
+    /// Consent covers the hosts and the variables: a receipt for one set
+    /// does not match another; without them the hash is what it was
+    /// before they existed (old receipts stay valid).
+    #[test]
+    fn net_and_env_are_part_of_the_hash() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path().canonicalize().unwrap();
+        let base = AgentSpec {
+            fs_read: vec!["${workspace}".into()],
+            ..Default::default()
+        };
+        let plain = expand(&base, &ws, &ws).unwrap();
+        let old = serde_json::json!({
+            "fs_read": [ws], "fs_write": [], "bash_mode": "none", "bash_allow": []
+        });
+        assert_eq!(serde_json::to_value(&plain).unwrap(), old);
+        let net = |hosts: &[&str]| AgentSpec {
+            net_allow: hosts.iter().map(|h| h.to_string()).collect(),
+            ..base.clone()
+        };
+        let a = expand(&net(&["example.com", "a.example"]), &ws, &ws).unwrap();
+        let b = expand(&net(&["A.Example", "Example.COM", "example.com"]), &ws, &ws).unwrap();
+        let c = expand(&net(&["example.org"]), &ws, &ws).unwrap();
+        assert_eq!(a.hash(), b.hash(), "the same rules, written differently");
+        assert_ne!(a.hash(), c.hash());
+        assert_ne!(a.hash(), plain.hash());
+        let env = AgentSpec {
+            env_read: vec!["ZOT_PERMS_TEST_VAR".into()],
+            ..base.clone()
+        };
+        let e = expand(&env, &ws, &ws).unwrap();
+        assert_eq!(e.env_read, ["ZOT_PERMS_TEST_VAR"]);
+        assert_ne!(e.hash(), plain.hash());
+        for (field, bad) in [("net.allow", "exa mple.com"), ("env.read", "1X")] {
+            let spec = if field == "net.allow" { net(&[bad]) } else {
+                AgentSpec { env_read: vec![bad.into()], ..base.clone() }
+            };
+            let err = expand(&spec, &ws, &ws).unwrap_err().to_string();
+            assert!(err.contains(field) && err.contains(bad), "{err}");
+        }
     }
 
     #[test]

@@ -60,23 +60,6 @@ pub struct RunOptions {
     pub require_signature: bool,
 }
 
-/// Refuse permissions the runtime cannot enforce yet.
-pub fn check_unenforced(spec: &AgentSpec) -> Result<(), RunError> {
-    if !spec.net_allow.is_empty() {
-        return Err(RunError::Unenforced(format!(
-            "permissions.net.allow lists {}: network permissions are not enforced yet, so zot refuses to run this agent (use an empty list)",
-            spec.net_allow.join(", ")
-        )));
-    }
-    if !spec.env_read.is_empty() {
-        return Err(RunError::Unenforced(format!(
-            "permissions.env.read lists {}: environment permissions are not enforced yet, so zot refuses to run this agent (use an empty list)",
-            spec.env_read.join(", ")
-        )));
-    }
-    Ok(())
-}
-
 fn workspace_of(cwd: Option<&Path>) -> Result<PathBuf, RunError> {
     let here = std::env::current_dir().map_err(|e| RunError::io("current directory", e))?;
     let ws = match cwd {
@@ -109,6 +92,8 @@ fn compile(
         zot_home: ah.home.clone(),
         agent: ah.name.clone(),
         read_only: read_only.to_vec(),
+        net_allow: perms.net_allow.clone(),
+        env_read: perms.env_read.clone(),
     })
 }
 
@@ -117,7 +102,6 @@ fn compile(
 pub fn compile_policy(reference: &str, workspace: &Path) -> Result<SandboxPolicy, RunError> {
     let here = std::env::current_dir().map_err(|e| RunError::io("current directory", e))?;
     let agent = reference::resolve(reference, &here)?;
-    check_unenforced(&agent.spec)?;
     let ws = workspace
         .canonicalize()
         .map_err(|e| RunError::io(format!("workspace {}", workspace.display()), e))?;
@@ -300,7 +284,6 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
     if let Some(v) = &agent.signature {
         ui.note(&format!("signature verified: {}", trust::signer_line(v)));
     }
-    check_unenforced(&spec)?;
     requirements::check(&spec, ZOT_VERSION)?;
     // The model and the tools are settled before consent is asked and
     // before anything is created on disk.
@@ -761,7 +744,15 @@ impl Runtime<'_> {
                     exit_code: r.exit_code,
                     duration_ms: r.duration_ms,
                     full_output: r.full_output.as_ref().map(|p| p.display().to_string()),
+                    network: r.network.clone(),
                 });
+                if let (Some(s), false) = (&mut self.session, r.network.is_empty()) {
+                    s.append(&Record::Network {
+                        turn,
+                        tool_call_id: call.id.clone(),
+                        records: r.network.clone(),
+                    })?;
+                }
                 self.record(Message::Tool {
                     tool_call_id: call.id,
                     name: call.name,

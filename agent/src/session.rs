@@ -83,6 +83,13 @@ pub enum Record {
     Cancelled {
         turn: u32,
     },
+    /// What the filtering proxy decided for the network connections of one
+    /// bash tool call (`permissions.net.allow`): its audit records.
+    Network {
+        turn: u32,
+        tool_call_id: String,
+        records: Vec<serde_json::Value>,
+    },
 }
 
 /// An open session file.
@@ -439,7 +446,7 @@ fn push(rec: Record, history: &mut Vec<Message>, usage: &mut Usage, id: &mut Str
         Record::Header { id: i, .. } => *id = i,
         Record::Message { message } => history.push(message),
         Record::Usage { usage: u, .. } => *usage += u,
-        Record::Cancelled { .. } => {}
+        Record::Cancelled { .. } | Record::Network { .. } => {}
     }
 }
 

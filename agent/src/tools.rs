@@ -207,6 +207,42 @@ impl ToolEnv {
                 .is_some_and(|f| p.starts_with(f))
     }
 
+    /// Refuse writing a path the sandbox keeps read-only: the policy's
+    /// protected paths (the same list the bash sandbox mounts read-only:
+    /// `.git/hooks`, `.git/config`, `.zot`, `.agents`, git files of every
+    /// repository found, PATH directories) and the git rules for any
+    /// repository (`zot_policy::sandbox::git_control_file`).
+    fn check_protected(&self, real: &Path, s: &Scoped) -> Result<(), ToolOutput> {
+        if self.read_only.iter().any(|r| r == real) {
+            return Err(fail(format!(
+                "permission denied: {} is a read-only file of the agent package",
+                s.full.display()
+            )));
+        }
+        let why = if let Some(p) = self
+            .policy
+            .as_ref()
+            .ok()
+            .and_then(|pol| pol.protected_at(real))
+        {
+            Some(format!(
+                "it is a protected path ({}) of the sandbox",
+                p.display()
+            ))
+        } else if zot_policy::sandbox::git_control_file(real) {
+            Some("git reads it as configuration or runs it (a repository's config, hooks or control files)".to_string())
+        } else {
+            None
+        };
+        match why {
+            Some(why) => Err(fail(format!(
+                "permission denied: {} stays read-only: {why}",
+                s.full.display()
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Refuse writing a read-only seed (checked on the opened file's real path).
     fn check_writable(&self, f: &std::fs::File, s: &Scoped) -> Result<(), ToolOutput> {
         use std::os::fd::AsRawFd;
@@ -222,7 +258,7 @@ impl ToolEnv {
                 s.full.display()
             )));
         }
-        Ok(())
+        self.check_protected(&real, s)
     }
 
     /// Refuse an opened file whose real path is zot's private state.
@@ -252,6 +288,8 @@ pub struct ToolOutput {
     pub exit_code: Option<i32>,
     pub duration_ms: Option<u64>,
     pub full_output: Option<PathBuf>,
+    /// The proxy's audit records of a bash call with `net.allow`.
+    pub network: Vec<serde_json::Value>,
 }
 
 fn fail(msg: impl Into<String>) -> ToolOutput {
@@ -396,12 +434,15 @@ fn read(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
 fn write(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
     let s = locate(env, arg_str(a, "path")?, true)?;
     let content = arg_str(a, "content")?;
-    if env.private(&crate::perms::canonical_prefix(&s.full)) {
+    let canon = crate::perms::canonical_prefix(&s.full);
+    if env.private(&canon) {
         return Err(fail(format!(
             "permission denied: {} is zot's private state",
             s.full.display()
         )));
     }
+    // Before anything is created (the opened file is checked again).
+    env.check_protected(&canon, &s)?;
     let mut f = fsscope::open_write(&s, false).map_err(|e| io_fail("write", &s, e))?;
     env.check_fd(&f, &s)?;
     env.check_writable(&f, &s)?;
@@ -449,6 +490,7 @@ fn edit(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
     } else {
         text.replacen(old, new, 1)
     };
+    env.check_protected(&crate::perms::canonical_prefix(&s.full), &s)?;
     let mut f = fsscope::open_write(&s, false).map_err(|e| io_fail("edit", &s, e))?;
     env.check_fd(&f, &s)?;
     env.check_writable(&f, &s)?;
@@ -673,12 +715,28 @@ fn bash(
     } else {
         format!("exit code {}", out.exit_code)
     };
+    let mut content = format!("{status}, {ms} ms\n{shown}");
+    // The model learns why a connection failed (a 403 alone says little).
+    for r in out.proxy.iter().filter(|r| r.reason.is_some()) {
+        content.push_str(&format!(
+            "\n[network: {}:{} {}: {}]",
+            r.host.as_deref().unwrap_or("?"),
+            r.port.map_or("?".to_string(), |p| p.to_string()),
+            serde_json::to_value(r.decision).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+            r.reason.as_deref().unwrap_or("")
+        ));
+    }
     Ok(ToolOutput {
-        content: format!("{status}, {ms} ms\n{shown}"),
+        content,
         is_error: out.exit_code != 0 || out.timed_out || out.cancelled,
         exit_code: Some(out.exit_code),
         duration_ms: Some(ms),
         full_output,
+        network: out
+            .proxy
+            .iter()
+            .filter_map(|r| serde_json::to_value(r).ok())
+            .collect(),
     })
 }
 
@@ -692,7 +750,7 @@ mod tests {
             fs_read: read,
             fs_write: write,
             bash_mode: "none",
-            bash_allow: vec![],
+            ..Default::default()
         };
         let policy = Err("no policy in unit tests".to_string());
         ToolEnv {
@@ -785,6 +843,87 @@ mod tests {
         assert!(r.is_error);
         let r = run(&e, &call("bash", json!({"command": "true"})));
         assert!(r.is_error && r.content.contains("mode: none"));
+    }
+
+    #[test]
+    fn file_tools_refuse_what_the_sandbox_keeps_read_only() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path().canonicalize().unwrap();
+        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+        std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+        std::fs::create_dir_all(ws.join("vendor/lib/.git/info")).unwrap();
+        std::fs::create_dir_all(ws.join(".venv/bin")).unwrap();
+        std::fs::write(ws.join("ok.txt"), "a").unwrap();
+        let mut e = env(&ws, vec![ws.clone()], vec![ws.clone()]);
+        let mut pol =
+            zot_policy::sandbox::agent_policy(&zot_policy::sandbox::AgentSandboxOptions {
+                cwd: ws.clone(),
+                write_scopes: vec![ws.clone()],
+                exec_path: vec![ws.join(".venv/bin")],
+                ..Default::default()
+            })
+            .unwrap();
+        pol.protected.sort();
+        e.policy = Ok(pol);
+        for (name, args) in [
+            (
+                "write",
+                json!({"path": ".git/hooks/pre-commit", "content": "evil"}),
+            ),
+            (
+                "write",
+                json!({"path": ".git/config", "content": "[core]\nhooksPath=x"}),
+            ),
+            (
+                "edit",
+                json!({"path": ".git/config", "old_string": "core", "new_string": "x"}),
+            ),
+            ("write", json!({"path": ".zot/agent.toml", "content": "x"})),
+            ("write", json!({"path": ".agents/a.md", "content": "x"})),
+            (
+                "write",
+                json!({"path": "vendor/lib/.git/info/attributes", "content": "x"}),
+            ),
+            (
+                "write",
+                json!({"path": "vendor/lib/.git/commondir", "content": "/x"}),
+            ),
+            (
+                "write",
+                json!({"path": "vendor/new/.git", "content": "gitdir: /x"}),
+            ),
+            (
+                "write",
+                json!({"path": ".venv/bin/git", "content": "#!/bin/sh"}),
+            ),
+        ] {
+            let r = run(&e, &call(name, args.clone()));
+            assert!(
+                r.is_error && r.content.contains("stays read-only"),
+                "{name} {args}: {r:?}"
+            );
+        }
+        assert!(!ws.join(".git/hooks/pre-commit").exists());
+        assert!(!ws.join(".venv/bin/git").exists());
+        assert!(!ws.join(".zot").exists());
+        assert_eq!(
+            std::fs::read_to_string(ws.join(".git/config")).unwrap(),
+            "[core]\n"
+        );
+        // the rest of the workspace (and of .git) stays writable
+        let r = run(
+            &e,
+            &call("write", json!({"path": "ok.txt", "content": "b"})),
+        );
+        assert!(!r.is_error, "{r:?}");
+        let r = run(
+            &e,
+            &call(
+                "write",
+                json!({"path": ".git/COMMIT_EDITMSG", "content": "m"}),
+            ),
+        );
+        assert!(!r.is_error, "{r:?}");
     }
 
     #[test]

@@ -115,6 +115,8 @@ enum SandboxOnly {
 fn run() -> u8 {
     if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new("sandbox")) {
         let SandboxOnly::Sandbox(a) = SandboxCli::parse().command;
+        // What a killed run left (one directory read when nothing did).
+        cmd::sweep_leftovers();
         return finish(cmd::sandbox::run(a));
     }
     let cli = Cli::parse();
@@ -132,7 +134,9 @@ fn run() -> u8 {
         Command::Run(a) => cmd::run::run(a),
         Command::Models(a) => cmd::models::run(a),
         Command::Debug(a) => cmd::debug::run(a),
-        Command::Completions(a) => cmd::completions::run(a, <Cli as clap::CommandFactory>::command()),
+        Command::Completions(a) => {
+            cmd::completions::run(a, <Cli as clap::CommandFactory>::command())
+        }
     };
     finish(result)
 }
@@ -156,14 +160,23 @@ mod tests {
     fn sandbox_parser_matches_the_full_one() {
         let mut full = super::Cli::command();
         let mut fast = super::SandboxCli::command();
-        let a = full.find_subcommand_mut("sandbox").unwrap().render_long_help();
-        let b = fast.find_subcommand_mut("sandbox").unwrap().render_long_help();
+        let a = full
+            .find_subcommand_mut("sandbox")
+            .unwrap()
+            .render_long_help();
+        let b = fast
+            .find_subcommand_mut("sandbox")
+            .unwrap()
+            .render_long_help();
         assert_eq!(a.to_string(), b.to_string());
         let err = |c: clap::Command| {
             c.try_get_matches_from(["zot", "sandbox", "--bogus"])
                 .unwrap_err()
                 .to_string()
         };
-        assert_eq!(err(super::Cli::command()), err(super::SandboxCli::command()));
+        assert_eq!(
+            err(super::Cli::command()),
+            err(super::SandboxCli::command())
+        );
     }
 }

@@ -1,83 +1,36 @@
-//! The sandbox's end of the filtering proxy: a TCP listener on
-//! `127.0.0.1:PORT` inside the sandbox's network namespace. Each connection
-//! it accepts is handed to the proxy whole: the bridge connects to the
-//! proxy's unix socket (bound into the sandbox), sends the accepted socket
-//! over it (`SCM_RIGHTS`, with the one byte [`HANDOFF`]) and closes its
-//! copies. The bytes then flow between the sandbox's client and the proxy
-//! directly; the bridge holds no connection and copies nothing. One
-//! thread, no allocation per connection: it can run in the sandbox's PID 1.
-//!
-//! The proxy checks what it receives (a TCP stream socket) and treats it as
-//! it treats any client: the descriptor carries nothing the sandbox could
-//! not reach itself.
+//! The bridge to the filtering proxy for std callers (the proxy's tests
+//! and benchmark run it in a thread): the tail's own
+//! [`bridge`](crate::tail::bridge), which the launcher starts in the
+//! sandbox before the command, on a [`TcpListener`].
 
-use std::io::{self, ErrorKind, IoSlice};
+use std::io;
 use std::net::TcpListener;
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::net::UnixStream;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+pub use crate::tail::bridge::HANDOFF;
 
-/// The byte sent with a handed-off socket.
-pub const HANDOFF: u8 = 0;
+fn path_bytes(target: &Path) -> io::Result<&[u8]> {
+    let b = target.as_os_str().as_bytes();
+    if b.contains(&0) {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    Ok(b)
+}
 
 /// Hand `client` to the proxy at `target`.
 pub fn hand_off(client: &impl AsRawFd, target: &Path) -> io::Result<()> {
-    let unix = UnixStream::connect(target)?;
-    let fds = [client.as_raw_fd()];
-    let iov = [IoSlice::new(&[HANDOFF])];
-    let cmsg = [ControlMessage::ScmRights(&fds)];
-    sendmsg::<()>(unix.as_raw_fd(), &iov, &cmsg, MsgFlags::MSG_NOSIGNAL, None)
-        .map_err(io::Error::from)?;
-    Ok(())
+    crate::tail::bridge::hand_off(client.as_raw_fd(), path_bytes(target)?)
+        .map_err(io::Error::from_raw_os_error)
 }
 
 /// Serve until `stop` (when given) becomes readable or the listener fails.
 /// A connection that cannot be handed off (the proxy is gone) is closed.
 pub fn serve(listener: TcpListener, target: &Path, stop: Option<RawFd>) -> io::Result<()> {
     listener.set_nonblocking(true)?;
-    let mut fds = [
-        libc::pollfd {
-            fd: listener.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: stop.unwrap_or(-1),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
-    loop {
-        // SAFETY: `fds` is a valid array of two pollfd structs.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if fds[1].revents != 0 {
-            return Ok(());
-        }
-        if fds[0].revents & (libc::POLLERR | libc::POLLNVAL) != 0 {
-            return Err(io::Error::other("the bridge's listener failed"));
-        }
-        loop {
-            match listener.accept() {
-                Ok((tcp, _)) => {
-                    let _ = hand_off(&tcp, target);
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                // Out of descriptors, a connection reset before accept:
-                // the listener itself is fine.
-                Err(_) => break,
-            }
-        }
-    }
+    crate::tail::bridge::serve(listener.as_raw_fd(), path_bytes(target)?, stop.unwrap_or(-1))
+        .map_err(io::Error::from_raw_os_error)
 }
 
 #[cfg(test)]
@@ -87,6 +40,8 @@ mod tests {
     use std::net::{Shutdown, TcpStream};
     use std::os::fd::{FromRawFd, OwnedFd};
     use std::os::unix::net::UnixListener;
+
+    use nix::sys::socket::MsgFlags;
 
     #[test]
     fn hands_the_connection_over() {

@@ -300,6 +300,7 @@ impl Prepared {
             self.plan.pid_max,
             &self.plan.landlock,
             &seccomp,
+            self.plan.network.proxy(),
         ))
     }
 

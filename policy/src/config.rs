@@ -111,12 +111,15 @@ pub struct Config {
 }
 
 /// `[sandbox]`: `tmp_size` (`"512M"` or bytes), `max_procs`,
-/// `max_file_size`; command-line flags win.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// `max_file_size` (command-line flags win), and `deny_read`.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct SandboxSettings {
     pub tmp_size: Option<u64>,
     pub max_procs: Option<u64>,
     pub max_file_size: Option<u64>,
+    /// `deny_read`: more paths unreadable in the full-read modes (absolute,
+    /// or `~/...` for the caller's home), on top of the built-in list.
+    pub deny_read: Vec<PathBuf>,
 }
 
 impl SandboxSettings {
@@ -343,7 +346,41 @@ fn section_sandbox(w: &mut Walker, v: &Value) -> SandboxSettings {
                     .int(v, &p, 1, 1 << 22)
                     .and_then(|n| check_max_procs(n as u64).map_err(|e| w.err(&p, e)).ok())
             }
-            _ => w.unknown("sandbox", k, &["tmp_size", "max_procs", "max_file_size"]),
+            "deny_read" => {
+                let Value::Array(items) = v else {
+                    w.err(&p, format!("expected an array of paths, found {}", kind(v)));
+                    continue;
+                };
+                for (i, item) in items.iter().enumerate() {
+                    let ip = format!("{p}[{i}]");
+                    let Some(text) = w.string(item, &ip) else {
+                        continue;
+                    };
+                    let path = PathBuf::from(&text);
+                    let home_rel = text == "~" || text.starts_with("~/");
+                    let dotted = path.components().any(|c| {
+                        matches!(
+                            c,
+                            std::path::Component::CurDir | std::path::Component::ParentDir
+                        )
+                    });
+                    if !(path.is_absolute() || home_rel) {
+                        w.err(
+                            &ip,
+                            format!("`{text}` is not absolute (write `/...` or `~/...`)"),
+                        );
+                    } else if dotted {
+                        w.err(&ip, format!("`{text}` contains `.` or `..` components"));
+                    } else {
+                        s.deny_read.push(path);
+                    }
+                }
+            }
+            _ => w.unknown(
+                "sandbox",
+                k,
+                &["tmp_size", "max_procs", "max_file_size", "deny_read"],
+            ),
         }
     }
     s
@@ -809,6 +846,20 @@ pub fn check_base_url(s: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sandbox_deny_read() {
+        let c = parse("[sandbox]\ndeny_read = [\"~/notes\", \"/srv/keys\"]\n").unwrap();
+        assert_eq!(
+            c.sandbox.deny_read,
+            vec![PathBuf::from("~/notes"), PathBuf::from("/srv/keys")]
+        );
+        let e = parse("[sandbox]\ndeny_read = [\"rel\", \"/a/../b\"]\nnope = 1\n").unwrap_err();
+        let paths: Vec<&str> = e.iter().map(|d| d.path.as_str()).collect();
+        assert!(paths.contains(&"sandbox.deny_read[0]"), "{e:?}");
+        assert!(paths.contains(&"sandbox.deny_read[1]"), "{e:?}");
+        assert!(paths.contains(&"sandbox.nope"), "{e:?}");
+    }
 
     fn errors(text: &str) -> Vec<String> {
         parse(text)

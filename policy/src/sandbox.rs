@@ -79,6 +79,20 @@ pub struct SandboxPolicy {
     /// Resource limits (tmpfs sizes, processes, file size).
     #[serde(default)]
     pub limits: crate::limits::Limits,
+    /// Why each deny-read and protected path is in the policy (for
+    /// `--explain`); paths of the built-in lists may be absent here.
+    #[serde(default)]
+    pub origins: Vec<Origin>,
+}
+
+/// Where a deny-read or protected path comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
+    pub path: PathBuf,
+    /// `deny-read` or `protected`.
+    pub rule: String,
+    /// e.g. `built-in list ($HOME)`, `config /home/u/.config/zot/config.toml`.
+    pub from: String,
 }
 
 // ---------------------------------------------------------------------------
@@ -91,20 +105,199 @@ use std::path::Path;
 /// read-only, whether or not they exist yet.
 pub const PROTECTED_NAMES: &[&str] = &[".git/hooks", ".git/config", ".zot", ".agents"];
 
-/// Credential stores under `$HOME` that are unreadable in full-read modes.
+/// Files of a git directory kept read-only in every repository inside a
+/// writable root, also when missing (their creation is blocked): what git
+/// reads as configuration (`config`, `info/`: excludes, attributes,
+/// sparse-checkout) and what it runs (`hooks/`).
+pub const GIT_DIR_PROTECTED: &[&str] = &["config", "hooks", "info"];
+
+/// Files of a git directory kept read-only when they exist. Not blocked
+/// when missing: an empty placeholder `commondir` makes git fail, and
+/// `config.worktree` is read only when the (protected) `config` enables it,
+/// a placeholder `objects/info/alternates` makes git warn on every command
+/// (it names only where objects are read from, nothing git runs); a
+/// `commondir` that appears during a run is renamed aside afterwards.
+pub const GIT_DIR_PROTECTED_IF_PRESENT: &[&str] =
+    &["config.worktree", "commondir", "objects/info/alternates"];
+
+/// Whether the agent's file tools must refuse writing `real` (canonical)
+/// by the git rules alone, whatever repository it belongs to: a `.git`
+/// entry itself (a new repository or a `gitdir:` pointer), or, inside a
+/// `.git` directory, a file of [`GIT_DIR_PROTECTED`] or
+/// [`GIT_DIR_PROTECTED_IF_PRESENT`], a submodule's `config` or `hooks/`
+/// (`modules/...`), or a linked worktree's control files.
+pub fn git_control_file(real: &Path) -> bool {
+    let comps: Vec<&std::ffi::OsStr> = real.iter().collect();
+    let Some(i) = comps.iter().rposition(|c| *c == ".git") else {
+        return false;
+    };
+    let rest: Vec<&str> = comps[i + 1..].iter().filter_map(|c| c.to_str()).collect();
+    if rest.len() != comps.len() - i - 1 {
+        return true; // not UTF-8: refuse
+    }
+    git_dir_rel_protected(&rest)
+}
+
+fn git_dir_rel_protected(rest: &[&str]) -> bool {
+    if rest.is_empty() {
+        return true; // `.git` itself
+    }
+    let joined = rest.join("/");
+    let hit = |names: &[&str]| {
+        names
+            .iter()
+            .any(|n| joined == *n || joined.starts_with(&format!("{n}/")))
+    };
+    if hit(GIT_DIR_PROTECTED) || hit(GIT_DIR_PROTECTED_IF_PRESENT) {
+        return true;
+    }
+    match rest[0] {
+        // worktrees/<id>/{gitdir,commondir,config.worktree,locked}
+        "worktrees" => {
+            rest.len() == 3
+                && matches!(
+                    rest[2],
+                    "gitdir" | "commondir" | "config.worktree" | "locked"
+                )
+        }
+        // modules/<name...>/<git dir file>: any suffix that is protected
+        "modules" => {
+            (2..rest.len()).any(|k| git_dir_rel_protected(&rest[k..]) && !rest[k..].is_empty())
+        }
+        _ => false,
+    }
+}
+
+/// Credential stores under `$HOME` that are unreadable in full-read modes
+/// (the home of `$HOME` and the invoking user's home of the password
+/// database both).
 pub const DEFAULT_DENY_READ_IN_HOME: &[&str] = &[
+    // keys and agents
     ".ssh",
-    ".aws",
     ".gnupg",
+    ".password-store",
+    ".local/share/keyrings",
+    ".pki",
+    ".config/sops",
+    // cloud and cluster credentials
+    ".aws",
+    ".azure",
     ".config/gcloud",
     ".kube",
+    ".oci",
+    ".config/doctl",
+    ".config/hcloud",
+    ".s3cfg",
+    ".boto",
+    ".config/rclone/rclone.conf",
+    ".databrickscfg",
+    ".fly",
+    ".vault-token",
+    ".terraform.d/credentials.tfrc.json",
+    ".terraformrc",
+    ".config/op",
+    ".op",
+    // registries, forges, package managers
     ".docker/config.json",
+    ".config/containers/auth.json",
     ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".config/gh/hosts.yml",
+    ".config/hub",
+    ".config/glab-cli",
+    ".npmrc",
+    ".yarnrc.yml",
+    ".pypirc",
+    ".cargo/credentials.toml",
+    ".cargo/credentials",
+    ".gem/credentials",
+    ".m2/settings.xml",
+    ".m2/settings-security.xml",
+    ".gradle/gradle.properties",
+    ".composer/auth.json",
+    ".config/composer/auth.json",
+    ".nuget/NuGet/NuGet.Config",
+    ".config/configstore",
+    ".pgpass",
+    ".my.cnf",
+    // AI tools' tokens
+    ".codex/auth.json",
+    ".claude/.credentials.json",
+    ".claude.json",
+    ".gemini/oauth_creds.json",
+    ".config/github-copilot",
+    ".cache/huggingface/token",
+    ".huggingface/token",
+    // browser profiles (cookie stores, saved logins)
+    ".mozilla",
+    ".thunderbird",
+    "snap/firefox/common/.mozilla",
+    ".var/app/org.mozilla.firefox",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/BraveSoftware",
+    ".config/microsoft-edge",
+    "snap/chromium/common/chromium",
     // zot's own consent and credential stores
     ".config/zot",
     ".local/share/zot",
     ".local/state/zot",
 ];
+
+/// System files unreadable in full-read modes (masked where they exist).
+pub const DEFAULT_DENY_READ_SYSTEM: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+];
+
+/// The locale variables of POSIX and glibc: the only `LANG`/`LC_` names
+/// passed, and only with a well-formed value ([`env_value_ok`]).
+pub const LOCALE_ENV: &[&str] = &[
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_NUMERIC",
+    "LC_TIME",
+    "LC_COLLATE",
+    "LC_MONETARY",
+    "LC_MESSAGES",
+    "LC_PAPER",
+    "LC_NAME",
+    "LC_ADDRESS",
+    "LC_TELEPHONE",
+    "LC_MEASUREMENT",
+    "LC_IDENTIFICATION",
+];
+
+/// Whether `value` may be passed for `name`. Locale variables must look
+/// like a locale name (`C`, `POSIX`, `en_US.UTF-8`, `de_DE@euro`; for
+/// `LANGUAGE` a `:`-separated list): no paths (glibc loads a locale named
+/// by a path), no control characters, at most 64 bytes. Other variables
+/// pass as they are.
+pub fn env_value_ok(name: &str, value: &str) -> bool {
+    if !LOCALE_ENV.contains(&name) {
+        return true;
+    }
+    let one = |v: &str| {
+        !v.is_empty()
+            && v.len() <= 64
+            && !v.starts_with(['.', '-', '@'])
+            && v.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b'@' | b'+'))
+    };
+    if value.is_empty() {
+        return true; // unset in effect
+    }
+    if name == "LANGUAGE" {
+        value.len() <= 256 && value.split(':').all(one)
+    } else {
+        one(value)
+    }
+}
 
 /// Variables every confined command keeps (when set in the caller's
 /// environment). A trailing `*` matches a prefix.
@@ -113,7 +306,19 @@ pub const BASE_ENV: &[&str] = &[
     "HOME",
     "LANG",
     "LANGUAGE",
-    "LC_*",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_NUMERIC",
+    "LC_TIME",
+    "LC_COLLATE",
+    "LC_MONETARY",
+    "LC_MESSAGES",
+    "LC_PAPER",
+    "LC_NAME",
+    "LC_ADDRESS",
+    "LC_TELEPHONE",
+    "LC_MEASUREMENT",
+    "LC_IDENTIFICATION",
     "TERM",
     "COLORTERM",
     "NO_COLOR",
@@ -162,6 +367,21 @@ pub struct SandboxOptions {
     /// Directories inside the writable roots that hold a nested repository
     /// (`<dir>/.git`), discovered by the caller.
     pub nested_repos: Vec<PathBuf>,
+    /// The invoking user's home from the password database, when it differs
+    /// from `home` (or `home` is unset): its credential stores are denied
+    /// too.
+    pub user_home: Option<PathBuf>,
+    /// `[sandbox] deny_read` of the config file (`~/` already expanded),
+    /// with the file's path for `--explain`.
+    pub config_deny_read: Vec<PathBuf>,
+    pub config_file: Option<PathBuf>,
+    /// What git reads as configuration or runs, of every repository inside
+    /// the writable roots (from the caller's scan: `repos::scan`).
+    pub git_protected: Vec<PathBuf>,
+    /// The directories of the caller's `PATH` (canonical): those inside a
+    /// writable root stay read-only (a planted `git` there would run on
+    /// the host next).
+    pub exec_path: Vec<PathBuf>,
 }
 
 /// Options for the restricted-read view of a zotfile agent's commands. Every
@@ -180,6 +400,11 @@ pub struct AgentSandboxOptions {
     pub network: bool,
     /// Directories inside the write scopes that hold a nested repository.
     pub nested_repos: Vec<PathBuf>,
+    /// Git files of every repository inside the write scopes (see
+    /// [`SandboxOptions::git_protected`]).
+    pub git_protected: Vec<PathBuf>,
+    /// The caller's `PATH` directories (see [`SandboxOptions::exec_path`]).
+    pub exec_path: Vec<PathBuf>,
 }
 
 /// Why options could not be compiled.
@@ -198,6 +423,23 @@ pub enum PolicyError {
     },
     #[error("working directory {cwd:?} is outside every read and write scope")]
     CwdNotInScope { cwd: PathBuf },
+}
+
+impl SandboxPolicy {
+    /// The protected path that covers `real` (a canonical path: the path
+    /// itself or one of its ancestors is protected), if any. The agent's
+    /// file tools refuse these exactly as the sandbox's mounts do.
+    pub fn protected_at(&self, real: &Path) -> Option<&Path> {
+        self.protected
+            .iter()
+            .find(|p| real.starts_with(p))
+            .map(PathBuf::as_path)
+    }
+
+    /// Where `path` (a deny-read or protected entry) comes from, if known.
+    pub fn origin(&self, path: &Path) -> Option<&Origin> {
+        self.origins.iter().find(|o| o.path == path)
+    }
 }
 
 impl SandboxMode {
@@ -306,19 +548,84 @@ fn sorted_unique(mut paths: Vec<PathBuf>) -> Vec<PathBuf> {
     paths
 }
 
-/// Protected paths for the given write roots and nested repositories.
-fn protected_paths(roots: &[PathBuf], nested: &[PathBuf], extra: &[PathBuf]) -> Vec<PathBuf> {
+/// Protected paths for the given write roots and nested repositories, with
+/// the origins of the scanned git files and `PATH` directories.
+fn protected_paths(
+    roots: &[PathBuf],
+    nested: &[PathBuf],
+    extra: &[PathBuf],
+    git: &[PathBuf],
+    exec_path: &[PathBuf],
+    origins: &mut Vec<Origin>,
+) -> Vec<PathBuf> {
+    let inside = |p: &Path| roots.iter().any(|r| p.starts_with(r));
     let mut out = Vec::new();
     for root in roots {
         out.extend(PROTECTED_NAMES.iter().map(|n| root.join(n)));
     }
     for repo in nested {
-        if roots.iter().any(|r| repo.starts_with(r)) {
+        if inside(repo) {
             out.push(repo.join(".git/hooks"));
             out.push(repo.join(".git/config"));
         }
     }
     out.extend(extra.iter().cloned());
+    for g in git.iter().filter(|g| inside(g)) {
+        out.push(g.clone());
+        origins.push(Origin {
+            path: g.clone(),
+            rule: "protected".into(),
+            from: "git: read as configuration or run by git".into(),
+        });
+    }
+    for d in exec_path.iter().filter(|d| inside(d)) {
+        out.push(d.clone());
+        origins.push(Origin {
+            path: d.clone(),
+            rule: "protected".into(),
+            from: "PATH: a directory of the caller's PATH inside a writable root".into(),
+        });
+    }
+    sorted_unique(out)
+}
+
+/// The built-in deny-read list for these homes, the system secrets, the
+/// config file's additions and `extra`, with their origins.
+fn deny_read_paths(
+    homes: &[(&Path, &'static str)],
+    config: &[PathBuf],
+    config_file: Option<&Path>,
+    extra: &[PathBuf],
+    origins: &mut Vec<Origin>,
+) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut add = |p: PathBuf, from: String, origins: &mut Vec<Origin>| {
+        if !out.contains(&p) {
+            origins.push(Origin {
+                path: p.clone(),
+                rule: "deny-read".into(),
+                from,
+            });
+            out.push(p);
+        }
+    };
+    for (home, which) in homes {
+        for d in DEFAULT_DENY_READ_IN_HOME {
+            add(home.join(d), format!("built-in list ({which})"), origins);
+        }
+    }
+    for d in DEFAULT_DENY_READ_SYSTEM {
+        add(PathBuf::from(d), "built-in list (system)".into(), origins);
+    }
+    let cfg = config_file
+        .map(|f| format!("config {}", f.display()))
+        .unwrap_or_else(|| "config".into());
+    for p in config {
+        add(p.clone(), cfg.clone(), origins);
+    }
+    for p in extra {
+        add(p.clone(), "--deny-read".into(), origins);
+    }
     sorted_unique(out)
 }
 
@@ -347,14 +654,33 @@ pub fn compile(mode: SandboxMode, opts: &SandboxOptions) -> Result<SandboxPolicy
     check_paths("read-only path", &opts.read_only_paths)?;
     check_paths("deny-read path", &opts.deny_read)?;
     check_paths("nested repository", &opts.nested_repos)?;
+    if let Some(home) = &opts.user_home {
+        check_path("user home", home)?;
+    }
+    check_paths("config sandbox.deny_read", &opts.config_deny_read)?;
+    check_paths("git file", &opts.git_protected)?;
+    check_paths("PATH directory", &opts.exec_path)?;
     check_env_names(&opts.env_allow)?;
 
-    let mut deny_read: Vec<PathBuf> = Vec::new();
+    let mut origins = Vec::new();
+    let mut homes: Vec<(&Path, &'static str)> = Vec::new();
     if let Some(home) = &opts.home {
-        deny_read.extend(DEFAULT_DENY_READ_IN_HOME.iter().map(|d| home.join(d)));
+        homes.push((home, "$HOME"));
     }
-    deny_read.extend(opts.deny_read.iter().cloned());
-    let deny_read = sorted_unique(deny_read);
+    if let Some(home) = opts
+        .user_home
+        .as_deref()
+        .filter(|h| opts.home.as_deref() != Some(*h))
+    {
+        homes.push((home, "the user's home in the password database"));
+    }
+    let deny_read = deny_read_paths(
+        &homes,
+        &opts.config_deny_read,
+        opts.config_file.as_deref(),
+        &opts.deny_read,
+        &mut origins,
+    );
 
     match mode {
         SandboxMode::ReadOnly => {
@@ -380,13 +706,21 @@ pub fn compile(mode: SandboxMode, opts: &SandboxOptions) -> Result<SandboxPolicy
                 network: NetworkPolicy::Off,
                 env: env_policy(&opts.env_allow, None),
                 limits: Default::default(),
+                origins,
             })
         }
         SandboxMode::WorkspaceWrite => {
             let mut roots = vec![opts.cwd.clone()];
             roots.extend(opts.writable_roots.iter().cloned());
             let roots = normalize_roots(roots);
-            let protected = protected_paths(&roots, &opts.nested_repos, &opts.read_only_paths);
+            let protected = protected_paths(
+                &roots,
+                &opts.nested_repos,
+                &opts.read_only_paths,
+                &opts.git_protected,
+                &opts.exec_path,
+                &mut origins,
+            );
             Ok(SandboxPolicy {
                 mode,
                 cwd: opts.cwd.clone(),
@@ -401,6 +735,7 @@ pub fn compile(mode: SandboxMode, opts: &SandboxOptions) -> Result<SandboxPolicy
                 },
                 env: env_policy(&opts.env_allow, None),
                 limits: Default::default(),
+                origins,
             })
         }
         SandboxMode::DangerFullAccess => Ok(SandboxPolicy {
@@ -416,6 +751,7 @@ pub fn compile(mode: SandboxMode, opts: &SandboxOptions) -> Result<SandboxPolicy
                 set: Vec::new(),
             },
             limits: Default::default(),
+            origins: Vec::new(),
         }),
     }
 }
@@ -429,6 +765,8 @@ pub fn agent_policy(opts: &AgentSandboxOptions) -> Result<SandboxPolicy, PolicyE
     check_paths("fs.read scope", &opts.read_scopes)?;
     check_paths("fs.write scope", &opts.write_scopes)?;
     check_paths("nested repository", &opts.nested_repos)?;
+    check_paths("git file", &opts.git_protected)?;
+    check_paths("PATH directory", &opts.exec_path)?;
     check_env_names(&opts.env_read)?;
 
     let write_roots = normalize_roots(opts.write_scopes.clone());
@@ -444,7 +782,15 @@ pub fn agent_policy(opts: &AgentSandboxOptions) -> Result<SandboxPolicy, PolicyE
     let mut read: Vec<PathBuf> = PLATFORM_DIRS.iter().map(PathBuf::from).collect();
     read.extend(opts.read_scopes.iter().cloned());
     let read = sorted_unique(read);
-    let protected = protected_paths(&write_roots, &opts.nested_repos, &[]);
+    let mut origins = Vec::new();
+    let protected = protected_paths(
+        &write_roots,
+        &opts.nested_repos,
+        &[],
+        &opts.git_protected,
+        &opts.exec_path,
+        &mut origins,
+    );
     let mode = if write_roots.is_empty() {
         SandboxMode::ReadOnly
     } else {
@@ -464,6 +810,7 @@ pub fn agent_policy(opts: &AgentSandboxOptions) -> Result<SandboxPolicy, PolicyE
         },
         env: env_policy(&opts.env_read, Some("/tmp".to_string())),
         limits: Default::default(),
+        origins,
     })
 }
 
@@ -604,7 +951,7 @@ mod tests {
             write_scopes: vec![p("/w/proj")],
             env_read: vec!["OPENAI_BASE_URL".into()],
             network: false,
-            nested_repos: vec![],
+            ..Default::default()
         };
         let pol = agent_policy(&o).unwrap();
         let ReadScope::Restricted { paths } = &pol.read else {

@@ -111,6 +111,18 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU seconds (user + system) used so far by process `pid`, all threads.
+fn cpu_s(pid: u32) -> f64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name's closing parenthesis; utime, stime are
+    // the 14th and 15th fields of the line.
+    let rest = &s[s.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    // SAFETY: sysconf with a valid name.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) / hz
+}
+
 fn pct(v: &mut [f64], p: f64) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[((v.len() - 1) as f64 * p).round() as usize]
@@ -160,20 +172,45 @@ fn main() {
     // medians, and the best of each.
     let direct_req = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n".to_string();
     let proxied_req = format!("GET http://127.0.0.1:{port}/big HTTP/1.1\r\nHost: x\r\n\r\n");
+    // CPU time per byte too: on a loaded machine the wall time measures the
+    // other load as much as the transfer. Each download's CPU is this
+    // process's (client and origin) plus the proxy's.
+    let me = std::process::id();
+    let proxy_pid = proxy.id();
+    let cpu = || cpu_s(me) + cpu_s(proxy_pid);
     let rate = |p: u16, req: &str| {
-        let t = Instant::now();
+        let (t, c0, pc0) = (Instant::now(), cpu(), cpu_s(proxy_pid));
         let n = get(p, req);
         assert!(n >= big, "short download: {n}");
-        n as f64 / t.elapsed().as_secs_f64() / 1e6
+        let (c, pc) = (cpu() - c0, cpu_s(proxy_pid) - pc0);
+        (
+            n as f64 / t.elapsed().as_secs_f64() / 1e6,
+            c * 1e9 / n as f64,
+            pc * 1e9 / n as f64,
+        )
     };
     let (mut dr, mut pr, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut dcpu, mut pcpu, mut proxy_cpu) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..5 {
-        let d = rate(port, &direct_req);
-        let p = rate(bport, &proxied_req);
+        let (d, dc, _) = rate(port, &direct_req);
+        let (p, pc, ppc) = rate(bport, &proxied_req);
         dr.push(d);
         pr.push(p);
         ratios.push(p / d);
+        dcpu.push(dc);
+        pcpu.push(pc);
+        proxy_cpu.push(ppc);
     }
+    let (dc50, pc50, ppc50) = (
+        pct(&mut dcpu, 0.5),
+        pct(&mut pcpu, 0.5),
+        pct(&mut proxy_cpu, 0.5),
+    );
+    println!(
+        "cpu per byte (median): direct {dc50:.2} ns/B, through the proxy {pc50:.2} ns/B of which the proxy process {ppc50:.2} ns/B; throughput at equal CPU, proxied / direct {:.2}; load average {}",
+        dc50 / pc50,
+        std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
+    );
     let (dbest, pbest) = (
         dr.iter().cloned().fold(0.0, f64::max),
         pr.iter().cloned().fold(0.0, f64::max),

@@ -18,6 +18,8 @@ use zot_policy::sandbox::{compile, NetworkPolicy, SandboxMode, SandboxOptions, S
 use zot_probes::HostReport;
 
 use crate::resolve::{self, Backend};
+
+mod proxied;
 use crate::{BackendChoice, BackendKind, Level, Output, RunRequest, Stdin, SupervisorError};
 
 /// Hidden CLI arguments that turn `zot` into the attempt runner:
@@ -157,6 +159,43 @@ pub struct AttemptSpec {
     /// each connect refuses it.
     #[serde(default)]
     pub netns_socket: Option<PathBuf>,
+    /// Credential files planted where the default deny list must mask
+    /// them: in `$HOME` and in the password database's home.
+    #[serde(default)]
+    pub credentials: Option<CredentialSpec>,
+    /// A repository nested three levels down in the workspace.
+    #[serde(default)]
+    pub nested_repo: Option<PathBuf>,
+    /// Set for the second run, under a proxied network: the runner makes
+    /// only the proxy attempts.
+    #[serde(default)]
+    pub proxy: Option<ProxySpec>,
+}
+
+/// The planted credential files of the check's two fake homes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CredentialSpec {
+    /// `<$HOME>/.git-credentials`.
+    pub home: PathBuf,
+    /// `<password-db home>/.config/gh/hosts.yml`.
+    pub user_home: PathBuf,
+}
+
+/// What the proxy attempts aim at: the check's own loopback origin on the
+/// host, behind a proxy that allows `allowed` and `private` only.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProxySpec {
+    /// `http://127.0.0.1:P/...`: listed, must work through the proxy.
+    pub allowed_url: String,
+    /// `http://127.0.0.2:P/...`: a host not listed.
+    pub unlisted_url: String,
+    /// `http://localhost:Q/...`: a listed name that resolves to loopback,
+    /// whose address is not listed.
+    pub private_url: String,
+    /// `127.0.0.1:P` on the host, reached without the proxy.
+    pub direct: std::net::SocketAddr,
+    /// What the origin answers with.
+    pub token: String,
 }
 
 /// One attempt's raw outcome, as the runner prints it.
@@ -186,7 +225,7 @@ fn attempts(mode: SandboxMode) -> Vec<Attempt> {
         needs_mounts,
         control,
     };
-    vec![
+    let mut v = vec![
         a("control: read inside workspace", Feature::Fs, false, true),
         a("control: read a system file", Feature::Fs, false, true),
         a(
@@ -271,8 +310,40 @@ fn attempts(mode: SandboxMode) -> Vec<Attempt> {
         a("unshare user namespace", Feature::Seccomp, false, false),
         a("io_uring_setup", Feature::Seccomp, false, false),
         a("run without no_new_privs", Feature::Seccomp, false, false),
+    ];
+    v.extend(credential_and_git_attempts(mode));
+    v
+}
+
+/// The default deny list of both homes and the git files of a nested
+/// repository (issue classes 2 and 3): only the mount backends claim them.
+fn credential_and_git_attempts(mode: SandboxMode) -> Vec<Attempt> {
+    let ws_write = mode == SandboxMode::WorkspaceWrite;
+    let a = |name, control| Attempt {
+        name,
+        feature: Feature::Fs,
+        needs_mounts: true,
+        control,
+    };
+    vec![
+        a(ATTEMPT_HOME_CREDENTIAL, false),
+        a(ATTEMPT_USER_HOME_CREDENTIAL, false),
+        a(
+            if ws_write {
+                "control: write a file in a nested repository"
+            } else {
+                "write a file in a nested repository (read-only mode)"
+            },
+            ws_write,
+        ),
+        a("write .git/config of a nested repository", false),
+        a("create .git/hooks/pre-commit in a nested repository", false),
     ]
 }
+
+const ATTEMPT_HOME_CREDENTIAL: &str = "read ~/.git-credentials (default deny list, $HOME)";
+const ATTEMPT_USER_HOME_CREDENTIAL: &str =
+    "read ~/.config/gh/hosts.yml (default deny list, the password database's home)";
 
 /// Run the check. Errors only for local failures (temp dirs, listener);
 /// a backend that can't run is a failed report, not an error.
@@ -361,29 +432,7 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
         what: "encoding the attempt spec".into(),
         source: e.into(),
     })?;
-    let mut run = RunRequest::new(
-        policy.clone(),
-        vec![
-            // The launcher is the zot binary; its path may be hidden inside
-            // the sandbox (e.g. under the private /tmp), /proc/self/exe is not.
-            "/proc/self/exe".into(),
-            "debug".into(),
-            "sandbox".into(),
-            ATTEMPTS_ARG.into(),
-            json.into(),
-        ],
-    );
-    run.backend = match resolved.backend {
-        Backend::Bwrap { .. } => BackendChoice::Bwrap,
-        Backend::Native => BackendChoice::Native,
-        _ => BackendChoice::Landlock,
-    };
-    run.allow_degraded = true;
-    run.in_process = true;
-    run.zot_as_launcher = true;
-    run.timeout = Some(Duration::from_secs(20));
-    run.output = Output::Capture { max_bytes: 1 << 20 };
-    run.stdin = Stdin::Null;
+    let run = attempt_run(&resolved.backend, policy.clone(), json);
     let outcome = match crate::run(run) {
         Ok(o) => o,
         Err(e) => {
@@ -518,6 +567,12 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
             detail,
         });
     }
+    for l in proxied::proxy_lines(&resolved.backend, &policy, &fixture) {
+        if matches!(l.result.as_str(), "failed" | "allowed" | "error") {
+            all_fine = false;
+        }
+        report.checks.push(l);
+    }
     if policy.network == NetworkPolicy::On {
         report.backend_reasons.push("network: on by policy".into());
     }
@@ -648,6 +703,35 @@ impl Drop for NetnsSocket {
     }
 }
 
+/// The request that runs the attempt runner (the `zot` binary with
+/// [`ATTEMPTS_ARG`] and the encoded spec) under `policy` on `backend`.
+fn attempt_run(backend: &Backend, policy: SandboxPolicy, json: String) -> RunRequest {
+    let mut run = RunRequest::new(
+        policy,
+        vec![
+            // The launcher is the zot binary; its path may be hidden inside
+            // the sandbox (e.g. under the private /tmp), /proc/self/exe is not.
+            "/proc/self/exe".into(),
+            "debug".into(),
+            "sandbox".into(),
+            ATTEMPTS_ARG.into(),
+            json.into(),
+        ],
+    );
+    run.backend = match backend {
+        Backend::Bwrap { .. } => BackendChoice::Bwrap,
+        Backend::Native => BackendChoice::Native,
+        _ => BackendChoice::Landlock,
+    };
+    run.allow_degraded = true;
+    run.in_process = true;
+    run.zot_as_launcher = true;
+    run.timeout = Some(Duration::from_secs(20));
+    run.output = Output::Capture { max_bytes: 1 << 20 };
+    run.stdin = Stdin::Null;
+    run
+}
+
 /// Host objects the attempts aim at; removed when dropped.
 struct HostBits {
     netns: Option<NetnsSocket>,
@@ -765,6 +849,10 @@ struct Fixture {
     workspace: PathBuf,
     outside: PathBuf,
     home: PathBuf,
+    /// The second fake home: the password database's (`user_home`).
+    user_home: PathBuf,
+    /// `<workspace>/vendor/lib/dep`, a repository.
+    nested_repo: PathBuf,
     token: String,
     etc_probe: PathBuf,
     /// A throwaway host process the attempts try to see and ptrace. Never
@@ -849,6 +937,7 @@ impl Fixture {
             .map_err(io("planting the fake secret"))?;
         std::os::unix::fs::symlink(&outside, workspace.join("link"))
             .map_err(io("planting the symlink"))?;
+        let (user_home, nested_repo) = plant_credentials_and_repo(&r, &home, &workspace, &token)?;
         let etc_probe = PathBuf::from(format!("/etc/zot-check-{}", std::process::id()));
         let target = Target::spawn().map_err(io("starting the host target process"))?;
         Ok(Fixture {
@@ -856,6 +945,8 @@ impl Fixture {
             workspace,
             outside,
             home,
+            user_home,
+            nested_repo,
             token,
             etc_probe,
             target,
@@ -866,6 +957,7 @@ impl Fixture {
         let opts = SandboxOptions {
             cwd: self.workspace.clone(),
             home: Some(self.home.clone()),
+            user_home: Some(self.user_home.clone()),
             ..Default::default()
         };
         let mut p = compile(mode, &opts).map_err(|e| SupervisorError::Io {
@@ -904,8 +996,48 @@ impl Fixture {
             tmp_size: None,
             max_procs: None,
             netns_socket: None,
+            credentials: Some(CredentialSpec {
+                home: self.home.join(".git-credentials"),
+                user_home: self.user_home.join(".config/gh/hosts.yml"),
+            }),
+            nested_repo: Some(self.nested_repo.clone()),
+            proxy: None,
         }
     }
+}
+
+/// Plants the fake credential files of both homes (entries of the default
+/// deny list, never added to the policy by the check) and a repository
+/// three levels down in the workspace. Returns the password database's
+/// fake home and the repository's directory.
+fn plant_credentials_and_repo(
+    root: &Path,
+    home: &Path,
+    workspace: &Path,
+    token: &str,
+) -> Result<(PathBuf, PathBuf), SupervisorError> {
+    let io = SupervisorError::io;
+    let user_home = root.join("user-home");
+    std::fs::create_dir_all(user_home.join(".config/gh"))
+        .map_err(io("creating the second fake home"))?;
+    std::fs::write(
+        home.join(".git-credentials"),
+        format!("https://zot:{token}@example.invalid\n"),
+    )
+    .map_err(io("planting the fake ~/.git-credentials"))?;
+    std::fs::write(
+        user_home.join(".config/gh/hosts.yml"),
+        format!("example.invalid:\n    oauth_token: {token}\n"),
+    )
+    .map_err(io("planting the fake ~/.config/gh/hosts.yml"))?;
+    let repo = workspace.join("vendor/lib/dep");
+    std::fs::create_dir_all(repo.join(".git/hooks"))
+        .map_err(io("creating the nested repository"))?;
+    std::fs::write(repo.join(".git/config"), "[core]\n")
+        .map_err(io("planting the nested repository's .git/config"))?;
+    std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n")
+        .map_err(io("planting the nested repository's HEAD"))?;
+    Ok((user_home, repo))
 }
 
 impl Drop for Fixture {
@@ -926,6 +1058,9 @@ fn starttime(pid: i32) -> Option<u64> {
 /// Run every attempt (inside the sandbox) and return the outcomes. Each
 /// attempt that changes process state runs in a forked child.
 pub fn run_attempts(spec: &AttemptSpec) -> Vec<AttemptOutcome> {
+    if let Some(p) = &spec.proxy {
+        return proxied::run_proxy_attempts(p, proxied::proxy_from_env());
+    }
     let mut out = Vec::new();
     let mut push = |name: &str, r: Result<String, String>| {
         let (succeeded, detail) = match r {
@@ -1176,7 +1311,61 @@ pub fn run_attempts(spec: &AttemptSpec) -> Vec<AttemptOutcome> {
             _ => Err("no_new_privs is set".into()),
         },
     );
+    out.extend(run_credential_and_git_attempts(spec));
     out
+}
+
+fn outcome(name: &str, r: Result<String, String>) -> AttemptOutcome {
+    let (succeeded, detail) = match r {
+        Ok(d) => (true, d),
+        Err(d) => (false, d),
+    };
+    AttemptOutcome {
+        name: name.into(),
+        succeeded,
+        detail,
+    }
+}
+
+fn run_credential_and_git_attempts(spec: &AttemptSpec) -> Vec<AttemptOutcome> {
+    let read_secret = |p: Option<&PathBuf>| match p {
+        Some(p) => match read_file(p) {
+            Ok(s) if s.contains(&spec.secret_token) => Ok(format!("read {}", p.display())),
+            Ok(_) => Err("masked (content not visible)".into()),
+            Err(e) => Err(e),
+        },
+        None => Err("no credential file planted".into()),
+    };
+    let creds = spec.credentials.as_ref();
+    let repo = spec.nested_repo.as_deref();
+    let in_repo = |rel: &str, f: &dyn Fn(&Path) -> Result<String, String>| match repo {
+        Some(r) => f(&r.join(rel)),
+        None => Err("no nested repository".into()),
+    };
+    let plain = in_repo("zot-check-notes.txt", &|p| write_file(p));
+    vec![
+        outcome(ATTEMPT_HOME_CREDENTIAL, read_secret(creds.map(|c| &c.home))),
+        outcome(
+            ATTEMPT_USER_HOME_CREDENTIAL,
+            read_secret(creds.map(|c| &c.user_home)),
+        ),
+        outcome(
+            "control: write a file in a nested repository",
+            plain.clone(),
+        ),
+        outcome(
+            "write a file in a nested repository (read-only mode)",
+            plain,
+        ),
+        outcome(
+            "write .git/config of a nested repository",
+            in_repo(".git/config", &|p| write_file(p)),
+        ),
+        outcome(
+            "create .git/hooks/pre-commit in a nested repository",
+            in_repo(".git/hooks/pre-commit", &|p| write_file(p)),
+        ),
+    ]
 }
 
 fn read_file(p: &Path) -> Result<String, String> {
@@ -1256,6 +1445,11 @@ mod tests {
         assert!(get("read planted ~/.ssh secret"));
         assert!(get("write protected .git/config"));
         assert!(get("see a host process"));
+        assert!(get(ATTEMPT_HOME_CREDENTIAL));
+        assert!(get(ATTEMPT_USER_HOME_CREDENTIAL));
+        assert!(get("control: write a file in a nested repository"));
+        assert!(get("write .git/config of a nested repository"));
+        assert!(get("create .git/hooks/pre-commit in a nested repository"));
         assert!(!get("tcp connect to host loopback listener")); // no listener given
                                                                 // every attempt of the table has a runner result
         for a in attempts(SandboxMode::WorkspaceWrite)

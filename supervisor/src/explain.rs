@@ -40,6 +40,9 @@ pub struct Explanation {
     pub plan: Option<LaunchPlan>,
     /// bwrap only.
     pub bwrap: Option<BwrapInvocation>,
+    /// Where each deny-read and protected path comes from (built-in list of
+    /// which home, the config file, the command line, the git scan, PATH).
+    pub origins: Vec<zot_policy::sandbox::Origin>,
 }
 
 /// Explain `policy` under `choice` on this host.
@@ -53,6 +56,7 @@ pub fn explain(policy: &SandboxPolicy, choice: BackendChoice) -> Explanation {
         enforced: None,
         plan: None,
         bwrap: None,
+        origins: Vec::new(),
     };
     let planned = match resolve::prepare(policy, choice, true, &env) {
         Ok(p) => p,
@@ -62,6 +66,7 @@ pub fn explain(policy: &SandboxPolicy, choice: BackendChoice) -> Explanation {
         }
     };
     ex.backend = planned.backend.kind();
+    ex.origins = planned.origins.clone();
     ex.reasons = planned.report.backend_reasons();
     match &planned.backend {
         Backend::Unconfined => ex

@@ -28,6 +28,33 @@ use std::sync::{Arc, Mutex};
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
+/// zot's state directory: `$ZOT_HOME`, else `$XDG_STATE_HOME/zot`, else
+/// `$HOME/.local/state/zot` (empty values skipped; a relative one is an
+/// error naming the variable).
+pub fn state_dir_from(get: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<PathBuf, String> {
+    let non_empty = |k: &str| get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let absolute = |var: &str, p: PathBuf| {
+        if p.is_absolute() {
+            Ok(p)
+        } else {
+            Err(format!(
+                "{var} must be an absolute path, got {}",
+                p.display()
+            ))
+        }
+    };
+    if let Some(p) = non_empty("ZOT_HOME") {
+        return absolute("ZOT_HOME", p);
+    }
+    if let Some(p) = non_empty("XDG_STATE_HOME") {
+        return absolute("XDG_STATE_HOME", p).map(|p| p.join("zot"));
+    }
+    if let Some(p) = non_empty("HOME") {
+        return absolute("HOME", p).map(|p| p.join(".local/state/zot"));
+    }
+    Err("none of ZOT_HOME, XDG_STATE_HOME or HOME is set".into())
+}
+
 /// Directory of the journals, below the state directory.
 pub const JOURNAL_DIR: &str = "journal";
 const LOCK_FILE: &str = ".lock";

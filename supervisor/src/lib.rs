@@ -23,13 +23,14 @@ pub mod cancel;
 pub mod cgroup;
 pub mod check;
 pub mod explain;
+pub mod host;
 pub mod journal;
 mod notify;
 mod output;
 pub mod plan;
 mod process;
 pub mod proxy;
-mod repos;
+pub mod repos;
 pub mod resolve;
 mod spawn;
 mod supervise;
@@ -143,6 +144,11 @@ pub struct RunRequest {
     /// With allowed hosts (a proxied network): where the proxy appends its
     /// JSONL audit records (they are in [`RunOutcome::proxy`] either way).
     pub proxy_log: Option<PathBuf>,
+    /// Where the run records what it creates outside the state directory
+    /// (the proxy's private directory), so that the next zot process removes
+    /// what a killed run left. Without one, such directories are removed at
+    /// the end of the run only.
+    pub journal: Option<journal::Journal>,
     /// When this fires, the command gets the signal of an
     /// [`interrupt`](Cancel::interrupt) (SIGTERM for a plain cancel), then
     /// SIGKILL of the whole tree after `kill_grace`; the outcome says
@@ -170,6 +176,7 @@ impl RunRequest {
             in_process: false,
             zot_as_launcher: false,
             proxy_log: None,
+            journal: None,
             cancel: None,
             on_output: None,
         }
@@ -203,6 +210,15 @@ pub enum Note {
     /// The supervisor could not check some of the sandbox's calls (they
     /// failed).
     SocketCheckFailed { detail: String },
+    /// The repository scan of the writable roots hit its budget: git files
+    /// of repositories it did not reach are not protected.
+    ScanIncomplete { dirs: usize },
+    /// A directory of the caller's `PATH` inside a writable root, kept
+    /// read-only.
+    PathReadOnly { path: PathBuf },
+    /// A repository (or `commondir`) that appeared during the run, renamed
+    /// aside after it.
+    Quarantined { from: PathBuf, to: PathBuf },
 }
 
 impl std::fmt::Display for Note {
@@ -223,6 +239,21 @@ impl std::fmt::Display for Note {
                 "network: refused {count} connect/send call(s) to unix sockets the sandbox did not bind"
             ),
             Note::SocketCheckFailed { detail } => write!(f, "network: socket check failed: {detail}"),
+            Note::ScanIncomplete { dirs } => write!(
+                f,
+                "git: the repository scan stopped after {dirs} directories; git files of repositories it did not reach are not protected"
+            ),
+            Note::PathReadOnly { path } => write!(
+                f,
+                "PATH: {} lies inside a writable root and is kept read-only",
+                path.display()
+            ),
+            Note::Quarantined { from, to } => write!(
+                f,
+                "git: {} appeared during the run; renamed to {} (git on the host will not use it)",
+                from.display(),
+                to.display()
+            ),
         }
     }
 }
@@ -411,6 +442,9 @@ pub struct RunOutcome {
     pub report: EnforcementReport,
     /// The filtering proxy's decisions (a proxied network only).
     pub proxy: Vec<proxy::AuditRecord>,
+    /// Repositories (or `commondir` files) created during the run and
+    /// renamed aside after it: `(from, to)`.
+    pub quarantined: Vec<(PathBuf, PathBuf)>,
 }
 
 /// Why a run could not start (all of these map to exit code 125).
@@ -435,6 +469,8 @@ pub enum SupervisorError {
     Plan(#[source] plan::PlanError),
     #[error("cannot start the network proxy")]
     Proxy(#[source] proxy::ProxyError),
+    #[error("cannot make the network proxy's directory")]
+    ProxyDir(#[source] journal::JournalError),
     #[error("cannot prepare the launch")]
     Prepare(#[source] zot_launcher::LaunchError),
     #[error("cannot find the zot executable to use as launcher")]

@@ -43,6 +43,13 @@ pub trait HostFs {
     fn unix_sockets(&self) -> Vec<PathBuf> {
         Vec::new()
     }
+    /// Whether the sandbox's user could reach `p` at all (it has
+    /// capabilities only over files of the uid and gid mapped into its user
+    /// namespace, the caller's). A socket it cannot reach needs no mask, and
+    /// bwrap, as that user, could not put one over it.
+    fn sandbox_can_reach(&self, _p: &Path) -> bool {
+        true
+    }
     /// The caller's hard limit of `r` (`None`: unlimited).
     fn hard_limit(&self, _r: RlimitResource) -> Option<u64> {
         None
@@ -102,6 +109,25 @@ impl HostFs for RealFs {
         std::fs::read("/proc/net/unix")
             .map(|b| parse_proc_net_unix(&b))
             .unwrap_or_default()
+    }
+    fn sandbox_can_reach(&self, p: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: no preconditions.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        if uid != 0 {
+            // No capabilities: the planner's own lookups were the test.
+            return true;
+        }
+        // uid 0 keeps its capabilities in the sandbox's user namespace only
+        // over files both of whose owners are mapped (uid 0, the caller's
+        // gid); any other directory is searched by its mode bits.
+        p.ancestors().skip(1).all(|d| match std::fs::metadata(d) {
+            Ok(m) if m.uid() == 0 && m.gid() == gid => true,
+            Ok(m) if m.uid() == 0 => m.mode() & 0o100 != 0,
+            Ok(m) if m.gid() == gid => m.mode() & 0o010 != 0,
+            Ok(m) => m.mode() & 0o001 != 0,
+            Err(_) => false,
+        })
     }
     fn pid_max_per_namespace(&self) -> bool {
         kernel_at_least(6, 14)
@@ -424,11 +450,19 @@ fn env_plan(policy: &SandboxPolicy, env: &[(OsString, OsString)], all: bool) -> 
             })
             .collect()
     };
+    // A locale variable whose value is not a locale name (a path, control
+    // characters) is dropped: its name alone goes in the plan, the value is
+    // read again at launch, so it is checked here on the same environment.
     let mut pass: Vec<String> = env
         .iter()
-        .filter_map(|(k, _)| k.to_str())
-        .filter(|k| all || (policy.env.keeps(k) && !set.iter().any(|s| s.name == *k)))
-        .map(str::to_string)
+        .filter_map(|(k, v)| Some((k.to_str()?, v)))
+        .filter(|(k, v)| {
+            all || (policy.env.keeps(k)
+                && !set.iter().any(|s| s.name == *k)
+                && v.to_str()
+                    .is_some_and(|v| zot_policy::sandbox::env_value_ok(k, v)))
+        })
+        .map(|(k, _)| k.to_string())
         .collect();
     pass.sort();
     pass.dedup();
@@ -463,6 +497,17 @@ fn protection_for(root: &Path, protected: &Path, fs: &dyn HostFs) -> Option<Prot
         }
     }
     Some(Protection::ReadOnly(cur))
+}
+
+/// Whether a directory above `dot_git`'s directory holds a `.git` (the
+/// place is inside a git work tree).
+fn in_work_tree(dot_git: &Path, fs: &dyn HostFs) -> bool {
+    let Some(dir) = dot_git.parent() else {
+        return false;
+    };
+    dir.ancestors()
+        .skip(1)
+        .any(|a| fs.lstat(&a.join(".git")).is_some())
 }
 
 fn ro_bind(src: PathBuf, dst: PathBuf) -> MountOp {
@@ -583,6 +628,15 @@ fn mount_view(
                 let c = fs.canonicalize(&at).unwrap_or(at);
                 ro_bind(c.clone(), c)
             }
+            // A `.git` placeholder inside an existing work tree would make
+            // every git command there fail (on the host and in the
+            // sandbox): not made; a repository created there is
+            // quarantined after the run instead.
+            Some(Protection::Missing(at))
+                if at.file_name() == Some(".git".as_ref()) && in_work_tree(&at, fs) =>
+            {
+                continue
+            }
             Some(Protection::Missing(at)) => MountOp::BlockCreate {
                 dst: at,
                 protected: p.clone(),
@@ -648,7 +702,7 @@ fn mount_view(
         .into_iter()
         .filter(|p| p.is_absolute())
         .filter_map(|p| fs.canonicalize(&p))
-        .filter(|c| fs.lstat(c) == Some(FileKind::Socket))
+        .filter(|c| fs.lstat(c) == Some(FileKind::Socket) && fs.sandbox_can_reach(c))
         // The filtering proxy's socket: the one host socket the sandbox
         // reaches (its directory is bound in after the view).
         .filter(|c| match &policy.network {

@@ -169,7 +169,7 @@ fn agent() -> SandboxPolicy {
         write_scopes: vec!["/home/u/proj".into()],
         env_read: vec!["MY_TOKEN".into()],
         network: false,
-        nested_repos: vec![],
+        ..Default::default()
     })
     .unwrap()
 }
@@ -300,6 +300,43 @@ fn missing_git_is_blocked_at_its_first_component() {
             "/w/.git".into()
         ]
     );
+}
+
+#[test]
+fn no_git_placeholder_inside_a_work_tree() {
+    // The workspace is a subdirectory of a repository: a `.git` placeholder
+    // there would break every git command; the others stay.
+    let fs = FakeFs::new(&[("/r", "dir"), ("/r/.git", "dir"), ("/r/w", "dir")]);
+    let pol = compile(
+        SandboxMode::WorkspaceWrite,
+        &SandboxOptions {
+            cwd: "/r/w".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let p = plan(&pol, Isolation::Namespaces, &[], &fs).unwrap();
+    assert_eq!(
+        p.placeholders(),
+        vec![PathBuf::from("/r/w/.agents"), "/r/w/.zot".into()]
+    );
+}
+
+#[test]
+fn malformed_locale_values_are_not_passed() {
+    let pol = compile(SandboxMode::ReadOnly, &opts()).unwrap();
+    let env: Vec<(OsString, OsString)> = [
+        ("LANG", "en_US.UTF-8"),
+        ("LC_ALL", "/tmp/evil"),
+        ("LC_FOO", "C"),
+        ("LANGUAGE", "de:en_GB"),
+        ("LC_TIME", "C\nX"),
+    ]
+    .iter()
+    .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+    .collect();
+    let p = plan(&pol, Isolation::Namespaces, &env, &host()).unwrap();
+    assert_eq!(p.env.pass, vec!["LANG".to_string(), "LANGUAGE".into()]);
 }
 
 #[test]

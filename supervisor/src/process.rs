@@ -22,18 +22,29 @@ use crate::{
 
 /// Run a command confined by `req.policy`.
 pub fn run(req: RunRequest) -> Result<RunOutcome, SupervisorError> {
-    let mut masks = Vec::new();
-    match run_once(req.clone(), &mut masks) {
-        // bwrap cannot skip a mount point that vanished: a host socket
-        // removed between planning and bwrap's set-up makes it fail before
-        // anything of the command ran. Plan again, once.
-        Err(SupervisorError::Setup {
-            backend: crate::BackendKind::Bwrap,
-            ..
-        }) if masks.iter().any(|d| std::fs::symlink_metadata(d).is_err()) => {
-            run_once(req, &mut masks)
+    // bwrap cannot skip a mount point that vanished: a host socket removed
+    // between planning and bwrap's set-up makes it fail before anything of
+    // the command ran. Plan again (a few times: a host that keeps making
+    // and removing sockets can hit the window more than once).
+    const ATTEMPTS: usize = 4;
+    let mut attempt = 1;
+    loop {
+        let mut masks = Vec::new();
+        let r = run_once(req.clone(), &mut masks);
+        let retry = match &r {
+            Err(SupervisorError::Setup {
+                backend: crate::BackendKind::Bwrap,
+                message,
+                ..
+            }) => masks.iter().any(|d| {
+                std::fs::symlink_metadata(d).is_err() || message.contains(&*d.to_string_lossy())
+            }),
+            _ => false,
+        };
+        if !retry || attempt == ATTEMPTS {
+            return r;
         }
-        r => r,
+        attempt += 1;
     }
 }
 
@@ -74,11 +85,28 @@ fn run_once(mut req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome,
     })
 }
 
+/// The proxy's private directory, removed when dropped.
+enum ProxyDir {
+    /// Recorded in the caller's journal before it was made: a killed run's
+    /// directory is swept by the next zot process.
+    Journaled(crate::journal::TempDir),
+    Plain(tempfile::TempDir),
+}
+
+impl ProxyDir {
+    fn path(&self) -> &std::path::Path {
+        match self {
+            ProxyDir::Journaled(d) => d.path(),
+            ProxyDir::Plain(d) => d.path(),
+        }
+    }
+}
+
 /// With a proxied network: a private directory (0700, this user's), the
 /// proxy listening in it, and the policy pointing the plan at it.
 fn start_proxy(
     req: &mut RunRequest,
-) -> Result<Option<(crate::proxy::Proxy, tempfile::TempDir)>, SupervisorError> {
+) -> Result<Option<(crate::proxy::Proxy, ProxyDir)>, SupervisorError> {
     let zot_policy::sandbox::NetworkPolicy::Proxied { allow, socket_dir } = &mut req.policy.network
     else {
         return Ok(None);
@@ -87,14 +115,23 @@ fn start_proxy(
         .map(PathBuf::from)
         .filter(|d| d.is_absolute() && d.is_dir())
         .unwrap_or_else(std::env::temp_dir);
-    let dir = tempfile::Builder::new()
-        .prefix("zot-proxy-")
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .tempdir_in(&base)
-        .map_err(SupervisorError::io(format!(
-            "creating the proxy's directory in {}",
-            base.display()
-        )))?;
+    const PREFIX: &str = "zot-proxy-";
+    let dir = match &req.journal {
+        Some(j) => ProxyDir::Journaled(
+            j.temp_dir(&base, PREFIX)
+                .map_err(SupervisorError::ProxyDir)?,
+        ),
+        None => ProxyDir::Plain(
+            tempfile::Builder::new()
+                .prefix(PREFIX)
+                .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                .tempdir_in(&base)
+                .map_err(SupervisorError::io(format!(
+                    "creating the proxy's directory in {}",
+                    base.display()
+                )))?,
+        ),
+    };
     let dir_path = dir
         .path()
         .canonicalize()
@@ -139,13 +176,20 @@ fn run_planned(
             duration: start.elapsed(),
             report,
             proxy: Vec::new(),
+            quarantined: Vec::new(),
         });
     }
     let placeholders = planned.plan.placeholders();
+    let held =
+        Placeholders::acquire(&host_env, &placeholders).map_err(|e| SupervisorError::Setup {
+            backend: report.backend,
+            message: zot_launcher::error_chain(&e),
+            hint: None,
+        })?;
     let started = match spawn::start(req, &planned, env, &host_env, out_pipes) {
         Ok(s) => s,
         Err(err) => {
-            cleanup(&placeholders);
+            drop(held);
             return match err {
                 StartError::Other(e) => Err(e),
                 // Like a shell: not found / not executable are the command's codes.
@@ -165,6 +209,7 @@ fn run_planned(
                         duration: start.elapsed(),
                         report,
                         proxy: Vec::new(),
+                        quarantined: Vec::new(),
                     })
                 }
                 // What failed to start is bwrap or the launcher, not the command.
@@ -181,15 +226,18 @@ fn run_planned(
     let server = if zot_launcher::seccomp::notifies(&planned.plan.seccomp) {
         match started.status.take() {
             Some(status) => {
+                let proxy: Vec<&std::path::Path> =
+                    planned.plan.network.proxy().map(|(s, _)| s).into_iter().collect();
                 match crate::notify::Server::start(
                     status,
                     planned.plan.network == zot_launcher::plan::NetworkPlan::Host,
+                    &proxy,
                 ) {
                     Ok(s) => Some(s),
                     Err(e) => {
                         started.target.kill_all();
                         let _ = crate::supervise::wait_pid(started.target.pid());
-                        cleanup(&placeholders);
+                        drop(held);
                         return Err(SupervisorError::Io {
                             what: "starting the socket check thread".into(),
                             source: e,
@@ -246,7 +294,19 @@ fn run_planned(
         Some((o, e)) => (o.join().unwrap_or_default(), e.join().unwrap_or_default()),
         None => (Vec::new(), Vec::new()),
     };
-    cleanup(&placeholders);
+    drop(held);
+    // A repository the command created (or moved into place) would run its
+    // hooks and config on the host next: renamed aside, reported.
+    let quarantined = match &planned.repos {
+        Some(before) => crate::repos::quarantine(&planned.plan.write_roots, before, &placeholders),
+        None => Vec::new(),
+    };
+    for (from, to) in &quarantined {
+        report.notes.push(Note::Quarantined {
+            from: from.clone(),
+            to: to.clone(),
+        });
+    }
     let served = server.map(crate::notify::Server::finish);
     let raw_code = status.map_err(SupervisorError::io("waiting for the sandbox"))?;
 
@@ -334,6 +394,7 @@ fn run_planned(
         duration: start.elapsed(),
         report,
         proxy: Vec::new(),
+        quarantined,
     })
 }
 
@@ -436,13 +497,59 @@ fn parse_status(buf: &[u8]) -> Vec<LaunchStatus> {
         .collect()
 }
 
-/// Remove the empty placeholder files made as mount points for protected
-/// paths that did not exist (deepest first).
-fn cleanup(placeholders: &[PathBuf]) {
-    for p in placeholders.iter().rev() {
-        if let Ok(m) = std::fs::symlink_metadata(p) {
-            if m.is_file() && m.len() == 0 {
-                let _ = std::fs::remove_file(p);
+/// The placeholders (empty files, mount points for missing protected
+/// paths) of one run: made before the sandbox starts, journaled under
+/// zot's state directory (so a run killed with SIGKILL leaves them to the
+/// next zot invocation's sweep), shared with other live runs that need the
+/// same one, and released when dropped.
+struct Placeholders {
+    journal: Option<crate::journal::Journal>,
+    held: Vec<PathBuf>,
+}
+
+impl Placeholders {
+    fn acquire(
+        env: &[(OsString, OsString)],
+        paths: &[PathBuf],
+    ) -> Result<Placeholders, crate::journal::JournalError> {
+        let mut out = Placeholders {
+            journal: None,
+            held: paths.to_vec(),
+        };
+        if paths.is_empty() {
+            return Ok(out);
+        }
+        let state = crate::journal::state_dir_from(|k| {
+            env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+        });
+        let Ok(state) = state else {
+            // No state directory: the backend makes the mount points and
+            // they are removed after the run (not after a SIGKILL).
+            return Ok(out);
+        };
+        let journal = crate::journal::for_process(&state);
+        out.held.clear();
+        out.journal = Some(journal.clone());
+        for p in paths {
+            journal.acquire_placeholder(crate::journal::Kind::PlaceholderFile, p)?;
+            out.held.push(p.clone());
+        }
+        Ok(out)
+    }
+}
+
+impl Drop for Placeholders {
+    fn drop(&mut self) {
+        for p in self.held.iter().rev() {
+            match &self.journal {
+                Some(j) => {
+                    let _ = j.release_placeholder(p);
+                }
+                None => {
+                    if std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.len() == 0) {
+                        let _ = std::fs::remove_file(p);
+                    }
+                }
             }
         }
     }

@@ -1,55 +1,474 @@
-//! Discovery of nested repositories inside writable roots (their `.git/hooks`
-//! and `.git/config` are protected like the root's).
+//! Git repositories inside the writable roots: found by a scan of every
+//! directory below them (any depth; bounded by a directory budget), and what
+//! git reads as configuration or runs of each one (protected read-only by
+//! the plan). The same scan after the command ends finds repositories the
+//! command created (or moved into place), which [`quarantine`] renames aside.
 
+use std::ffi::OsStr;
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-const SKIP: &[&str] = &[".git", "node_modules", "target", ".venv"];
+use nix::dir::{Dir, Type};
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
+use zot_policy::sandbox::{GIT_DIR_PROTECTED, GIT_DIR_PROTECTED_IF_PRESENT};
 
-/// Directories below `roots` (not the roots themselves) that contain a
-/// `.git` entry, searched breadth-first without following symlinks, at most
-/// `max_depth` levels deep and `max_dirs` directories in total.
-pub fn find_nested_repos(roots: &[PathBuf], max_depth: usize, max_dirs: usize) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut queue: std::collections::VecDeque<(PathBuf, usize)> =
-        roots.iter().map(|r| (r.clone(), 0)).collect();
-    let mut seen = 0usize;
-    while let Some((dir, depth)) = queue.pop_front() {
-        seen += 1;
-        if seen > max_dirs {
-            break;
-        }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let Ok(ft) = entry.file_type() else { continue };
+/// Directories a scan reads at most (then it stops and says so).
+pub const SCAN_BUDGET: usize = 250_000;
+/// Deeper than this the scan stops (one open directory per level).
+const MAX_DEPTH: usize = 200;
+
+/// One repository: a `.git` entry (directory, or a `gitdir:` file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repo {
+    /// The `.git` entry.
+    pub dot_git: PathBuf,
+    /// The repository directory git uses (`.git` itself, or where the
+    /// `gitdir:` file points), when it resolves.
+    pub git_dir: Option<PathBuf>,
+    /// `<git_dir>/commondir` existed at the scan.
+    pub had_commondir: bool,
+}
+
+/// The result of a scan.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scan {
+    pub repos: Vec<Repo>,
+    /// Directories read.
+    pub dirs: usize,
+    /// False when the budget or the depth limit cut the scan short.
+    pub complete: bool,
+}
+
+struct Walker {
+    budget: usize,
+    dirs: usize,
+    complete: bool,
+    found: Vec<(PathBuf, bool)>,
+}
+
+impl Walker {
+    fn walk(&mut self, mut dir: Dir, path: &Path, depth: usize) {
+        self.dirs += 1;
+        let mut subdirs: Vec<Vec<u8>> = Vec::new();
+        for entry in dir.iter().flatten() {
             let name = entry.file_name();
-            if name == ".git" && depth > 0 {
-                found.push(dir.clone());
+            let bytes = name.to_bytes();
+            if bytes == b"." || bytes == b".." {
+                continue;
             }
-            if ft.is_dir() && depth < max_depth && !SKIP.iter().any(|s| Path::new(s) == name) {
-                queue.push_back((entry.path(), depth + 1));
+            if bytes == b".git" {
+                let is_dir = is_dir_entry_raw(path, entry.file_type());
+                self.found.push((path.join(".git"), is_dir));
+                continue;
+            }
+            if entry.file_type() == Some(Type::Directory)
+                || (entry.file_type().is_none()
+                    && std::fs::symlink_metadata(path.join(OsStr::from_bytes(bytes)))
+                        .is_ok_and(|m| m.is_dir()))
+            {
+                subdirs.push(bytes.to_vec());
+            }
+        }
+        if depth >= MAX_DEPTH && !subdirs.is_empty() {
+            self.complete = false;
+            return;
+        }
+        for name in subdirs {
+            if self.dirs >= self.budget {
+                self.complete = false;
+                return;
+            }
+            let Ok(child) = Dir::openat(
+                dir.as_fd(),
+                name.as_slice(),
+                OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+                Mode::empty(),
+            ) else {
+                continue; // unreadable (or replaced meanwhile): nothing to protect there
+            };
+            self.walk(child, &path.join(OsStr::from_bytes(&name)), depth + 1);
+        }
+    }
+}
+
+fn is_dir_entry_raw(path: &Path, t: Option<Type>) -> bool {
+    match t {
+        Some(Type::Directory) => true,
+        Some(_) => false,
+        None => std::fs::symlink_metadata(path.join(".git")).is_ok_and(|m| m.is_dir()),
+    }
+}
+
+/// Every repository inside `roots` (the roots' own `.git` included),
+/// reading at most `budget` directories, never following symlinks and never
+/// entering a `.git`.
+pub fn scan(roots: &[PathBuf], budget: usize) -> Scan {
+    let mut w = Walker {
+        budget,
+        dirs: 0,
+        complete: true,
+        found: Vec::new(),
+    };
+    let mut roots = roots.to_vec();
+    roots.sort();
+    roots.dedup();
+    // A root inside another is scanned with it.
+    let tops: Vec<&PathBuf> = roots
+        .iter()
+        .filter(|r| !roots.iter().any(|o| o != *r && r.starts_with(o)))
+        .collect();
+    for r in tops {
+        if let Ok(d) = Dir::open(
+            r.as_path(),
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        ) {
+            w.walk(d, r, 0);
+        }
+    }
+    let repos = w
+        .found
+        .into_iter()
+        .map(|(dot_git, is_dir)| {
+            let git_dir = if is_dir {
+                Some(dot_git.clone())
+            } else {
+                gitdir_pointer(&dot_git)
+            };
+            let had_commondir = git_dir
+                .as_ref()
+                .is_some_and(|g| std::fs::symlink_metadata(g.join("commondir")).is_ok());
+            Repo {
+                dot_git,
+                git_dir,
+                had_commondir,
+            }
+        })
+        .collect();
+    Scan {
+        repos,
+        dirs: w.dirs,
+        complete: w.complete,
+    }
+}
+
+/// Where a `gitdir: <path>` file points (relative to its directory).
+fn gitdir_pointer(file: &Path) -> Option<PathBuf> {
+    let text = read_small(file)?;
+    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    if target.is_empty() {
+        return None;
+    }
+    let p = Path::new(target);
+    let p = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        file.parent()?.join(p)
+    };
+    std::fs::canonicalize(p).ok()
+}
+
+fn read_small(p: &Path) -> Option<String> {
+    use std::io::Read;
+    let f = std::fs::File::open(p).ok()?;
+    let mut s = String::new();
+    f.take(64 << 10).read_to_string(&mut s).ok()?;
+    Some(s)
+}
+
+/// `core.hooksPath` of a git config file, if set (the last one wins).
+pub fn hooks_path(config: &str) -> Option<String> {
+    let mut in_core = false;
+    let mut found = None;
+    for line in config.lines() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            let sect = l
+                .trim_start_matches('[')
+                .split([']', ' ', '"'])
+                .next()
+                .unwrap_or("");
+            in_core = sect.eq_ignore_ascii_case("core");
+            // `[core] hooksPath = x` on one line
+            let rest = l.split_once(']').map(|(_, r)| r.trim()).unwrap_or("");
+            if in_core && !rest.is_empty() {
+                if let Some(v) = key_value(rest, "hookspath") {
+                    found = Some(v);
+                }
+            }
+            continue;
+        }
+        if in_core {
+            if let Some(v) = key_value(l, "hookspath") {
+                found = Some(v);
             }
         }
     }
-    found.sort();
-    found.dedup();
     found
+}
+
+fn key_value(l: &str, key: &str) -> Option<String> {
+    let (k, v) = l.split_once('=')?;
+    if !k.trim().eq_ignore_ascii_case(key) {
+        return None;
+    }
+    let v = v.split([';', '#']).next().unwrap_or("").trim();
+    let v = v.trim_matches('"');
+    (!v.is_empty()).then(|| v.to_string())
+}
+
+/// The files of one git directory to keep read-only: those of
+/// [`GIT_DIR_PROTECTED`] (also when missing: blocked), those of
+/// [`GIT_DIR_PROTECTED_IF_PRESENT`] that exist, the control files of its
+/// linked worktrees and the git directories of its submodules.
+fn git_dir_files(git_dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
+    for n in GIT_DIR_PROTECTED {
+        out.push(git_dir.join(n));
+    }
+    for n in GIT_DIR_PROTECTED_IF_PRESENT {
+        let p = git_dir.join(n);
+        if std::fs::symlink_metadata(&p).is_ok() {
+            out.push(p);
+        }
+    }
+    if let Ok(rd) = std::fs::read_dir(git_dir.join("worktrees")) {
+        for e in rd.flatten() {
+            for n in ["gitdir", "commondir", "config.worktree", "locked"] {
+                let p = e.path().join(n);
+                if std::fs::symlink_metadata(&p).is_ok() {
+                    out.push(p);
+                }
+            }
+        }
+    }
+    if depth < 4 {
+        submodules(&git_dir.join("modules"), out, depth);
+    }
+}
+
+/// Submodule git directories below `modules/` (names may contain `/`).
+fn submodules(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let p = e.path();
+        if p.join("HEAD").exists() || p.join("config").exists() {
+            git_dir_files(&p, out, depth + 1);
+        } else {
+            submodules(&p, out, depth + 1);
+        }
+    }
+}
+
+impl Scan {
+    /// Everything git reads as configuration or runs, for every repository
+    /// found: the git directory's files, the `gitdir:` pointer files, and
+    /// the directory named by `core.hooksPath` (of the repository's config
+    /// or of `global_configs`) when it exists.
+    pub fn protected(&self, global_configs: &[PathBuf], home: Option<&Path>) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let global_hooks: Vec<String> = global_configs
+            .iter()
+            .filter_map(|c| read_small(c).and_then(|t| hooks_path(&t)))
+            .collect();
+        for r in &self.repos {
+            let work_tree = r.dot_git.parent().unwrap_or(Path::new("/"));
+            match &r.git_dir {
+                Some(g) if *g == r.dot_git => {}
+                _ => out.push(r.dot_git.clone()), // the pointer file itself
+            }
+            let Some(g) = &r.git_dir else { continue };
+            git_dir_files(g, &mut out, 0);
+            let mut hooks: Vec<String> = global_hooks.clone();
+            for c in ["config", "config.worktree"] {
+                if let Some(h) = read_small(&g.join(c)).and_then(|t| hooks_path(&t)) {
+                    hooks.push(h);
+                }
+            }
+            for h in hooks {
+                let p = match (h.strip_prefix("~/"), home) {
+                    (Some(rest), Some(home)) => home.join(rest),
+                    _ => work_tree.join(&h),
+                };
+                if let Ok(c) = std::fs::canonicalize(&p) {
+                    if c.is_dir() {
+                        out.push(c);
+                    }
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    fn dot_gits(&self) -> impl Iterator<Item = &Path> {
+        self.repos.iter().map(|r| r.dot_git.as_path())
+    }
+}
+
+/// What [`quarantine`] renamed: `(from, to)`.
+pub type Quarantined = Vec<(PathBuf, PathBuf)>;
+
+/// After a run: every `.git` inside `roots` that `before` did not list
+/// (created during the run, or moved into place by renaming a parent), and
+/// every `commondir` that appeared in a git directory of `before`, renamed
+/// aside to `<name>.zot-quarantine-<unix time>` so that git on the host
+/// does not use it. `keep` are entries zot itself made (placeholders).
+pub fn quarantine(roots: &[PathBuf], before: &Scan, keep: &[PathBuf]) -> Quarantined {
+    let after = scan(roots, SCAN_BUDGET);
+    let known: std::collections::HashSet<&Path> = before.dot_gits().collect();
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mut out = Vec::new();
+    let mut aside = |p: &Path| {
+        let name = p.file_name().unwrap_or_default().to_string_lossy();
+        let to = p.with_file_name(format!("{name}.zot-quarantine-{stamp}"));
+        if std::fs::rename(p, &to).is_ok() {
+            out.push((p.to_path_buf(), to));
+        }
+    };
+    for r in &after.repos {
+        if known.contains(r.dot_git.as_path()) || keep.contains(&r.dot_git) {
+            continue;
+        }
+        aside(&r.dot_git);
+    }
+    for r in &before.repos {
+        if let (Some(g), false) = (&r.git_dir, r.had_commondir) {
+            let c = g.join("commondir");
+            if roots.iter().any(|root| c.starts_with(root)) && std::fs::symlink_metadata(&c).is_ok()
+            {
+                aside(&c);
+            }
+        }
+    }
+    out
+}
+
+/// Directories below `roots` (not the roots themselves) that contain a
+/// `.git` entry (kept for callers that only need the repository list).
+pub fn find_nested_repos(roots: &[PathBuf], _max_depth: usize, max_dirs: usize) -> Vec<PathBuf> {
+    let s = scan(roots, max_dirs);
+    let mut v: Vec<PathBuf> = s
+        .repos
+        .iter()
+        .filter_map(|r| r.dot_git.parent().map(Path::to_path_buf))
+        .filter(|d| !roots.contains(d))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn finds_nested_but_not_root() {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().to_path_buf();
-        std::fs::create_dir_all(root.join(".git")).unwrap();
-        std::fs::create_dir_all(root.join("a/b/.git")).unwrap();
-        std::fs::create_dir_all(root.join("c")).unwrap();
-        std::fs::write(root.join("c/.git"), "gitdir: x").unwrap();
+        fs::create_dir_all(root.join(".git")).unwrap();
+        fs::create_dir_all(root.join("a/b/.git")).unwrap();
+        fs::create_dir_all(root.join("c")).unwrap();
+        fs::write(root.join("c/.git"), "gitdir: x").unwrap();
         let found = find_nested_repos(std::slice::from_ref(&root), 6, 1000);
         assert_eq!(found, vec![root.join("a/b"), root.join("c")]);
+    }
+
+    #[test]
+    fn any_depth_and_every_git_file() {
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap();
+        let deep = root.join("a/b/c/d/e/f/g/h/i/j/k/node_modules/x");
+        fs::create_dir_all(deep.join(".git/hooks")).unwrap();
+        fs::create_dir_all(deep.join(".git/objects/info")).unwrap();
+        fs::write(deep.join(".git/objects/info/alternates"), "/x\n").unwrap();
+        fs::write(deep.join(".git/config"), "[core]\n\thooksPath = .husky\n").unwrap();
+        fs::create_dir_all(deep.join(".husky")).unwrap();
+        fs::create_dir_all(deep.join(".git/worktrees/wt")).unwrap();
+        fs::write(deep.join(".git/worktrees/wt/gitdir"), "/x/.git\n").unwrap();
+        fs::create_dir_all(deep.join(".git/modules/sub/hooks")).unwrap();
+        fs::write(deep.join(".git/modules/sub/HEAD"), "ref: x\n").unwrap();
+        // a submodule checkout: a gitdir pointer into the parent's modules
+        fs::create_dir_all(deep.join("sub")).unwrap();
+        fs::write(deep.join("sub/.git"), "gitdir: ../.git/modules/sub\n").unwrap();
+        let s = scan(std::slice::from_ref(&root), SCAN_BUDGET);
+        assert!(s.complete);
+        assert_eq!(s.repos.len(), 2, "{s:?}");
+        let p = s.protected(&[], None);
+        let g = deep.join(".git");
+        for want in [
+            g.join("config"),
+            g.join("hooks"),
+            g.join("info"),
+            g.join("objects/info/alternates"),
+            g.join("worktrees/wt/gitdir"),
+            g.join("modules/sub/config"),
+            g.join("modules/sub/hooks"),
+            deep.join("sub/.git"),
+            deep.join(".husky"),
+        ] {
+            assert!(p.contains(&want), "{want:?} not in {p:?}");
+        }
+        assert!(
+            !p.contains(&g.join("commondir")),
+            "missing commondir is not blocked"
+        );
+    }
+
+    #[test]
+    fn the_budget_is_reported() {
+        let t = tempfile::tempdir().unwrap();
+        for i in 0..20 {
+            fs::create_dir_all(t.path().join(format!("d{i}/e"))).unwrap();
+        }
+        let s = scan(&[t.path().to_path_buf()], 5);
+        assert!(!s.complete);
+        assert!(s.dirs <= 5);
+    }
+
+    #[test]
+    fn hooks_path_parsing() {
+        assert_eq!(
+            hooks_path("[core]\n  hooksPath = .husky\n"),
+            Some(".husky".into())
+        );
+        assert_eq!(
+            hooks_path("[Core]\nHOOKSPATH=\"x y\" ; c\n[user]\nhooksPath = no\n"),
+            Some("x y".into())
+        );
+        assert_eq!(hooks_path("[user]\nhooksPath = no\n"), None);
+    }
+
+    #[test]
+    fn new_repos_are_quarantined() {
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap();
+        fs::create_dir_all(root.join("old/.git")).unwrap();
+        let before = scan(std::slice::from_ref(&root), SCAN_BUDGET);
+        fs::create_dir_all(root.join("new/deep/.git/hooks")).unwrap();
+        // moved into place by renaming a parent
+        fs::rename(root.join("old"), root.join("moved")).unwrap();
+        fs::write(root.join("moved/.git/commondir"), "/elsewhere\n").unwrap();
+        let ph = root.join("ph");
+        fs::create_dir_all(&ph).unwrap();
+        fs::write(ph.join(".git"), "").unwrap();
+        let q = quarantine(std::slice::from_ref(&root), &before, &[ph.join(".git")]);
+        let from: Vec<&PathBuf> = q.iter().map(|(f, _)| f).collect();
+        assert!(from.contains(&&root.join("new/deep/.git")), "{q:?}");
+        assert!(from.contains(&&root.join("moved/.git")), "{q:?}");
+        assert!(!root.join("new/deep/.git").exists());
+        assert!(ph.join(".git").exists());
     }
 }

@@ -71,6 +71,11 @@ pub struct Planned {
     pub considered: Vec<Considered>,
     pub plan: LaunchPlan,
     pub report: EnforcementReport,
+    /// The launch-time repository scan of the writable roots (confined
+    /// write modes only): compared with a scan after the run.
+    pub repos: Option<crate::repos::Scan>,
+    /// Where each deny-read and protected path comes from (`--explain`).
+    pub origins: Vec<zot_policy::sandbox::Origin>,
 }
 
 /// Resolve `policy` to a backend, plan it, and check that the mode is
@@ -83,8 +88,10 @@ pub fn prepare(
     env: &[(OsString, OsString)],
 ) -> Result<Planned, SupervisorError> {
     let resolved = resolve(policy, choice)?;
-    let plan = plan::plan(policy, resolved.backend.kind().isolation(), env, &RealFs)
-        .map_err(SupervisorError::Plan)?;
+    let isolation = resolved.backend.kind().isolation();
+    let (policy, repos) = with_host_protections(policy, isolation, env);
+    let policy = &policy;
+    let plan = plan::plan(policy, isolation, env, &RealFs).map_err(SupervisorError::Plan)?;
     let skipped = resolved
         .considered
         .iter()
@@ -128,12 +135,69 @@ pub fn prepare(
             backend: resolved.backend.kind(),
         });
     }
+    if let Some(s) = repos.as_ref().filter(|s| !s.complete) {
+        report.notes.push(Note::ScanIncomplete { dirs: s.dirs });
+    }
+    if plan.isolation == zot_launcher::plan::Isolation::Namespaces {
+        for path in crate::host::exec_path_dirs(env, &policy.write_roots) {
+            report.notes.push(Note::PathReadOnly { path });
+        }
+    }
     Ok(Planned {
         backend: resolved.backend,
         considered: resolved.considered,
         plan,
         report,
+        repos,
+        origins: policy.origins.clone(),
     })
+}
+
+/// The policy plus what only the host can tell at launch: the git files of
+/// every repository inside the writable roots (a fresh scan) and the
+/// directories of the caller's `PATH` inside them.
+fn with_host_protections(
+    policy: &SandboxPolicy,
+    isolation: zot_launcher::plan::Isolation,
+    env: &[(OsString, OsString)],
+) -> (SandboxPolicy, Option<crate::repos::Scan>) {
+    use zot_launcher::plan::Isolation;
+    if policy.mode == SandboxMode::DangerFullAccess
+        || isolation == Isolation::None
+        || policy.write_roots.is_empty()
+    {
+        return (policy.clone(), None);
+    }
+    let mut p = policy.clone();
+    let scan = crate::repos::scan(&p.write_roots, crate::repos::SCAN_BUDGET);
+    let home = crate::host::homes(env).into_iter().next();
+    let globals = crate::host::git_global_configs(env);
+    let inside = |x: &std::path::Path| p.write_roots.iter().any(|r| x.starts_with(r));
+    let mut add: Vec<(PathBuf, &str)> = Vec::new();
+    for g in scan.protected(&globals, home.as_deref()) {
+        if inside(&g) {
+            add.push((g, "git: read as configuration or run by git"));
+        }
+    }
+    for d in crate::host::exec_path_dirs(env, &p.write_roots) {
+        add.push((
+            d,
+            "PATH: a directory of the caller's PATH inside a writable root",
+        ));
+    }
+    for (path, from) in add {
+        if !p.protected.contains(&path) {
+            p.protected.push(path.clone());
+        }
+        if p.origin(&path).is_none() {
+            p.origins.push(zot_policy::sandbox::Origin {
+                path,
+                rule: "protected".into(),
+                from: from.into(),
+            });
+        }
+    }
+    (p, Some(scan))
 }
 
 /// Roots a trusted helper binary must not live in.
@@ -275,29 +339,7 @@ pub fn resolve(policy: &SandboxPolicy, choice: BackendChoice) -> Result<Resolved
     let skip = |considered: &mut Vec<Considered>, backend, reason: String| {
         considered.push(Considered { backend, reason })
     };
-    // The bridge to the proxy is started by the native backend's PID 1;
-    // bwrap runs no process of ours before the command.
-    let proxied = matches!(
-        policy.network,
-        zot_policy::sandbox::NetworkPolicy::Proxied { .. }
-    );
-    const NO_BWRAP_PROXY: &str =
-        "bwrap backend: allowed hosts (the filtering proxy) are not supported with bwrap yet";
-    let find_bwrap = |p: &SandboxPolicy| {
-        if proxied {
-            Err(NO_BWRAP_PROXY.to_string())
-        } else {
-            find_bwrap(p)
-        }
-    };
     let backend = match choice {
-        BackendChoice::Bwrap if proxied => {
-            return Err(no_backend(
-                policy,
-                NO_BWRAP_PROXY.into(),
-                "use --backend native or --backend auto".into(),
-            ))
-        }
         BackendChoice::Bwrap => match find_bwrap(policy) {
             Ok(path) => Backend::Bwrap { path },
             Err(reason) => {
@@ -429,6 +471,7 @@ mod tests {
             network: NetworkPolicy::Off,
             env: EnvPolicy::default(),
             limits: Default::default(),
+            origins: vec![],
         }
     }
 

@@ -191,6 +191,9 @@ impl Ctx {
         std::fs::write(outside.join("victim"), "original\n").unwrap();
         std::fs::create_dir_all(home.join(".ssh")).unwrap();
         std::fs::write(home.join(".ssh/id_test"), "SECRET-KEY-MATERIAL\n").unwrap();
+        // zot's state dir (its journal lives there): present from the start,
+        // so every run sees the same view.
+        std::fs::create_dir_all(home.join(".local/state/zot")).unwrap();
         std::fs::write(home.join(".bashrc"), "# rc\n").unwrap();
         for p in [&ws, &outside, &home] {
             make_open(p);
@@ -525,8 +528,20 @@ pub fn git_hooks_and_config(ctx: &Ctx) {
 
 pub fn protected_paths_missing(ctx: &Ctx) {
     std::fs::remove_dir_all(ctx.ws.join(".git")).unwrap();
-    let script = "mkdir -p .git/hooks && echo ESCAPED; git init -q . 2>/dev/null && echo ESCAPED; mkdir .zot && echo ESCAPED; \
-                  echo x > .agents && echo ESCAPED; echo x > ro-dir/new && echo ESCAPED; echo BLOCKED";
+    // Inside a git work tree no `.git` placeholder is made (it would break
+    // git there): a repository created is renamed aside after the run
+    // instead (checked below: no `.git` on the host afterwards).
+    let in_work_tree = ctx.ws.ancestors().skip(1).any(|a| a.join(".git").exists());
+    let git = if in_work_tree {
+        "mkdir -p .git/hooks; git init -q . 2>/dev/null;"
+    } else {
+        "mkdir -p .git/hooks && echo ESCAPED; git init -q . 2>/dev/null && echo ESCAPED;"
+    };
+    let script = format!(
+        "{git} mkdir .zot && echo ESCAPED; \
+         echo x > .agents && echo ESCAPED; echo x > ro-dir/new && echo ESCAPED; echo BLOCKED"
+    );
+    let script = script.as_str();
     let o = ctx.sh("workspace-write", &["--read-only-path", "ro-dir"], script);
     expect_blocked(ctx, "create missing protected paths", &o);
     for p in [".git", ".zot", ".agents", "ro-dir"] {
@@ -1778,6 +1793,339 @@ pub fn report_is_printed(ctx: &Ctx) {
 }
 
 /// Generates one `#[test]` per attack, as root and as an unprivileged user.
+
+// ------------------------------------------------- credential stores, git, PATH
+
+pub fn credential_stores(ctx: &Ctx) {
+    let files = [
+        ".git-credentials",
+        ".config/gh/hosts.yml",
+        ".npmrc",
+        ".pypirc",
+        ".cargo/credentials.toml",
+        ".codex/auth.json",
+        ".claude/.credentials.json",
+        ".claude.json",
+        ".azure/accessTokens.json",
+        ".vault-token",
+        ".terraform.d/credentials.tfrc.json",
+        ".config/op/config",
+        ".password-store/x.gpg",
+        ".docker/config.json",
+        ".kube/config",
+        ".aws/credentials",
+        ".config/gcloud/credentials.db",
+        ".netrc",
+        ".gnupg/private-keys-v1.d/k.key",
+        ".mozilla/firefox/p.default/cookies.sqlite",
+        ".config/google-chrome/Default/Cookies",
+        ".config/chromium/Default/Cookies",
+        "notes/secret.txt",
+    ];
+    for f in files {
+        let p = ctx.home.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, "CREDENTIAL-MARKER\n").unwrap();
+    }
+    // The user's config file adds a path (and --explain says where from).
+    let cfg = ctx.home.join(".config/zot/config.toml");
+    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+    std::fs::write(&cfg, "[sandbox]\ndeny_read = [\"~/notes\"]\n").unwrap();
+    make_open(&ctx.home);
+    if ctx.unpriv && is_root() {
+        chown_r(&ctx.home, NOBODY);
+    }
+    let mut script = String::new();
+    for f in files {
+        script.push_str(&format!("cat {} 2>/dev/null; ", q(&ctx.home.join(f))));
+    }
+    script.push_str("cat /etc/shadow /etc/gshadow 2>/dev/null | head -c 200; echo BLOCKED");
+    let o = ctx.sh("workspace-write", &[], &script);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        !out.contains("CREDENTIAL-MARKER") && !out.contains("root:"),
+        "[{} {}] a credential store is readable:\n{}",
+        ctx.backend,
+        ctx.who(),
+        text(&o)
+    );
+    expect_blocked(ctx, "read credential stores", &o);
+    // The password database's home is protected too when HOME points
+    // elsewhere (or is unset): the real home of root has an ~/.ssh here.
+    let pw_home = if ctx.unpriv {
+        None
+    } else {
+        Some(PathBuf::from("/root"))
+    };
+    match pw_home.filter(|h| h.join(".ssh").is_dir()) {
+        Some(h) => {
+            let o = ctx.sh(
+                "read-only",
+                &[],
+                &format!("ls -a {} >/dev/null 2>&1 && ls -a {} | grep -v '^\\.' | head -1 | grep . && echo ESCAPED; echo BLOCKED", q(&h.join(".ssh")), q(&h.join(".ssh"))),
+            );
+            expect_blocked(
+                ctx,
+                "read the password database home's ~/.ssh with HOME elsewhere",
+                &o,
+            );
+        }
+        None => eprintln!("skip: no ~/.ssh in the password database home of this user"),
+    }
+    let mut c = ctx.zot();
+    c.args([
+        "debug",
+        "sandbox",
+        "--explain",
+        "--json",
+        "--mode",
+        "workspace-write",
+    ]);
+    let o = run_limited(c, Duration::from_secs(30));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("config.toml") || out.contains("notes"),
+        "{}",
+        text(&o)
+    );
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let o = Command::new("git")
+        .args([
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "user.name=t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}: {}", text(&o));
+}
+
+/// Every file git reads as configuration or runs, in repositories at any
+/// depth: read-only; the rest of `.git` writable.
+pub fn git_everything(ctx: &Ctx) {
+    let deep = ctx.ws.join("a/b/c/d/e/f/g/h/i/j/repo");
+    std::fs::create_dir_all(&deep).unwrap();
+    git(&deep, &["init", "-q"]);
+    git(&deep, &["config", "core.hooksPath", ".husky"]);
+    std::fs::create_dir_all(deep.join(".husky")).unwrap();
+    std::fs::write(deep.join(".husky/pre-commit"), "true\n").unwrap();
+    std::fs::create_dir_all(deep.join(".git/modules/sub/hooks")).unwrap();
+    std::fs::write(deep.join(".git/modules/sub/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(deep.join(".git/modules/sub/config"), "[core]\n").unwrap();
+    std::fs::create_dir_all(deep.join("sub")).unwrap();
+    std::fs::write(deep.join("sub/.git"), "gitdir: ../.git/modules/sub\n").unwrap();
+    std::fs::create_dir_all(deep.join(".git/worktrees/wt")).unwrap();
+    std::fs::write(deep.join(".git/worktrees/wt/gitdir"), "/elsewhere/.git\n").unwrap();
+    std::fs::write(deep.join(".git/config.worktree"), "").unwrap();
+    make_open(&ctx.ws);
+    if ctx.unpriv && is_root() {
+        chown_r(&ctx.ws, NOBODY);
+    }
+    let d = "a/b/c/d/e/f/g/h/i/j/repo";
+    let attempts = [
+        format!("echo evil > {d}/.git/hooks/pre-commit"),
+        format!("echo '[alias]' >> {d}/.git/config"),
+        format!("echo x > {d}/.git/config.worktree"),
+        format!("echo '*' > {d}/.git/info/exclude"),
+        format!("echo evil > {d}/.husky/pre-commit"),
+        format!("echo evil > {d}/.husky/post-checkout"),
+        format!("echo 'gitdir: /tmp/evil' > {d}/sub/.git"),
+        format!("echo x >> {d}/.git/modules/sub/config"),
+        format!("echo evil > {d}/.git/modules/sub/hooks/post-checkout"),
+        format!("echo /x > {d}/.git/worktrees/wt/gitdir"),
+        format!("rm -rf {d}/.husky"),
+    ];
+    // A missing commondir cannot be blocked (a placeholder breaks git): it
+    // is renamed aside after the run.
+    let mut script = format!("echo /x > {d}/.git/commondir; ");
+    for a in &attempts {
+        script.push_str(&format!("{a} 2>/dev/null && echo ESCAPED: {a:?}; "));
+    }
+    script.push_str(&format!(
+        "echo ok > {d}/.git/COMMIT_EDITMSG || exit 9; echo BLOCKED"
+    ));
+    let o = ctx.sh("workspace-write", &[], &script);
+    expect_blocked(ctx, "write git control files of a deep repository", &o);
+    assert_eq!(
+        std::fs::read_to_string(deep.join(".husky/pre-commit")).unwrap(),
+        "true\n"
+    );
+    assert!(!deep.join(".git/hooks/pre-commit").exists());
+    assert!(!deep.join(".git/commondir").exists());
+    assert!(!deep.join(".git/config").read_link().is_ok());
+    assert!(!std::fs::read_to_string(deep.join(".git/config"))
+        .unwrap()
+        .contains("[alias]"));
+    // --explain lists them
+    let mut c = ctx.zot();
+    c.args([
+        "debug",
+        "sandbox",
+        "--explain",
+        "--json",
+        "--mode",
+        "workspace-write",
+    ]);
+    let o = run_limited(c, Duration::from_secs(30));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(&format!("{d}/.husky"))
+            && out.contains(&format!("{d}/.git/modules/sub/hooks")),
+        "{}",
+        text(&o)
+    );
+}
+
+/// Controls: git status and git commit in a workspace that is a repository
+/// root, git status and log in one that is a subdirectory of a repository.
+pub fn git_commit_and_status_work(ctx: &Ctx) {
+    std::fs::remove_dir_all(ctx.ws.join(".git")).unwrap();
+    let proj = ctx.ws.join("proj");
+    std::fs::create_dir_all(proj.join("sub")).unwrap();
+    std::fs::write(proj.join("sub/a.txt"), "a\n").unwrap();
+    git(&proj, &["init", "-q"]);
+    git(&proj, &["add", "."]);
+    git(&proj, &["commit", "-qm", "init"]);
+    make_open(&ctx.ws);
+    if ctx.unpriv && is_root() {
+        chown_r(&ctx.ws, NOBODY);
+    }
+    let g = "git -c user.email=t@t -c user.name=t";
+    let o = ctx.sh(
+        "workspace-write",
+        &["--cwd", "proj"],
+        &format!("{g} status --short && echo b > b.txt && {g} add b.txt && {g} commit -qm second && {g} log --oneline | wc -l"),
+    );
+    expect_ok(ctx, "git status and commit at a repository root", &o);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains('2'),
+        "{}",
+        text(&o)
+    );
+    let o = ctx.sh(
+        "workspace-write",
+        &["--cwd", "proj/sub"],
+        &format!(
+            "{g} status --short && {g} log --oneline | wc -l && {g} rev-parse --show-toplevel"
+        ),
+    );
+    expect_ok(ctx, "git status in a repository subdirectory", &o);
+    assert!(
+        !proj.join("sub/.git").exists(),
+        "a .git placeholder was left in the work tree"
+    );
+}
+
+/// A repository created during the run (also by renaming its parent into
+/// place) is renamed aside after it, and reported.
+pub fn new_repo_quarantined(ctx: &Ctx) {
+    let o = ctx.sh(
+        "workspace-write",
+        &[],
+        "mkdir -p x/y && git init -q x/y && mkdir -p t/r && git init -q t/r && mv t u && echo BLOCKED",
+    );
+    expect_blocked(ctx, "create repositories during the run", &o);
+    for p in ["x/y/.git", "u/r/.git"] {
+        assert!(
+            !ctx.ws.join(p).exists(),
+            "{p} survived the run:\n{}",
+            text(&o)
+        );
+    }
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("x/y/.git") && err.contains("zot-quarantine"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// Placeholders of a run killed with SIGKILL are removed by the next zot
+/// invocation.
+pub fn placeholders_swept_after_sigkill(ctx: &Ctx) {
+    let mut c = ctx.zot();
+    c.args(ctx.sandbox_args("workspace-write"))
+        .args(["--", "/bin/sleep", "30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let zot_file = ctx.ws.join(".zot");
+    let t0 = std::time::Instant::now();
+    while !zot_file.exists() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(zot_file.exists(), "no placeholder appeared");
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(zot_file.exists(), "the killed run could not clean up");
+    let o = ctx.sh("read-only", &[], "true");
+    expect_ok(ctx, "the next run", &o);
+    assert!(
+        !zot_file.exists(),
+        "a killed run's placeholder was not swept"
+    );
+    assert!(!ctx.ws.join(".agents").exists());
+}
+
+/// A directory of the caller's PATH inside the workspace stays read-only.
+pub fn path_dirs_read_only(ctx: &Ctx) {
+    std::fs::create_dir_all(ctx.ws.join(".venv/bin")).unwrap();
+    std::fs::create_dir_all(ctx.ws.join("node_modules/.bin")).unwrap();
+    make_open(&ctx.ws);
+    if ctx.unpriv && is_root() {
+        chown_r(&ctx.ws, NOBODY);
+    }
+    let path = format!(
+        "{}:{}:/usr/local/bin:/usr/bin:/bin",
+        ctx.ws.join(".venv/bin").display(),
+        ctx.ws.join("node_modules/.bin").display()
+    );
+    let mut c = ctx.zot();
+    c.env("PATH", &path)
+        .args(ctx.sandbox_args("workspace-write"))
+        .args(["--report", "--", "/bin/sh", "-c"])
+        .arg("echo evil > .venv/bin/git && echo ESCAPED; echo evil > node_modules/.bin/python && echo ESCAPED; echo ok > other || exit 9; echo BLOCKED");
+    let o = run_limited(c, Duration::from_secs(30));
+    expect_blocked(ctx, "plant an executable in a PATH directory", &o);
+    assert!(!ctx.ws.join(".venv/bin/git").exists());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(".venv/bin"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// Only the real locale variables pass, and only with locale-name values.
+pub fn locale_env_filtered(ctx: &Ctx) {
+    let mut c = ctx.zot();
+    c.env("LC_ALL", "/tmp/evil-locale")
+        .env("LC_EVIL_TOKEN", "x")
+        .env("LC_TIME", "de_DE.UTF-8")
+        .args(ctx.sandbox_args("read-only"))
+        .args(["--", "/usr/bin/env"]);
+    let o = run_limited(c, Duration::from_secs(30));
+    expect_ok(ctx, "env", &o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("LANG=C.UTF-8") && out.contains("LC_TIME=de_DE.UTF-8"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        !out.contains("LC_ALL") && !out.contains("LC_EVIL_TOKEN"),
+        "{}",
+        text(&o)
+    );
+}
+
 #[macro_export]
 macro_rules! attack_tests {
     ($backend:expr; $($name:ident),* $(,)?) => {
@@ -1811,6 +2159,8 @@ macro_rules! attack_tests {
             orphan_grandchild_dies, timeout_kills_tree, output_flood_capped, signal_forwarding,
             signals_reach_the_process_group, exit_code_mapping,
             report_is_printed, sanity_unconfined_escapes,
+            credential_stores, git_everything, git_commit_and_status_work, new_repo_quarantined,
+            placeholders_swept_after_sigkill, path_dirs_read_only, locale_env_filtered,
         );
     };
 }

@@ -37,6 +37,15 @@ pub struct Args {
     /// Working directory to explain a mode for (default: the current directory)
     #[arg(long, requires = "explain")]
     cwd: Option<PathBuf>,
+    /// With --explain: the plan with connections allowed to HOST[:PORT] only,
+    /// through the filtering proxy (repeatable; as `zot sandbox --allow-host`)
+    #[arg(
+        long = "allow-host",
+        value_name = "HOST[:PORT]",
+        requires = "explain",
+        conflicts_with = "reference"
+    )]
+    allow_hosts: Vec<String>,
     /// Print a JSON document
     #[arg(long)]
     json: bool,
@@ -164,6 +173,14 @@ fn run_explain(args: &Args) -> anyhow::Result<u8> {
     let mut policy = policy;
     if args.reference.is_none() {
         policy.limits = super::sandbox::limits(None, None, None)?;
+        match super::sandbox::proxied_network(policy.mode, &args.allow_hosts) {
+            Ok(Some(n)) => policy.network = n,
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("zot: {e}");
+                return Ok(super::USAGE);
+            }
+        }
     }
     let ex = explain::explain(&policy, args.backend);
     if args.json {
@@ -242,6 +259,25 @@ fn explain_text(e: &Explanation) -> String {
             b.args.join(" ")
         ));
     }
+    // Only entries that apply here (existing deny-read paths, protected
+    // paths inside a writable root) come with their origin.
+    let shown: Vec<&zot_policy::sandbox::Origin> = e
+        .origins
+        .iter()
+        .filter(|o| {
+            if o.rule == "deny-read" {
+                o.path.exists()
+            } else {
+                plan.protected.contains(&o.path)
+            }
+        })
+        .collect();
+    if !shown.is_empty() {
+        s.push_str("where paths come from:\n");
+        for o in shown {
+            s.push_str(&format!("  {} {}: {}\n", o.rule, o.path.display(), o.from));
+        }
+    }
     let rules = landlock_rules::describe(&plan.landlock);
     if !rules.is_empty() {
         s.push_str(&format!(
@@ -295,7 +331,7 @@ fn explain_text(e: &Explanation) -> String {
         (zot_launcher::plan::NetworkPlan::Off, false) => "off: seccomp refuses non-AF_UNIX sockets, connect and addressed sendto".to_string(),
         (zot_launcher::plan::NetworkPlan::Host, _) => "host network".to_string(),
         (zot_launcher::plan::NetworkPlan::Proxied { socket, port, allow }, _) => format!(
-            "proxied: own network namespace with loopback only, no DNS server; the filtering proxy (outside) allows {allow}; reached through its socket {} (bound in) and a bridge on 127.0.0.1:{port} started by PID 1; HTTP_PROXY, HTTPS_PROXY, ALL_PROXY (and lower case) point at it, NO_PROXY is empty",
+            "proxied: own network namespace with loopback only, no DNS server; the filtering proxy (outside) allows {allow}; reached through its socket {} (bound in) and a bridge on 127.0.0.1:{port} that the launcher starts before the command, under its restrictions; HTTP_PROXY, HTTPS_PROXY, ALL_PROXY (and lower case) point at it, NO_PROXY is empty",
             socket.display()
         ),
     };

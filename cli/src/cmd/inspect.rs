@@ -36,11 +36,11 @@ pub fn permission_lines(m: &Manifest) -> Vec<(&'static str, String)> {
     };
     let mut net = list(&p.net.allow);
     if !p.net.allow.is_empty() {
-        net.push_str(" (not enforced yet: `zot run` refuses this agent)");
+        net.push_str(" (through zot's filtering proxy)");
     }
     let mut env = list(&p.env.read);
-    if !p.env.read.is_empty() {
-        env.push_str(" (not enforced yet: `zot run` refuses this agent)");
+    if p.env.read.iter().any(|e| e.ends_with('*')) {
+        env.push_str(" (a prefix is expanded against the environment when consent is asked)");
     }
     vec![
         ("fs read", list(&p.fs.read)),

@@ -190,6 +190,27 @@ pub fn canonical_lenient(path: &Path, base: &Path) -> anyhow::Result<PathBuf> {
 
 /// Compile the command line's sandbox options into a policy (canonicalizes
 /// paths, finds nested repositories in the writable roots).
+/// The network of `--allow-host HOST...` (none given: `None`); a usage
+/// error names the bad entry.
+pub fn proxied_network(
+    mode: SandboxMode,
+    hosts: &[String],
+) -> Result<Option<zot_policy::sandbox::NetworkPolicy>, String> {
+    if hosts.is_empty() {
+        return Ok(None);
+    }
+    if mode == SandboxMode::DangerFullAccess {
+        return Err(
+            "--allow-host does not apply to danger-full-access (it has the host network)".into(),
+        );
+    }
+    let allow = zot_policy::net::AllowList::parse(hosts).map_err(|e| format!("--allow-host {e}"))?;
+    Ok(Some(zot_policy::sandbox::NetworkPolicy::Proxied {
+        allow,
+        socket_dir: None,
+    }))
+}
+
 pub fn policy_from_args(
     mode: SandboxMode,
     cwd: Option<&Path>,
@@ -221,13 +242,36 @@ pub fn policy_from_args(
         .map(PathBuf::from)
         .filter(|h| h.is_absolute())
         .map(|h| std::fs::canonicalize(&h).unwrap_or(h));
-    let nested = if mode == SandboxMode::WorkspaceWrite {
-        let mut all = vec![cwd.clone()];
-        all.extend(roots.iter().cloned());
-        zot_supervisor::find_nested_repos(&all, 6, 20_000)
-    } else {
-        Vec::new()
+    // Also the password database's home: a caller with HOME unset or
+    // pointing elsewhere keeps the protection of their real home.
+    let user_home =
+        zot_supervisor::host::passwd_home().map(|h| std::fs::canonicalize(&h).unwrap_or(h));
+    // A config file this user cannot read (HOME pointing at another
+    // user's home) is not theirs: as if absent.
+    let loaded = match zot_agent::config::load() {
+        Err(zot_agent::RunError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::PermissionDenied =>
+        {
+            zot_agent::config::Loaded::default()
+        }
+        r => r?,
     };
+    let mut config_deny = Vec::new();
+    for p in &loaded.config.sandbox.deny_read {
+        let s = p.to_string_lossy();
+        let full = match s.strip_prefix('~') {
+            Some(rest) => match home.as_ref().or(user_home.as_ref()) {
+                Some(h) => h.join(rest.trim_start_matches('/')),
+                None => anyhow::bail!(
+                    "config sandbox.deny_read: {s}: no home directory to expand `~` with"
+                ),
+            },
+            None => p.clone(),
+        };
+        config_deny.push(canonical_lenient(&full, &here)?);
+    }
+    // The git files of every repository in the writable roots are added by
+    // the supervisor's launch-time scan (zot_supervisor::repos).
     let opts = SandboxOptions {
         cwd,
         home,
@@ -236,7 +280,12 @@ pub fn policy_from_args(
         deny_read: deny,
         network: net,
         env_allow: env_allow.to_vec(),
-        nested_repos: nested,
+        nested_repos: Vec::new(),
+        user_home,
+        config_deny_read: config_deny,
+        config_file: loaded.path.filter(|_| loaded.exists),
+        git_protected: Vec::new(),
+        exec_path: Vec::new(),
     };
     Ok(compile(mode, &opts)?)
 }
@@ -262,14 +311,13 @@ fn agent_view(args: &Args) -> anyhow::Result<SandboxPolicy> {
         .iter()
         .map(|r| canon(r, "--read-scope"))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let nested = zot_supervisor::find_nested_repos(&write_scopes, 6, 20_000);
     let opts = zot_policy::sandbox::AgentSandboxOptions {
         cwd,
         read_scopes,
         write_scopes,
         env_read: args.env_allow.clone(),
         network: args.net,
-        nested_repos: nested,
+        ..Default::default()
     };
     Ok(zot_policy::sandbox::agent_policy(&opts)?)
 }
@@ -305,24 +353,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             return Ok(SETUP_FAILURE);
         }
     };
-    if !args.allow_hosts.is_empty() {
-        if policy.mode == SandboxMode::DangerFullAccess {
-            eprintln!(
-                "zot: --allow-host does not apply to danger-full-access (it has the host network)"
-            );
+    match proxied_network(policy.mode, &args.allow_hosts) {
+        Ok(Some(n)) => policy.network = n,
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("zot: {e}");
             return Ok(super::USAGE);
         }
-        let allow = match zot_policy::net::AllowList::parse(&args.allow_hosts) {
-            Ok(a) => a,
-            Err(e) => {
-                eprintln!("zot: --allow-host {e}");
-                return Ok(super::USAGE);
-            }
-        };
-        policy.network = zot_policy::sandbox::NetworkPolicy::Proxied {
-            allow,
-            socket_dir: None,
-        };
     }
     let timeout = match args.timeout {
         Some(s) if !(s.is_finite() && s > 0.0) => {
@@ -350,6 +387,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         in_process: !args.exec_launcher,
         zot_as_launcher: args.exec_launcher,
         proxy_log: args.proxy_log.clone(),
+        // The proxy's directory is journaled: a killed run's is swept by the
+        // next zot process.
+        journal: zot_agent::home::zot_home()
+            .ok()
+            .map(|h| zot_supervisor::journal::for_process(&h)),
         cancel: None,
         on_output: None,
     };
@@ -386,6 +428,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             if outcome.timed_out {
                 eprintln!("zot: timed out; the command and its children were killed");
             }
+            for (from, to) in &outcome.quarantined {
+                eprintln!(
+                    "zot: warning: {} appeared during the run (git would use it on the host); renamed to {}",
+                    from.display(),
+                    to.display()
+                );
+            }
             if args.json {
                 let mut v = serde_json::json!({
                     "report": outcome.report,
@@ -396,6 +445,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 });
                 if !args.allow_hosts.is_empty() {
                     v["proxy"] = serde_json::json!(outcome.proxy);
+                }
+                if !outcome.quarantined.is_empty() {
+                    v["quarantined"] = serde_json::json!(outcome
+                        .quarantined
+                        .iter()
+                        .map(|(from, to)| serde_json::json!({"from": from, "to": to}))
+                        .collect::<Vec<_>>());
                 }
                 eprintln!("{v}");
             } else if args.report {

@@ -209,38 +209,6 @@ fn loopback_up() -> Result<(), NativeError> {
     }
 }
 
-/// The proxy's bridge: a process of its own (forked by PID 1 once the view
-/// is built, so the socket is visible) listening on `127.0.0.1:port`. It
-/// keeps nothing of PID 1 but its listener and drops every capability
-/// first: it faces the command's connections. It dies with the namespace.
-fn start_bridge(socket: &Path, port: u16) -> Result<(), NativeError> {
-    use std::os::fd::AsRawFd;
-    let listener = std::net::TcpListener::bind(("127.0.0.1", port))
-        .map_err(NativeError::sys("listening on the bridge's port"))?;
-    // SAFETY: PID 1 is single-threaded; the child only runs the bridge and
-    // exits.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(NativeError::sys("starting the proxy bridge")(errno()));
-    }
-    if pid > 0 {
-        return Ok(());
-    }
-    close_from(0, Some(listener.as_raw_fd()));
-    // SAFETY: prctl and capset with plain data; this process owns itself.
-    let dropped = unsafe {
-        let hdr = [0x2008_0522u32, 0]; // _LINUX_CAPABILITY_VERSION_3, self
-        let data = [0u32; 6];
-        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
-            && libc::syscall(libc::SYS_capset, hdr.as_ptr(), data.as_ptr()) == 0
-    };
-    if !dropped {
-        exit_now(EXIT_SETUP);
-    }
-    let _ = crate::bridge::serve(listener, socket, None);
-    exit_now(0);
-}
-
 /// What the command's process needs, prepared by PID 1 before the clone.
 struct CommandStart {
     tail: Vec<u8>,
@@ -348,9 +316,8 @@ fn pid1(
             plan.cwd.display()
         )));
     }
-    if let Some((socket, port)) = plan.network.proxy() {
-        start_bridge(socket, port)?;
-    }
+    // With a proxied network the tail starts the bridge, under the
+    // command's own restrictions.
     let tail = match tail_rx {
         // Compiled by the caller meanwhile.
         Some(rx) => {

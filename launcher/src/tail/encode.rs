@@ -88,8 +88,9 @@ fn landlock(plan: &LandlockPlan) -> Vec<u8> {
 }
 
 /// Encode a launch: `argv`, the complete environment (`K=V`), whether to
-/// start a new session, rlimits, the Landlock plan, the seccomp program
-/// and whether it asks the supervisor (`notify`).
+/// start a new session, rlimits, the Landlock plan, the seccomp program and
+/// whether it asks the supervisor (`notify`), the bridge to start (the
+/// proxy's socket, the port) with a proxied network.
 #[allow(clippy::too_many_arguments)]
 pub fn encode(
     argv: &[CString],
@@ -100,6 +101,7 @@ pub fn encode(
     pid_max: Option<u64>,
     lock: &LandlockPlan,
     seccomp: &[seccompiler::sock_filter],
+    bridge: Option<(&std::path::Path, u16)>,
 ) -> Vec<u8> {
     let mut w = W(Vec::with_capacity(4096));
     w.0.extend_from_slice(MAGIC);
@@ -130,6 +132,13 @@ pub fn encode(
         w.0.push(ins.jt);
         w.0.push(ins.jf);
         w.0.extend_from_slice(&ins.k.to_le_bytes());
+    }
+    match bridge {
+        Some((socket, port)) if port != 0 => {
+            w.u32(u32::from(port));
+            w.cstring(socket.as_os_str().as_encoded_bytes());
+        }
+        _ => w.u32(0),
     }
     w.0
 }

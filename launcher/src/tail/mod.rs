@@ -12,13 +12,16 @@
 //! parent re-check, a new session, every inherited fd above 2 close-on-exec,
 //! rlimits, every capability dropped, Landlock (best effort beyond ABI 1, or
 //! required), the signals a caller may handle reset and an empty mask,
-//! seccomp last; a status line and `execvpe` (PATH from the command's
+//! seccomp last; with a proxied network the bridge to the proxy (see
+//! [`bridge`]); a status line and `execvpe` (PATH from the command's
 //! environment, `/bin/sh` for a script without a shebang, like glibc).
 //!
 //! Everything the tail needs comes compiled in one buffer (see
 //! [`encode`](self::encode)): argv, the environment, rlimits, the Landlock
-//! rights per rule and per kernel ABI, the seccomp BPF program.
+//! rights per rule and per kernel ABI, the seccomp BPF program, the
+//! bridge's port and the proxy's socket.
 
+pub mod bridge;
 pub mod out;
 pub mod sys;
 
@@ -159,6 +162,9 @@ struct Tail<'a> {
     pid_max: u64,
     landlock: &'a [u8],
     seccomp: &'a [u8],
+    /// The bridge's port (0: no bridge) and the proxy's socket.
+    bridge_port: u16,
+    bridge_socket: *const u8,
 }
 
 fn decode(buf: &mut [u8]) -> Result<Tail<'_>, Fail> {
@@ -186,6 +192,16 @@ fn decode(buf: &mut [u8]) -> Result<Tail<'_>, Fail> {
     let landlock = r.take(landlock_len)?;
     let ninsn = r.u32()? as usize;
     let seccomp = r.take(ninsn.checked_mul(8).ok_or(BAD_SPEC)?)?;
+    let port = r.u32()?;
+    let bridge_port = u16::try_from(port).map_err(|_| BAD_SPEC)?;
+    let bridge_socket = if bridge_port != 0 {
+        r.cstring()?
+    } else {
+        core::ptr::null()
+    };
+    if r.pos != bytes.len() {
+        return Err(BAD_SPEC);
+    }
     Ok(Tail {
         flags,
         argv,
@@ -196,6 +212,8 @@ fn decode(buf: &mut [u8]) -> Result<Tail<'_>, Fail> {
         pid_max,
         landlock,
         seccomp,
+        bridge_port,
+        bridge_socket,
     })
 }
 
@@ -715,6 +733,14 @@ fn harden(t: &Tail, status_fd: i32) -> Result<Lock, Fail> {
         // struct sock_fprog: u16 len, then a pointer (8-aligned).
         let prog: [usize; 2] = [t.seccomp.len() / 8, t.seccomp.as_ptr() as usize];
         if t.flags & FLAG_NOTIFY != 0 {
+            // The bridge would ask the supervisor about its own connect to
+            // the proxy; and, forked from here, its memory is not one the
+            // supervisor may read on native (PID 1's, not dumpable). It
+            // starts now and installs the same program without the
+            // supervisor's part (what it had before this check existed).
+            if t.bridge_port != 0 {
+                bridge::start(t.bridge_port, t.bridge_socket, Some(t.seccomp))?;
+            }
             install_notify(&prog, status_fd)?;
             return Ok(lock);
         }
@@ -882,7 +908,13 @@ pub fn run(buf: &mut [u8], status_fd: i32) -> i32 {
             return EXIT_SETUP;
         }
     };
-    let lock = match harden(&t, status_fd) {
+    let lock = match harden(&t, status_fd).and_then(|l| {
+        // (With the supervisor's check, harden started it already.)
+        if t.bridge_port != 0 && t.flags & FLAG_NOTIFY == 0 {
+            bridge::start(t.bridge_port, t.bridge_socket, None)?;
+        }
+        Ok(l)
+    }) {
         Ok(l) => l,
         Err(f) => {
             let msg = status_failed(status_fd, &f);

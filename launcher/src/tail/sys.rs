@@ -30,9 +30,15 @@ pub mod nr {
     pub const LANDLOCK_ADD_RULE: usize = 445;
     pub const LANDLOCK_RESTRICT_SELF: usize = 446;
     pub const SOCKET: usize = 41;
+    pub const CONNECT: usize = 42;
     pub const SENDMSG: usize = 46;
+    pub const BIND: usize = 49;
+    pub const LISTEN: usize = 50;
     pub const CLONE: usize = 56;
     pub const WAIT4: usize = 61;
+    pub const PPOLL: usize = 271;
+    pub const ACCEPT4: usize = 288;
+    pub const PIDFD_OPEN: usize = 434;
     pub const PIPE2: usize = 293;
 }
 
@@ -63,9 +69,15 @@ pub mod nr {
     pub const LANDLOCK_ADD_RULE: usize = 445;
     pub const LANDLOCK_RESTRICT_SELF: usize = 446;
     pub const SOCKET: usize = 198;
+    pub const CONNECT: usize = 203;
     pub const SENDMSG: usize = 211;
+    pub const BIND: usize = 200;
+    pub const LISTEN: usize = 201;
     pub const CLONE: usize = 220;
     pub const WAIT4: usize = 260;
+    pub const PPOLL: usize = 73;
+    pub const ACCEPT4: usize = 242;
+    pub const PIDFD_OPEN: usize = 434;
     pub const PIPE2: usize = 59;
 }
 
@@ -131,6 +143,8 @@ pub const ENOSYS: i32 = 38;
 pub const EOPNOTSUPP: i32 = 95;
 pub const EBADF: i32 = 9;
 pub const EPIPE: i32 = 32;
+pub const EAGAIN: i32 = 11;
+pub const ECHILD: i32 = 10;
 
 pub const AT_FDCWD: isize = -100;
 pub const AT_EMPTY_PATH: usize = 0x1000;
@@ -148,8 +162,19 @@ pub const PR_SET_NO_NEW_PRIVS: usize = 38;
 pub const PR_CAP_AMBIENT: usize = 47;
 pub const PR_CAP_AMBIENT_CLEAR_ALL: usize = 4;
 pub const SIGKILL: usize = 9;
+pub const SIGCHLD: usize = 17;
 pub const SIG_SETMASK: usize = 2;
 pub const RLIMIT_NOFILE: usize = 7;
+
+pub const AF_UNIX: usize = 1;
+pub const AF_INET: usize = 2;
+pub const SOCK_STREAM: usize = 1;
+pub const SOCK_NONBLOCK: usize = 0o4000;
+pub const SOCK_CLOEXEC: usize = 0o2000000;
+pub const SOL_SOCKET: i32 = 1;
+pub const SCM_RIGHTS: i32 = 1;
+pub const MSG_NOSIGNAL: usize = 0x4000;
+pub const POLLIN: i16 = 1;
 
 pub const SECCOMP_SET_MODE_FILTER: usize = 1;
 pub const SECCOMP_FILTER_FLAG_NEW_LISTENER: usize = 1 << 3;
@@ -157,13 +182,8 @@ pub const SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV: usize = 1 << 5;
 
 pub const AF_NETLINK: usize = 16;
 pub const SOCK_RAW: usize = 3;
-pub const SOCK_CLOEXEC: usize = O_CLOEXEC;
 pub const NETLINK_SOCK_DIAG: usize = 4;
-pub const SOL_SOCKET: i32 = 1;
-pub const SCM_RIGHTS: i32 = 1;
-pub const MSG_NOSIGNAL: usize = 0x4000;
 pub const CLONE_FILES: usize = 0x400;
-pub const SIGCHLD: usize = 17;
 pub const LANDLOCK_CREATE_RULESET_VERSION: usize = 1;
 pub const LANDLOCK_RULE_PATH_BENEATH: usize = 1;
 

@@ -95,6 +95,14 @@ fn run(spec: Vec<u8>, image: bool) -> (String, Vec<LaunchStatus>, i32) {
 }
 
 fn spec(argv: &[&str], compat: LandlockCompat) -> Vec<u8> {
+    spec_with_bridge(argv, compat, None)
+}
+
+fn spec_with_bridge(
+    argv: &[&str],
+    compat: LandlockCompat,
+    bridge: Option<(&std::path::Path, u16)>,
+) -> Vec<u8> {
     let plan = crate::plan::SeccompPlan {
         enabled: true,
         foreign_arch: crate::plan::SeccompAction::KillProcess,
@@ -123,6 +131,7 @@ fn spec(argv: &[&str], compat: LandlockCompat) -> Vec<u8> {
         None,
         &landlock_plan(compat),
         &bpf,
+        bridge,
     )
 }
 
@@ -221,7 +230,7 @@ fn required_landlock_rule_on_a_missing_path_fails() {
         access: LandlockAccess::ReadWrite,
         must_exist: true,
     });
-    let s = super::encode::encode(&cs(&["true"]), &[], true, false, &[], None, &plan, &[]);
+    let s = super::encode::encode(&cs(&["true"]), &[], true, false, &[], None, &plan, &[], None);
     let (_, status, code) = run(s, false);
     assert_eq!(code, 125);
     assert!(
@@ -269,6 +278,7 @@ fn landlock_rules_on_files_and_directories() {
         None,
         &plan,
         &[],
+        None,
     );
     for image in [false, crate::launcher_image().is_some()] {
         let (out, status, code) = run(s.clone(), image);
@@ -320,6 +330,7 @@ fn notify_listener_comes_on_the_status_socket() {
         None,
         &landlock_plan(LandlockCompat::Off),
         &bpf,
+        None,
     );
     for image in [false, crate::launcher_image().is_some()] {
         let mut sv = [0; 2];
@@ -440,5 +451,114 @@ fn notify_plan() -> crate::plan::SeccompPlan {
             action: crate::plan::SeccompAction::Notify,
             any_of: vec![],
         }],
+    }
+}
+
+/// The bridge the tail starts: the command's connection to 127.0.0.1:PORT
+/// arrives at the proxy's socket, handed off by a process that has the
+/// command's restrictions (no_new_privs, seccomp, Landlock, no
+/// capabilities), is not the command's child, holds nothing else open and
+/// is gone once the command exits.
+#[test]
+fn the_bridge_hands_connections_over_under_the_commands_restrictions() {
+    use std::io::Write;
+    use std::os::unix::net::UnixListener;
+    if std::process::Command::new("python3").arg("-c").arg("").status().is_err() {
+        assert!(
+            std::env::var_os("ZOT_TEST_MUST_WORK").is_none(),
+            "python3 is needed"
+        );
+        eprintln!("SKIP: python3 is needed");
+        return;
+    }
+    for image in [false, crate::launcher_image().is_some()] {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("proxy.sock");
+        let ul = UnixListener::bind(&sock).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let client = format!(
+            "import socket,os; s=socket.create_connection(('127.0.0.1',{port})); \
+             s.sendall(b'hi %d' % os.getpid()); print(s.recv(100).decode())"
+        );
+        let spec = spec_with_bridge(
+            &["python3", "-c", &client],
+            LandlockCompat::BestEffort,
+            Some((&sock, port)),
+        );
+        let proxy = std::thread::spawn(move || {
+            let (u, _) = ul.accept().unwrap();
+            let cred = nix::sys::socket::getsockopt(&u, nix::sys::socket::sockopt::PeerCredentials)
+                .unwrap();
+            let bridge = cred.pid();
+            let status = std::fs::read_to_string(format!("/proc/{bridge}/status")).unwrap();
+            let fds: Vec<String> = std::fs::read_dir(format!("/proc/{bridge}/fd"))
+                .unwrap()
+                .map(|e| std::fs::read_link(e.unwrap().path()).unwrap().display().to_string())
+                .collect();
+            let mut b = [0u8; 1];
+            let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+            let mut iov = [std::io::IoSliceMut::new(&mut b)];
+            let msg = nix::sys::socket::recvmsg::<()>(
+                u.as_raw_fd(),
+                &mut iov,
+                Some(&mut space),
+                nix::sys::socket::MsgFlags::empty(),
+            )
+            .unwrap();
+            let fd = msg
+                .cmsgs()
+                .unwrap()
+                .find_map(|c| match c {
+                    nix::sys::socket::ControlMessageOwned::ScmRights(f) => Some(f[0]),
+                    _ => None,
+                })
+                .unwrap();
+            assert_eq!(b, [super::bridge::HANDOFF]);
+            // SAFETY: the descriptor just received.
+            let mut tcp = std::net::TcpStream::from(unsafe { OwnedFd::from_raw_fd(fd) });
+            let mut got = [0u8; 64];
+            let n = tcp.read(&mut got).unwrap();
+            let got = String::from_utf8_lossy(&got[..n]).to_string();
+            tcp.write_all(b"proxied").unwrap();
+            (bridge, status, fds, got)
+        });
+        let (out, st, code) = run(spec, image);
+        let (bridge, status, fds, got) = proxy.join().unwrap();
+        assert_eq!(code, 0, "{out} {st:?}");
+        assert_eq!(out.trim(), "proxied", "image {image}");
+        let command: i32 = got.strip_prefix("hi ").unwrap().parse().unwrap();
+        let field = |k: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(k))
+                .map(|v| v.trim().to_string())
+                .unwrap_or_default()
+        };
+        assert_eq!(field("NoNewPrivs:"), "1", "{status}");
+        assert_eq!(field("Seccomp:"), "2", "{status}");
+        assert_eq!(field("CapEff:"), "0000000000000000", "{status}");
+        assert_eq!(field("CapBnd:"), "0000000000000000", "{status}");
+        assert_ne!(field("PPid:"), command.to_string(), "{status}");
+        assert_ne!(bridge as i32, command);
+        // The listener, the command's pidfd (and, while handing off, the
+        // accepted connection and the one to the proxy): nothing of the
+        // command's (no stdout, no status pipe).
+        assert!(
+            fds.iter().filter(|l| l.as_str() == "anon_inode:[pidfd]").count() == 1
+                && fds.iter().all(|l| l.starts_with("socket:") || l == "anon_inode:[pidfd]"),
+            "{fds:?}"
+        );
+        // It exits with the command (PID 1 of the test's namespace reaps it).
+        let gone = (0..200).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            std::fs::read_to_string(format!("/proc/{bridge}/status"))
+                .map(|s| s.contains("State:\tZ"))
+                .unwrap_or(true)
+        });
+        assert!(gone, "the bridge outlived the command");
     }
 }

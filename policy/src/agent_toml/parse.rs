@@ -8,13 +8,13 @@ use base64::Engine as _;
 use serde_json::{Map, Value};
 
 use super::model::*;
-use crate::diagnostic::suggest;
 use super::paths::{check_agent_name, check_relative, is_credential_path, is_glob, normalize_dest};
 use super::secrets::{
     check_public_url, is_credential_key, is_env_binding, is_id_key, looks_like_resource_id,
     looks_like_secret,
 };
 use super::{Diagnostics, ManifestFormat, MAX_CHANNELS, MAX_FILE_BYTES};
+use crate::diagnostic::suggest;
 use crate::skill::split_front_matter;
 use crate::strict_json::StrictValue;
 
@@ -1338,4 +1338,3 @@ impl P {
         out
     }
 }
-

@@ -304,7 +304,12 @@ pub(crate) fn git_sub_action_exec(sub: &str, action: &str) -> bool {
 
 // ---------------------------------------------------------------- tools
 
-grammar!(TAR, "tar", Getopt, true, "A|catenate|concatenate c|create d|diff|compare delete \
+grammar!(
+    TAR,
+    "tar",
+    Getopt,
+    true,
+    "A|catenate|concatenate c|create d|diff|compare delete \
     r|append t|list test-label u|update x|extract|get C|directory=!w f|file= force-local \
     j|bzip2 J|xz z|gzip|gunzip|ungzip Z|compress|uncompress a|auto-compress lzip lzma lzop \
     zstd I|use-compress-program=!x v|verbose k|keep-old-files keep-newer-files \
@@ -329,32 +334,62 @@ grammar!(TAR, "tar", Getopt, true, "A|catenate|concatenate c|create d|diff|compa
     K|starting-file= unquote no-unquote seek n no-seek restrict record-size= one-top-level? \
     hole-detection= add-file= verbatim-files-from no-verbatim-files-from ignore-command-error \
     no-ignore-command-error no-auto-compress check-device no-check-device help usage version \
-    ");
+    "
+);
 
-grammar!(SED, "sed", Getopt, true, "n|quiet|silent debug e|expression= f|file=!x \
+grammar!(
+    SED,
+    "sed",
+    Getopt,
+    true,
+    "n|quiet|silent debug e|expression= f|file=!x \
     follow-symlinks i|in-place? l|line-length= b|binary posix E|r|regexp-extended \
-    s|separate sandbox u|unbuffered z|null-data help version");
+    s|separate sandbox u|unbuffered z|null-data help version"
+);
 
 // gawk and mawk: gawk's long options and short letters, mawk's `-W`.
 // Neither permutes (gawk's optstring starts with `+`).
-grammar!(AWK, "awk", Getopt, false, "f|file=!x F|field-separator= v|assign= \
+grammar!(
+    AWK,
+    "awk",
+    Getopt,
+    false,
+    "f|file=!x F|field-separator= v|assign= \
     b|characters-as-bytes c|traditional C|copyright d|dump-variables?!w D|debug?!x \
     e|source= E|exec=!x g|gen-pot h|help i|include=!x I|trace k|csv l|load=!x L|lint? \
     M|bignum N|use-lc-numeric n|non-decimal-data o|pretty-print?!w O|optimize \
     p|profile?!w P|posix r|re-interval s|no-optimize S|sandbox t|lint-old V|version \
-    W= usage");
+    W= usage"
+);
 // mawk's `-W` values (mawk accepts unique prefixes of them too).
-grammar!(MAWK_W, "mawk -W", Getopt, false, "exec=!x version dump interactive posix_space \
-    random= sprintf= usage help repetitions traditional posix");
+grammar!(
+    MAWK_W,
+    "mawk -W",
+    Getopt,
+    false,
+    "exec=!x version dump interactive posix_space \
+    random= sprintf= usage help repetitions traditional posix"
+);
 
-grammar!(SORT, "sort", Getopt, true, "b|ignore-leading-blanks d|dictionary-order \
+grammar!(
+    SORT,
+    "sort",
+    Getopt,
+    true,
+    "b|ignore-leading-blanks d|dictionary-order \
     f|ignore-case g|general-numeric-sort i|ignore-nonprinting M|month-sort \
     h|human-numeric-sort n|numeric-sort R|random-sort random-source= r|reverse sort= \
     V|version-sort batch-size= c|check? C compress-program=!x debug files0-from= k|key= \
     m|merge o|output=!w s|stable S|buffer-size= t|field-separator= T|temporary-directory= \
-    parallel= u|unique z|zero-terminated help version");
+    parallel= u|unique z|zero-terminated help version"
+);
 
-grammar!(RG, "rg", Exact, true, "A|after-context= B|before-context= C|context= c|count \
+grammar!(
+    RG,
+    "rg",
+    Exact,
+    true,
+    "A|after-context= B|before-context= C|context= c|count \
     count-matches color= colors= column no-column context-separator= no-context-separator \
     field-context-separator= field-match-separator= F|fixed-strings no-fixed-strings \
     L|follow no-follow g|glob= iglob= glob-case-insensitive no-glob-case-insensitive h|help \
@@ -372,9 +407,15 @@ grammar!(RG, "rg", Exact, true, "A|after-context= B|before-context= C|context= c
     E|encoding= engine= auto-hybrid-regex crlf no-crlf trim no-trim b|byte-offset binary \
     no-binary a|text no-text one-file-system no-one-file-system no-unicode unicode \
     dfa-size-limit= regex-size-limit= pre=!x pre-glob= hostname-bin=!x hyperlink-format= \
-    debug trace V|version");
+    debug trace V|version"
+);
 
-grammar!(FD, "fd", Exact, true, "H|hidden no-hidden I|no-ignore ignore no-ignore-vcs \
+grammar!(
+    FD,
+    "fd",
+    Exact,
+    true,
+    "H|hidden no-hidden I|no-ignore ignore no-ignore-vcs \
     no-ignore-parent u|unrestricted s|case-sensitive i|ignore-case g|glob regex \
     F|fixed-strings and= a|absolute-path relative-path l|list-details L|follow no-follow \
     p|full-path 0|print0 d|max-depth= min-depth= exact-depth= E|exclude= prune t|type= \
@@ -382,19 +423,37 @@ grammar!(FD, "fd", Exact, true, "H|hidden no-hidden I|no-ignore ignore no-ignore
     changed-before|change-older-than|older= o|owner= c|color= j|threads= x|exec=!x \
     X|exec-batch=!x batch-size= ignore-file= base-directory= path-separator= search-path= \
     strip-cwd-prefix? max-results= 1 q|quiet show-errors one-file-system format= h|help \
-    V|version hyperlink?");
+    V|version hyperlink?"
+);
 
-grammar!(SPLIT, "split", Getopt, true, "a|suffix-length= additional-suffix= b|bytes= \
+grammar!(
+    SPLIT,
+    "split",
+    Getopt,
+    true,
+    "a|suffix-length= additional-suffix= b|bytes= \
     C|line-bytes= d numeric-suffixes? x hex-suffixes? e|elide-empty-files filter=!x \
-    l|lines= n|number= t|separator= u|unbuffered verbose help version");
+    l|lines= n|number= t|separator= u|unbuffered verbose help version"
+);
 
-grammar!(ZIP, "zip", Getopt, true, "r|recurse-paths q|quiet v|verbose j|junk-paths \
+grammar!(
+    ZIP,
+    "zip",
+    Getopt,
+    true,
+    "r|recurse-paths q|quiet v|verbose j|junk-paths \
     u|update f|freshen d|delete y|symlinks T|test D|no-dir-entries X|no-extra 0 1 2 3 4 5 \
     6 7 8 9 x|exclude= i|include= e|encrypt P|password= l|to-crlf o|latest-time \
     b|temp-path= n|suffixes= A|adjust-sfx F|fix g|grow m|move R|recurse-patterns \
-    S|system-files O|output-file=!w h|help unzip-command=!x");
+    S|system-files O|output-file=!w h|help unzip-command=!x"
+);
 
-grammar!(RSYNC, "rsync", Getopt, true, "a|archive r|recursive v|verbose q|quiet \
+grammar!(
+    RSYNC,
+    "rsync",
+    Getopt,
+    true,
+    "a|archive r|recursive v|verbose q|quiet \
     z|compress n|dry-run u|update l|links L|copy-links copy-unsafe-links safe-links \
     k|copy-dirlinks K|keep-dirlinks p|perms E|executability t|times U|atimes N|crtimes \
     O|omit-dir-times J|omit-link-times o|owner g|group D devices specials copy-devices \
@@ -412,48 +471,133 @@ grammar!(RSYNC, "rsync", Getopt, true, "a|archive r|recursive v|verbose q|quiet 
     numeric-ids 8|8-bit-output 4|ipv4 6|ipv6 s|secluded-args protect-args old-args \
     blocking-io outbuf= password-file= address= sockopts= iconv= stop-after= stop-at= \
     fuzzy y compare-dest= copy-dest= link-dest= fake-super super no-o no-g no-p no-t \
-    version help");
+    version help"
+);
 
 // ---------------------------------------------------------------- wrappers
 
-grammar!(ENV, "env", Getopt, false, "i|ignore-environment 0|null u|unset= C|chdir= \
+grammar!(
+    ENV,
+    "env",
+    Getopt,
+    false,
+    "i|ignore-environment 0|null u|unset= C|chdir= \
     S|split-string= v|debug default-signal? ignore-signal? block-signal? \
-    list-signal-handling help version");
+    list-signal-handling help version"
+);
 grammar!(NICE, "nice", Getopt, false, "n|adjustment= help version");
-grammar!(IONICE, "ionice", Getopt, false, "c|class= n|classdata= p|pid= P|pgid= t|ignore \
-    u|uid= h|help V|version");
-grammar!(TIMEOUT, "timeout", Getopt, false, "s|signal= k|kill-after= f|foreground \
-    p|preserve-status v|verbose help version");
+grammar!(
+    IONICE,
+    "ionice",
+    Getopt,
+    false,
+    "c|class= n|classdata= p|pid= P|pgid= t|ignore \
+    u|uid= h|help V|version"
+);
+grammar!(
+    TIMEOUT,
+    "timeout",
+    Getopt,
+    false,
+    "s|signal= k|kill-after= f|foreground \
+    p|preserve-status v|verbose help version"
+);
 grammar!(NOHUP, "nohup", Getopt, false, "help version");
 grammar!(BUILTIN, "builtin", Exact, false, "");
-grammar!(GNU_TIME, "time", Getopt, false, "p|portability v|verbose q|quiet a|append \
-    o|output=!w f|format= help V|version");
-grammar!(STDBUF, "stdbuf", Getopt, false, "i|input= o|output= e|error= help version");
-grammar!(SETSID, "setsid", Getopt, false, "c|ctty f|fork w|wait h|help V|version");
-grammar!(CHRT, "chrt", Getopt, false, "a|all-tasks b|batch d|deadline e|ext f|fifo i|idle \
+grammar!(
+    GNU_TIME,
+    "time",
+    Getopt,
+    false,
+    "p|portability v|verbose q|quiet a|append \
+    o|output=!w f|format= help V|version"
+);
+grammar!(
+    STDBUF,
+    "stdbuf",
+    Getopt,
+    false,
+    "i|input= o|output= e|error= help version"
+);
+grammar!(
+    SETSID,
+    "setsid",
+    Getopt,
+    false,
+    "c|ctty f|fork w|wait h|help V|version"
+);
+grammar!(
+    CHRT,
+    "chrt",
+    Getopt,
+    false,
+    "a|all-tasks b|batch d|deadline e|ext f|fifo i|idle \
     o|other r|rr R|reset-on-fork v|verbose m|max p|pid T|sched-runtime= P|sched-period= \
-    D|sched-deadline= h|help V|version");
-grammar!(TASKSET, "taskset", Getopt, false, "a|all-tasks c|cpu-list p|pid h|help V|version");
-grammar!(FLOCK, "flock", Getopt, false, "s|shared e|x|exclusive u|unlock n|nb|nonblock \
+    D|sched-deadline= h|help V|version"
+);
+grammar!(
+    TASKSET,
+    "taskset",
+    Getopt,
+    false,
+    "a|all-tasks c|cpu-list p|pid h|help V|version"
+);
+grammar!(
+    FLOCK,
+    "flock",
+    Getopt,
+    false,
+    "s|shared e|x|exclusive u|unlock n|nb|nonblock \
     w|wait|timeout= E|conflict-exit-code= o|close c|command= F|no-fork verbose h|help \
-    V|version");
+    V|version"
+);
 grammar!(COMMAND, "command", Exact, false, "p v V");
 grammar!(EXEC, "exec", Exact, false, "c l a=");
-grammar!(XARGS, "xargs", Getopt, false, "0|null a|arg-file= d|delimiter= E= e|eof? I= \
+grammar!(
+    XARGS,
+    "xargs",
+    Getopt,
+    false,
+    "0|null a|arg-file= d|delimiter= E= e|eof? I= \
     i|replace? L= l|max-lines? n|max-args= P|max-procs= s|max-chars= o|open-tty \
     p|interactive r|no-run-if-empty t|verbose x|exit process-slot-var= show-limits help \
-    version");
-grammar!(CHROOT, "chroot", Getopt, false, "userspec= groups= skip-chdir help version");
-grammar!(WATCH, "watch", Getopt, false, "d|differences? n|interval= p|precise t|no-title \
+    version"
+);
+grammar!(
+    CHROOT,
+    "chroot",
+    Getopt,
+    false,
+    "userspec= groups= skip-chdir help version"
+);
+grammar!(
+    WATCH,
+    "watch",
+    Getopt,
+    false,
+    "d|differences? n|interval= p|precise t|no-title \
     b|beep e|errexit g|chgexit q|equexit= c|color C|no-color x|exec w|no-wrap|no-linewrap \
-    r|no-rerun f|follow s|shotsfile= h|help v|version");
+    r|no-rerun f|follow s|shotsfile= h|help v|version"
+);
 grammar!(DOAS, "doas", Exact, false, "n L s u= C=");
-grammar!(PKEXEC, "pkexec", Getopt, false, "disable-internal-agent keep-cwd user= help version");
-grammar!(SUDO, "sudo", Getopt, false, "A|askpass b|background B|bell C|close-from= \
+grammar!(
+    PKEXEC,
+    "pkexec",
+    Getopt,
+    false,
+    "disable-internal-agent keep-cwd user= help version"
+);
+grammar!(
+    SUDO,
+    "sudo",
+    Getopt,
+    false,
+    "A|askpass b|background B|bell C|close-from= \
     D|chdir= E|preserve-env? e|edit!x g|group= H|set-home h|host? i|login!x K|remove-timestamp \
     k|reset-timestamp l|list n|non-interactive N|no-update P|preserve-groups p|prompt= \
     R|chroot= r|role= S|stdin s|shell!x t|type= T|command-timeout= U|other-user= u|user= \
-    V|version v|validate help");
+    V|version v|validate help"
+);
 
 #[cfg(test)]
 mod tests {
@@ -466,7 +610,9 @@ mod tests {
             &IONICE, &TIMEOUT, &NOHUP, &BUILTIN, &GNU_TIME, &STDBUF, &SETSID, &CHRT, &TASKSET,
             &FLOCK, &COMMAND, &EXEC, &XARGS, &CHROOT, &WATCH, &DOAS, &PKEXEC, &SUDO,
         ];
-        for s in ["status", "log", "commit", "push", "fetch", "clone", "archive", "help"] {
+        for s in [
+            "status", "log", "commit", "push", "fetch", "clone", "archive", "help",
+        ] {
             all.push(git_sub(s).unwrap());
         }
         for g in all {

@@ -140,7 +140,10 @@ impl Grammar {
 /// The result of matching one long option name.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum LongMatch<'g> {
-    Found { opt: &'g OptDef, negated: bool },
+    Found {
+        opt: &'g OptDef,
+        negated: bool,
+    },
     Unknown,
     /// Several options share the prefix: their canonical names.
     Ambiguous(Vec<&'g OptDef>),
@@ -474,7 +477,12 @@ mod tests {
 
     #[test]
     fn clusters_values_and_permutation() {
-        let g = Grammar::new("sed", Abbrev::Getopt, true, "n|quiet e|expression= i|in-place?!w");
+        let g = Grammar::new(
+            "sed",
+            Abbrev::Getopt,
+            true,
+            "n|quiet e|expression= i|in-place?!w",
+        );
         let p = parse(&g, &words("s/a/b/ file -ne p -i.bak"));
         assert_eq!(p.operands.len(), 2);
         assert!(p.has("quiet") && p.has("in-place"));

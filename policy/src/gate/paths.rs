@@ -109,10 +109,10 @@ fn normalize_unquoted(t: &str) -> NormPath<'_> {
     let mut parts: Vec<Cow<'_, str>> = Vec::new();
     let mut relative = false;
     let mut from_home = false;
-    let rest = if let Some(r) = ["$HOME", "${HOME}"]
-        .iter()
-        .find_map(|h| t.strip_prefix(h).filter(|r| r.is_empty() || r.starts_with('/')))
-    {
+    let rest = if let Some(r) = ["$HOME", "${HOME}"].iter().find_map(|h| {
+        t.strip_prefix(h)
+            .filter(|r| r.is_empty() || r.starts_with('/'))
+    }) {
         from_home = true;
         parts.extend([Cow::Borrowed("home"), Cow::Borrowed(HOME_USER)]);
         r
@@ -281,21 +281,59 @@ mod tests {
     #[test]
     fn home_and_root_forms_normalise() {
         for p in [
-            "/", "//", "/./", "/usr/..", "~", "~/", "~/.", "~/./", "~/..", "~/../..", "$HOME",
-            "\"$HOME\"/", "${HOME}/.", "/home", "/etc/", "/./etc", "//etc//", "~root", "~bob",
-            "~/*", "/*", "/usr/*", "..", "../..", "../../../../../../etc", "../../../..",
-            "/home/bob/", "/home/*",
+            "/",
+            "//",
+            "/./",
+            "/usr/..",
+            "~",
+            "~/",
+            "~/.",
+            "~/./",
+            "~/..",
+            "~/../..",
+            "$HOME",
+            "\"$HOME\"/",
+            "${HOME}/.",
+            "/home",
+            "/etc/",
+            "/./etc",
+            "//etc//",
+            "~root",
+            "~bob",
+            "~/*",
+            "/*",
+            "/usr/*",
+            "..",
+            "../..",
+            "../../../../../../etc",
+            "../../../..",
+            "/home/bob/",
+            "/home/*",
         ] {
             assert!(is_dangerous_path(&w(p)), "{p}");
         }
-        for p in ["./x", "x", "../build", "~/src/x", "/tmp/x", "/usr/local/src/x", "src/.."] {
+        for p in [
+            "./x",
+            "x",
+            "../build",
+            "~/src/x",
+            "/tmp/x",
+            "/usr/local/src/x",
+            "src/..",
+        ] {
             assert!(!is_dangerous_path(&w(p)), "{p}");
         }
     }
 
     #[test]
     fn devices_and_start_files_are_write_targets() {
-        for p in ["/dev/sda", "//dev/sda", "/./dev/sda", "/dev/../dev/nvme0n1", "/proc/sysrq-trigger"] {
+        for p in [
+            "/dev/sda",
+            "//dev/sda",
+            "/./dev/sda",
+            "/dev/../dev/nvme0n1",
+            "/proc/sysrq-trigger",
+        ] {
             assert!(is_device_write_target(p), "{p}");
         }
         for p in ["/dev/null", "/dev/fd/1", "/dev/stderr", "dev/sda"] {
@@ -314,7 +352,14 @@ mod tests {
         ] {
             assert!(write_target_danger(p).is_some(), "{p}");
         }
-        for p in ["/tmp/x", "out.txt", "~/notes.txt", "/dev/null", "/var/tmp/x", "/proc/self/fd/2"] {
+        for p in [
+            "/tmp/x",
+            "out.txt",
+            "~/notes.txt",
+            "/dev/null",
+            "/var/tmp/x",
+            "/proc/self/fd/2",
+        ] {
             assert!(write_target_danger(p).is_none(), "{p}");
         }
     }

@@ -441,7 +441,10 @@ pub(crate) fn check_command(ctx: &mut Ctx, words: &[Word], open: bool) -> Rules 
     }
     if rules == Rules::RunsCode && ctx.allowlist() {
         let inert = matches!(
-            args.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().as_slice(),
+            args.iter()
+                .map(|w| w.text.as_str())
+                .collect::<Vec<_>>()
+                .as_slice(),
             ["--version" | "-V" | "--help" | "-h" | "-version"]
         );
         if !inert {
@@ -459,9 +462,7 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
         let target = operands(args).into_iter().next();
         let risky = match target {
             None => true,
-            Some(w) => {
-                is_dangerous_path(w) || w.text.split('/').all(|p| p == ".." || p.is_empty())
-            }
+            Some(w) => is_dangerous_path(w) || w.text.split('/').all(|p| p == ".." || p.is_empty()),
         };
         if risky {
             ctx.cd_danger = Some(target.map_or("~".to_string(), |w| w.text.clone()));
@@ -500,12 +501,14 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
             if long_flag(args, "--no-preserve-root", 6) {
                 ctx.danger(format!("`{base} --no-preserve-root`"));
             }
-            let recursive = short_flag(args, 'r')
-                || short_flag(args, 'R')
-                || long_flag(args, "--recursive", 4);
+            let recursive =
+                short_flag(args, 'r') || short_flag(args, 'R') || long_flag(args, "--recursive", 4);
             for w in operands(args) {
                 if paths::is_dangerous_glob(w) {
-                    ctx.danger(format!("`{base}` of `{}` wipes a system or home directory", w.text));
+                    ctx.danger(format!(
+                        "`{base}` of `{}` wipes a system or home directory",
+                        w.text
+                    ));
                 }
             }
             if recursive && base == "rm" {
@@ -541,14 +544,23 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
         }
         "mkswap" | "wipefs" | "blkdiscard" | "sfdisk" | "fdisk" | "cfdisk" | "parted"
         | "sgdisk" | "gdisk" | "mformat" | "sg_format" | "sg_sanitize" | "flashrom"
-        | "killall5" => ctx.danger(format!("`{base}` rewrites disks, firmware or every process")),
+        | "killall5" => ctx.danger(format!(
+            "`{base}` rewrites disks, firmware or every process"
+        )),
         _ if base.starts_with("mkfs")
             || base.starts_with("mke2fs")
             || base.starts_with("newfs")
             || matches!(
                 base,
-                "mkdosfs" | "mkexfatfs" | "mkntfs" | "mkudffs" | "mkreiserfs" | "mke4fs"
-                    | "mkhfs" | "mkjfs" | "mkxfs"
+                "mkdosfs"
+                    | "mkexfatfs"
+                    | "mkntfs"
+                    | "mkudffs"
+                    | "mkreiserfs"
+                    | "mke4fs"
+                    | "mkhfs"
+                    | "mkjfs"
+                    | "mkxfs"
             ) =>
         {
             ctx.danger(format!("`{base}` formats a filesystem"))
@@ -557,7 +569,12 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
             if operands(args).iter().any(|w| {
                 matches!(
                     w.text.to_ascii_lowercase().as_str(),
-                    "luksformat" | "erase" | "lukserase" | "reencrypt" | "luksremovekey" | "lukskillslot"
+                    "luksformat"
+                        | "erase"
+                        | "lukserase"
+                        | "reencrypt"
+                        | "luksremovekey"
+                        | "lukskillslot"
                 )
             }) {
                 ctx.danger("`cryptsetup` destroys an encrypted volume's keys");
@@ -635,7 +652,10 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
             }
             if base == "mv" {
                 if let Some(w) = ops.iter().rev().skip(1).find(|w| is_dangerous_path(w)) {
-                    ctx.danger(format!("`mv` of `{}` moves a system or home directory", w.text));
+                    ctx.danger(format!(
+                        "`mv` of `{}` moves a system or home directory",
+                        w.text
+                    ));
                 }
             }
         }
@@ -690,14 +710,14 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
                     rest = &rest[1..]; // `-1` is SIGHUP when a pid follows
                 }
             }
-            if base == "kill"
-                && rest
-                    .iter()
-                    .any(|w| matches!(w.text.as_str(), "-1" | "1"))
-            {
+            if base == "kill" && rest.iter().any(|w| matches!(w.text.as_str(), "-1" | "1")) {
                 ctx.danger("`kill` of every process (`-1`) or of init (`1`)");
             }
-            if base != "kill" && args.iter().any(|w| matches!(w.text.as_str(), "init" | "systemd" | "." | "-1")) {
+            if base != "kill"
+                && args
+                    .iter()
+                    .any(|w| matches!(w.text.as_str(), "init" | "systemd" | "." | "-1"))
+            {
                 ctx.danger(format!("`{base}` of init or of every process"));
             }
         }
@@ -753,14 +773,21 @@ fn git_danger(ctx: &mut Ctx, args: &[Word]) {
             if force {
                 ctx.danger("`git push --force` rewrites remote history");
             }
-            if p.has("delete") || p.has("prune") || p.operands.iter().any(|w| w.text.starts_with(':') || w.text.contains(":") && w.text.starts_with("+:")) {
+            if p.has("delete")
+                || p.has("prune")
+                || p.operands.iter().any(|w| {
+                    w.text.starts_with(':') || w.text.contains(":") && w.text.starts_with("+:")
+                })
+            {
                 ctx.danger("`git push --delete` (or `:branch`, `--prune`) deletes remote branches");
             }
         }
         "reset" if p.has("hard") || p.has("merge") || p.has("keep") => {
             ctx.danger("`git reset --hard` discards uncommitted work")
         }
-        "clean" if (p.has("force") || p.has("d") || p.has("x") || p.has("X")) && !p.has("dry-run") => {
+        "clean"
+            if (p.has("force") || p.has("d") || p.has("x") || p.has("X")) && !p.has("dry-run") =>
+        {
             ctx.danger("`git clean` deletes untracked files for good")
         }
         "checkout" | "restore" | "switch" if p.has("force") && sub != "restore" => {
@@ -787,9 +814,16 @@ fn program_rules(ctx: &mut Ctx, base: &str, args: &[Word], _open: bool) -> Rules
         "split" => generic(ctx, &grammars::SPLIT, "split", args),
         "zip" => {
             if let Some(w) = args.iter().find(|w| w.text.starts_with("-TT")) {
-                ctx.risky(format!("`zip {}` sets the program that tests the archive", w.text));
+                ctx.risky(format!(
+                    "`zip {}` sets the program that tests the archive",
+                    w.text
+                ));
             }
-            let args: Vec<Word> = args.iter().filter(|w| !w.text.starts_with("-TT")).cloned().collect();
+            let args: Vec<Word> = args
+                .iter()
+                .filter(|w| !w.text.starts_with("-TT"))
+                .cloned()
+                .collect();
             generic(ctx, &grammars::ZIP, "zip", &args)
         }
         "rsync" => {
@@ -848,7 +882,10 @@ fn program_rules(ctx: &mut Ctx, base: &str, args: &[Word], _open: bool) -> Rules
                 }
                 i += if with_value(last) { 2 } else { 1 };
             }
-            let ops: Vec<&str> = args[i.min(args.len())..].iter().map(|w| w.text.as_str()).collect();
+            let ops: Vec<&str> = args[i.min(args.len())..]
+                .iter()
+                .map(|w| w.text.as_str())
+                .collect();
             match base {
                 "read" => names.extend(ops),
                 "getopts" => names.extend(ops.get(1)),
@@ -861,25 +898,34 @@ fn program_rules(ctx: &mut Ctx, base: &str, args: &[Word], _open: bool) -> Rules
         }
         "vi" | "vim" | "nvim" | "view" | "vimdiff" | "gvim" | "ex" | "rvim" => {
             if let Some(w) = args.iter().find(|w| {
-                w.text.starts_with('+') || matches!(w.text.as_str(), "-c" | "--cmd" | "-S" | "-s" | "-W" | "-w")
+                w.text.starts_with('+')
+                    || matches!(w.text.as_str(), "-c" | "--cmd" | "-S" | "-s" | "-W" | "-w")
             }) {
                 ctx.risky(format!("`{base} {}` runs editor commands", w.text));
             }
             Rules::RunsCode
         }
         _ if family_of(base) == "sqlite" => {
-            let dot = args.iter().find(|w| w.text.trim_start().starts_with('.') && w.text.len() > 1 && !w.text.starts_with("./"));
+            let dot = args.iter().find(|w| {
+                w.text.trim_start().starts_with('.')
+                    && w.text.len() > 1
+                    && !w.text.starts_with("./")
+            });
             if let Some(w) = dot {
                 ctx.risky(format!("`{base}` dot-command `{}` (`.shell`, `.system`, `.output` run programs or write files)", w.text));
             } else if args.iter().any(|w| w.text == "-cmd" || w.text == "-init") {
                 ctx.risky(format!("`{base} -cmd`/`-init` runs dot-commands"));
             } else if operands(args).len() < 2 {
-                ctx.unknown(format!("`{base}` reads commands from stdin (`.shell` runs programs)"));
+                ctx.unknown(format!(
+                    "`{base}` reads commands from stdin (`.shell` runs programs)"
+                ));
             }
             Rules::RunsCode
         }
         "ed" | "red" => {
-            ctx.unknown(format!("`{base}` reads commands from stdin (`!` runs programs)"));
+            ctx.unknown(format!(
+                "`{base}` reads commands from stdin (`!` runs programs)"
+            ));
             Rules::RunsCode
         }
         _ if runs_code_by_design(base) => Rules::RunsCode,
@@ -941,7 +987,11 @@ fn record(ctx: &mut Ctx, p: &Parsed, what: &str) {
             Effect::Exec => ctx.risky(format!("{shown} runs a program or code")),
             Effect::Write => {
                 ctx.restrict(format!("{shown} writes a file"));
-                if let Some(why) = h.value.as_ref().and_then(|v| paths::write_target_danger(&v.text)) {
+                if let Some(why) = h
+                    .value
+                    .as_ref()
+                    .and_then(|v| paths::write_target_danger(&v.text))
+                {
                     ctx.danger(format!("{shown} {why}"));
                 }
             }
@@ -1019,7 +1069,9 @@ fn git_rules(ctx: &mut Ctx, args: &[Word]) -> Rules {
                 ctx.risky("`git --exec-path` changes where git finds its programs")
             }
             "exec-path" => {}
-            "git-dir" => ctx.risky("`git --git-dir` can point at a repository whose config runs programs"),
+            "git-dir" => {
+                ctx.risky("`git --git-dir` can point at a repository whose config runs programs")
+            }
             _ => {
                 let one = Parsed {
                     hits: vec![opts::Hit {
@@ -1100,7 +1152,10 @@ fn git_rules(ctx: &mut Ctx, args: &[Word]) -> Rules {
                 || matches!(action, "get" | "list")
                 || (p.operands.len() == 1 && !action.is_empty());
             if !reads {
-                let key = if matches!(action, "set" | "unset" | "edit" | "rename-section" | "remove-section") {
+                let key = if matches!(
+                    action,
+                    "set" | "unset" | "edit" | "rename-section" | "remove-section"
+                ) {
                     p.operands.get(1).map(|w| w.text.as_str()).unwrap_or("")
                 } else {
                     action
@@ -1213,7 +1268,10 @@ fn sed_rules(ctx: &mut Ctx, args: &[Word]) -> Rules {
     let sandbox = p.has("sandbox");
     for s in scripts {
         if s.dynamic {
-            ctx.risky(format!("the `sed` script `{}` depends on expansion", s.text));
+            ctx.risky(format!(
+                "the `sed` script `{}` depends on expansion",
+                s.text
+            ));
             continue;
         }
         match sed_script_issues(&s.text) {
@@ -1255,7 +1313,9 @@ fn awk_rules(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
                     ctx.risky(format!("`{base} -W {item}` runs a program file"))
                 }
                 opts::LongMatch::Found { .. } => {}
-                _ => ctx.restrict(format!("`{base} -W {item}` is not an option the gate knows")),
+                _ => ctx.restrict(format!(
+                    "`{base} -W {item}` is not an option the gate knows"
+                )),
             }
         }
     }
@@ -1270,7 +1330,9 @@ fn awk_rules(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
     for prog in programs {
         let text = prog.text.as_str();
         if prog.dynamic {
-            ctx.risky(format!("the `{base}` program `{text}` depends on expansion"));
+            ctx.risky(format!(
+                "the `{base}` program `{text}` depends on expansion"
+            ));
             continue;
         }
         if text.contains("system")
@@ -1297,7 +1359,9 @@ fn awk_rules(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
 fn awk_indirect_call(text: &str) -> bool {
     let b = text.as_bytes();
     b.iter().enumerate().any(|(i, &c)| {
-        c == b'@' && b.get(i + 1).is_some_and(|n| n.is_ascii_alphabetic() || *n == b'_')
+        c == b'@'
+            && b.get(i + 1)
+                .is_some_and(|n| n.is_ascii_alphabetic() || *n == b'_')
     })
 }
 
@@ -1511,4 +1575,3 @@ pub(crate) fn sed_script_issues(script: &str) -> Result<Vec<SedIssue>, String> {
     }
     Ok(issues)
 }
-

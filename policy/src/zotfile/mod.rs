@@ -938,4 +938,3 @@ fn strict_json(bytes: &[u8]) -> Result<Value, String> {
     de.end().map_err(|e| format!("not valid JSON: {e}"))?;
     Ok(v.0)
 }
-

@@ -20,6 +20,7 @@ mod sys;
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
@@ -50,12 +51,28 @@ pub(crate) struct Server {
 
 impl Server {
     /// Serve the sandbox whose launcher reports on `status` (our end of the
-    /// status socket); `shared_net`: it uses the host's network namespace.
-    pub(crate) fn start(status: OwnedFd, shared_net: bool) -> std::io::Result<Server> {
+    /// status socket); `shared_net`: it uses the host's network namespace;
+    /// `allowed`: host sockets it may reach (the filtering proxy's), opened
+    /// now.
+    pub(crate) fn start(
+        status: OwnedFd,
+        shared_net: bool,
+        allowed: &[&std::path::Path],
+    ) -> std::io::Result<Server> {
+        let allowed = allowed
+            .iter()
+            .map(|p| {
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_PATH)
+                    .open(p)
+                    .map(OwnedFd::from)
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
         let (stop_r, stop_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         let thread = std::thread::Builder::new()
             .name("zot-notify".into())
-            .spawn(move || serve(status, stop_r, shared_net))?;
+            .spawn(move || serve(status, stop_r, shared_net, allowed))?;
         Ok(Server {
             stop: stop_w,
             thread,
@@ -177,7 +194,8 @@ struct Serving {
     calls: u64,
 }
 
-fn serve(status: OwnedFd, stop: OwnedFd, shared_net: bool) -> Served {
+fn serve(status: OwnedFd, stop: OwnedFd, shared_net: bool, allowed: Vec<OwnedFd>) -> Served {
+    let mut allowed = Some(allowed);
     sys::drop_thread_capabilities();
     let mut out = Served::default();
     let mut status_open = true;
@@ -209,7 +227,11 @@ fn serve(status: OwnedFd, stop: OwnedFd, shared_net: bool) -> Served {
                     serving = Some(Serving {
                         pool: Pool::new(listener.clone()),
                         listener,
-                        state: State::new(own::Own::new(diag, shared_net)),
+                        state: State::new(own::Own::new(
+                            diag,
+                            shared_net,
+                            allowed.take().unwrap_or_default(),
+                        )),
                         calls: 0,
                     });
                 }

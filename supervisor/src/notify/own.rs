@@ -202,18 +202,29 @@ pub(super) struct Own {
     pub pidns: Option<u64>,
     /// Own socket files found before, pinned.
     known: HashMap<(u64, u64), OwnedFd>,
+    /// Host sockets the plan lets the sandbox reach (the filtering proxy's),
+    /// pinned when the run started.
+    allowed: HashMap<(u64, u64), OwnedFd>,
 }
 
 /// At most this many remembered inodes (then the memory starts over).
 const KNOWN_MAX: usize = 4096;
 
 impl Own {
-    pub(super) fn new(diag: OwnedFd, shared_net: bool) -> Own {
+    pub(super) fn new(diag: OwnedFd, shared_net: bool, allowed: Vec<OwnedFd>) -> Own {
+        let allowed = allowed
+            .into_iter()
+            .filter_map(|f| {
+                let st = super::sys::fstat(&f).ok()?;
+                Some(((st.st_dev, st.st_ino), f))
+            })
+            .collect();
         Own {
             diag,
             shared_net,
             pidns: None,
             known: HashMap::new(),
+            allowed,
         }
     }
 
@@ -228,7 +239,7 @@ impl Own {
     /// by the sandbox.
     pub(super) fn path_is_own(&mut self, file: &OwnedFd, st: &libc::stat) -> Result<bool, i32> {
         let key = (st.st_dev, st.st_ino);
-        if self.known.contains_key(&key) {
+        if self.known.contains_key(&key) || self.allowed.contains_key(&key) {
             return Ok(true);
         }
         let want = (kernel_dev(st.st_dev), st.st_ino as u32);

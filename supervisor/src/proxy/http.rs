@@ -41,6 +41,8 @@ fn header_safe(s: &str) -> String {
         .collect()
 }
 
+/// Callers record the decision first: the answer lingers (below), and a
+/// run that ends meanwhile stops the proxy, which would cut the record.
 async fn respond(stream: &mut impl Client, status: u16, text: &str, reason: &str) {
     let body = format!("zot proxy: {reason}\n");
     let head = format!(
@@ -201,8 +203,14 @@ pub(crate) async fn serve(
         }
         if buf.len() >= limit {
             let reason = format!("request head larger than {limit} bytes");
+            deny(
+                shared,
+                &Request::http_unknown(),
+                None,
+                reason.clone(),
+                since,
+            );
             respond(&mut stream, 431, "Request Header Fields Too Large", &reason).await;
-            deny(shared, &Request::http_unknown(), None, reason, since);
             return;
         }
         let old = buf.len();
@@ -215,8 +223,14 @@ pub(crate) async fn serve(
                     "request head not complete within {}s",
                     shared.limits.handshake_timeout.as_secs_f32()
                 );
+                deny(
+                    shared,
+                    &Request::http_unknown(),
+                    None,
+                    reason.clone(),
+                    since,
+                );
                 respond(&mut stream, 408, "Request Timeout", &reason).await;
-                deny(shared, &Request::http_unknown(), None, reason, since);
                 return;
             }
         }
@@ -224,8 +238,14 @@ pub(crate) async fn serve(
     let p = match parse(&buf[..end]) {
         Ok(p) => p,
         Err(b) => {
+            deny(
+                shared,
+                &Request::http_unknown(),
+                None,
+                b.reason.clone(),
+                since,
+            );
             respond(&mut stream, b.status, b.text, &b.reason).await;
-            deny(shared, &Request::http_unknown(), None, b.reason, since);
             return;
         }
     };
@@ -240,16 +260,16 @@ pub(crate) async fn serve(
     };
     if busy {
         let reason = Denial::Busy.to_string();
+        deny(shared, &req, None, reason.clone(), since);
         respond(&mut stream, 503, "Service Unavailable", &reason).await;
-        deny(shared, &req, None, reason, since);
         return;
     }
     let (upstream, addr, rule) = match dial::dial(shared, &p.host, p.port).await {
         Dialed::Connected { stream, addr, rule } => (stream, addr, rule),
         Dialed::Denied { denial, rule } => {
             let reason = denial.to_string();
+            deny(shared, &req, rule, reason.clone(), since);
             respond(&mut stream, 403, "Forbidden", &reason).await;
-            deny(shared, &req, rule, reason, since);
             return;
         }
         Dialed::Failed { failure, rule } => {
@@ -258,16 +278,16 @@ pub(crate) async fn serve(
                 Failure::Timeout { .. } => (504, "Gateway Timeout"),
                 _ => (502, "Bad Gateway"),
             };
-            respond(&mut stream, status, text, &reason).await;
             shared.audit.write(record(
                 &req,
                 Decision::Allow,
                 None,
                 Some(rule),
-                Some(reason),
+                Some(reason.clone()),
                 None,
                 since,
             ));
+            respond(&mut stream, status, text, &reason).await;
             return;
         }
     };
