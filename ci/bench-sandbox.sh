@@ -8,6 +8,7 @@
 # for zot the largest of the supervisor and the processes it waited for).
 # Measure on a quiet machine: the load average is printed with the figures.
 # Usage: ci/bench-sandbox.sh [ROUNDS]   (release build; default 300)
+# BASELINE=path/to/other/zot adds that binary's bwrap and native launches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-300}"
@@ -18,7 +19,7 @@ ZOT="$PWD/target/release/zot"
 WS="$(mktemp -d "$PWD/target/bench-ws-XXXXXX")"
 trap 'rm -rf "$WS"' EXIT
 mkdir -p "$WS/.git/hooks" && echo '[core]' > "$WS/.git/config"
-python3 ci/bench_launch.py "$ZOT" "$WS" "$N" --extra
+python3 ci/bench_launch.py "$ZOT" "$WS" "$N" --extra ${BASELINE:+--baseline "$BASELINE"}
 echo
 echo "peak RSS (KiB, GNU time %M, max of 5 runs):"
 cd "$WS"

@@ -9,7 +9,10 @@ Plain bwrap gets exactly the arguments zot's bwrap backend renders from the
 plan (`zot debug sandbox --explain --json --backend bwrap`), so the only
 difference is zot itself: its supervisor, the launcher inside, the hardening.
 
-usage: bench_launch.py ZOT WORKSPACE ROUNDS [--extra]
+usage: bench_launch.py ZOT WORKSPACE ROUNDS [--extra] [--baseline OTHER_ZOT]
+
+--baseline adds the bwrap and native launches of another zot binary (one
+built before a change) to the same interleaved rounds.
 """
 import json
 import os
@@ -20,6 +23,9 @@ import time
 
 zot, ws, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 extra = "--extra" in sys.argv[4:]
+baseline = None
+if "--baseline" in sys.argv[4:]:
+    baseline = sys.argv[sys.argv.index("--baseline") + 1]
 env = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "HOME": os.environ.get("HOME", "/root"),
@@ -43,6 +49,9 @@ variants = {
     "zot --backend native": [zot, "sandbox", "--backend", "native", "--mode", "workspace-write", "--", "/bin/true"],
     "zot danger-full-access": [zot, "sandbox", "--mode", "danger-full-access", "--", "/bin/true"],
 }
+if baseline:
+    for b in ["bwrap", "native"]:
+        variants[f"baseline --backend {b}"] = [baseline, "sandbox", "--backend", b, "--mode", "workspace-write", "--", "/bin/true"]
 if extra:
     # What one more glibc process in the chain costs here (a C exec wrapper):
     # the floor for anything that starts the command itself.
@@ -104,6 +113,10 @@ print()
 print(f"bwrap backend / plain bwrap:  {bw:.2f}x (per-round median {paired('zot --backend bwrap', plain):.2f}x; target <= 1.30x)")
 print(f"native backend / plain bwrap: {nat:.2f}x (per-round median {paired('zot --backend native', plain):.2f}x; target <= 0.80x)")
 print(f"danger-full-access - bare exec: {danger:+.2f} ms (target <= +1.00 ms)")
+if baseline:
+    for b in ["bwrap", "native"]:
+        d = statistics.median(res[f"zot --backend {b}"]) - statistics.median(res[f"baseline --backend {b}"])
+        print(f"{b}: this zot - baseline: {d:+.2f} ms (per-round median ratio {paired(f'zot --backend {b}', f'baseline --backend {b}'):.3f}x)")
 if extra:
     wrap = statistics.median(res["env /bin/true (exec wrapper)"]) - statistics.median(res["bare /bin/true"])
     print(f"  (a C exec wrapper, env /bin/true: {wrap:+.2f} ms)")

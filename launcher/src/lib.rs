@@ -92,6 +92,9 @@ pub enum LaunchStatus {
     Failed { stage: String, message: String },
     /// `execve` failed with `errno`.
     ExecFailed { errno: i32, message: String },
+    /// The seccomp listener (and a netlink socket of the sandbox's network
+    /// namespace) came with this line, as `SCM_RIGHTS`.
+    Notify,
 }
 
 /// Why the launcher could not set up the sandbox.
@@ -292,6 +295,7 @@ impl Prepared {
             &self.argv,
             &self.env,
             true,
+            seccomp::notifies(&self.plan.seccomp),
             &self.plan.rlimits,
             self.plan.pid_max,
             &self.plan.landlock,

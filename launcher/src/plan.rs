@@ -370,6 +370,11 @@ pub enum SeccompAction {
     Enosys,
     /// Kill the process.
     KillProcess,
+    /// Stop the call and ask the supervisor (seccomp user notification):
+    /// it performs the call itself on a copy of the arguments, or refuses
+    /// it. The filter is installed with a listener the launcher passes to
+    /// the supervisor before `execve`.
+    Notify,
 }
 
 impl SeccompAction {
@@ -378,6 +383,7 @@ impl SeccompAction {
             SeccompAction::Eperm => "EPERM",
             SeccompAction::Enosys => "ENOSYS",
             SeccompAction::KillProcess => "kill",
+            SeccompAction::Notify => "the supervisor decides",
         }
     }
 }
@@ -571,6 +577,12 @@ pub enum Gap {
     /// Without a mount namespace the private tmpfs (and its size limit)
     /// does not exist: writes go where Landlock allows them.
     NoTmpfsLimit,
+    /// The kernel (or the host's ptrace policy) does not let the supervisor
+    /// check `connect`/`sendto`/`sendmsg` (seccomp user notification,
+    /// `pidfd_getfd`, `openat2`): host sockets bound before the launch are
+    /// masked, but one a host process binds later in a visible directory,
+    /// or one bound in another network namespace, stays reachable.
+    HostSocketsAfterLaunch,
 }
 
 /// The part of the confinement a [`Gap`] weakens.
@@ -588,10 +600,8 @@ impl Gap {
         match self {
             Gap::ProtectedPathsWritable | Gap::DenyReadCarved => Area::Filesystem,
             Gap::NoPidNamespace => Area::Pid,
-            Gap::HostUnixSockets => Area::Filesystem,
-            Gap::NoProcessLimit | Gap::NoTmpfsLimit | Gap::NoProcessLimitForRoot => {
-                Area::Limits
-            }
+            Gap::HostUnixSockets | Gap::HostSocketsAfterLaunch => Area::Filesystem,
+            Gap::NoProcessLimit | Gap::NoTmpfsLimit | Gap::NoProcessLimitForRoot => Area::Limits,
         }
     }
 
@@ -599,11 +609,11 @@ impl Gap {
     pub fn level(self) -> Level {
         match self {
             Gap::ProtectedPathsWritable | Gap::HostUnixSockets => Level::Partial,
-            Gap::DenyReadCarved => Level::Full,
+            // What bwrap and native guaranteed before the supervisor could
+            // check connects: reported, not a downgrade of the mode.
+            Gap::DenyReadCarved | Gap::HostSocketsAfterLaunch => Level::Full,
             Gap::NoPidNamespace => Level::None,
-            Gap::NoProcessLimit | Gap::NoTmpfsLimit | Gap::NoProcessLimitForRoot => {
-                Level::Partial
-            }
+            Gap::NoProcessLimit | Gap::NoTmpfsLimit | Gap::NoProcessLimitForRoot => Level::Partial,
         }
     }
 
@@ -629,6 +639,9 @@ impl Gap {
             }
             Gap::HostUnixSockets => {
                 "network: host unix sockets (docker, ssh-agent, dbus) stay reachable by path without a mount namespace"
+            }
+            Gap::HostSocketsAfterLaunch => {
+                "network: the supervisor cannot check connect/sendto/sendmsg here (seccomp user notification, pidfd_getfd or openat2 missing, see `zot debug sandbox --check`): host unix sockets bound after the launch in a visible directory, or in another network namespace, stay reachable"
             }
         }
     }

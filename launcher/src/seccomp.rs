@@ -57,6 +57,7 @@ const SYSCALLS: &[(&str, i64)] = &[
     ("connect", libc::SYS_connect),
     ("sendto", libc::SYS_sendto),
     ("sendmsg", libc::SYS_sendmsg),
+    ("sendmmsg", libc::SYS_sendmmsg),
     ("shmget", libc::SYS_shmget),
     ("shmat", libc::SYS_shmat),
     ("shmdt", libc::SYS_shmdt),
@@ -91,12 +92,34 @@ fn arch() -> TargetArch {
     }
 }
 
+/// seccompiler has no user-notification action: its programs return
+/// `SECCOMP_RET_TRACE | NOTIFY_MARK` for it, rewritten to
+/// `SECCOMP_RET_USER_NOTIF` after compiling ([`mark_to_notify`]).
+const NOTIFY_MARK: u32 = 0x2a07;
+
 fn action(a: SeccompAction) -> seccompiler::SeccompAction {
     match a {
         SeccompAction::Eperm => seccompiler::SeccompAction::Errno(libc::EPERM as u32),
         SeccompAction::Enosys => seccompiler::SeccompAction::Errno(libc::ENOSYS as u32),
         SeccompAction::KillProcess => seccompiler::SeccompAction::KillProcess,
+        SeccompAction::Notify => seccompiler::SeccompAction::Trace(NOTIFY_MARK),
     }
+}
+
+fn mark_to_notify(prog: &mut BpfProgram) {
+    let ret = (libc::BPF_RET | libc::BPF_K) as u16;
+    for ins in prog.iter_mut() {
+        if ins.code == ret && ins.k == libc::SECCOMP_RET_TRACE | NOTIFY_MARK {
+            ins.k = libc::SECCOMP_RET_USER_NOTIF;
+        }
+    }
+}
+
+/// The plan stops some calls for the supervisor (seccomp user
+/// notification): the tail installs the filter with a listener and passes
+/// it on.
+pub fn notifies(plan: &SeccompPlan) -> bool {
+    plan.enabled && plan.rules.iter().any(|r| r.action == SeccompAction::Notify)
 }
 
 fn condition(c: &ArgCmp) -> Result<SeccompCondition, LaunchError> {
@@ -148,6 +171,9 @@ pub fn compile(plan: &SeccompPlan) -> Result<Vec<BpfProgram>, LaunchError> {
             }
         }
     }
+    // The supervisor is asked last: a call another rule refuses never
+    // reaches it (as the kernel orders ERRNO before USER_NOTIF).
+    by_action.sort_by_key(|(a, _)| *a == SeccompAction::Notify);
     let mut progs = Vec::new();
     for (act, map) in by_action {
         if map.is_empty() {
@@ -164,7 +190,11 @@ pub fn compile(plan: &SeccompPlan) -> Result<Vec<BpfProgram>, LaunchError> {
             arch(),
         )
         .map_err(LaunchError::SeccompCompile)?;
-        progs.push(filter.try_into().map_err(LaunchError::SeccompCompile)?);
+        let mut prog: BpfProgram = filter.try_into().map_err(LaunchError::SeccompCompile)?;
+        if act == SeccompAction::Notify {
+            mark_to_notify(&mut prog);
+        }
+        progs.push(prog);
     }
     // seccompiler's filters kill on a foreign architecture; any other
     // action for it would need a filter of our own.
@@ -216,6 +246,7 @@ fn x32_filter(a: SeccompAction) -> BpfProgram {
         SeccompAction::Eperm => libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
         SeccompAction::Enosys => libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
         SeccompAction::KillProcess => libc::SECCOMP_RET_KILL_PROCESS,
+        SeccompAction::Notify => libc::SECCOMP_RET_USER_NOTIF,
     };
     let ld = |k| sock_filter {
         code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
@@ -409,6 +440,58 @@ mod tests {
             d.contains(&"unshare: EPERM when arg0 has CLONE_NEWUSER".to_string()),
             "{d:?}"
         );
+    }
+
+    /// The notify rules return SECCOMP_RET_USER_NOTIF, and only for what
+    /// they name: without a listener the kernel answers those with ENOSYS.
+    #[test]
+    fn notify_rules_stop_only_what_they_name() {
+        let p = plan(vec![
+            Rule {
+                syscalls: vec!["ptrace".into()],
+                action: SeccompAction::Eperm,
+                any_of: vec![],
+            },
+            Rule {
+                syscalls: vec!["connect".into(), "sendmsg".into()],
+                action: SeccompAction::Notify,
+                any_of: vec![],
+            },
+            Rule {
+                syscalls: vec!["sendto".into()],
+                action: SeccompAction::Notify,
+                any_of: vec![cmp(4, ArgWidth::Bits64, ArgOp::Ne, 0, "NULL")],
+            },
+        ]);
+        assert!(notifies(&p));
+        let prog = &compile(&p).unwrap()[0];
+        assert!(prog
+            .iter()
+            .any(|i| i.k == libc::SECCOMP_RET_USER_NOTIF && i.code == 6));
+        assert!(!prog
+            .iter()
+            .any(|i| i.k & libc::SECCOMP_RET_ACTION_FULL == libc::SECCOMP_RET_TRACE));
+        assert!(in_child(p.clone(), || unsafe {
+            let mut sv = [0; 2];
+            libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, sv.as_mut_ptr());
+            let plain = libc::send(sv[0], b"x".as_ptr().cast(), 1, 0) == 1;
+            let addr: libc::sockaddr_un = std::mem::zeroed();
+            let to = libc::sendto(
+                sv[0],
+                b"x".as_ptr().cast(),
+                1,
+                0,
+                (&addr as *const libc::sockaddr_un).cast(),
+                2,
+            ) == -1
+                && errno() == libc::ENOSYS;
+            let conn = libc::connect(sv[0], (&addr as *const libc::sockaddr_un).cast(), 2) == -1
+                && errno() == libc::ENOSYS;
+            let ptrace =
+                libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) == -1 && errno() == libc::EPERM;
+            plain && to && conn && ptrace
+        }));
+        assert!(describe(&p).contains(&"connect, sendmsg: the supervisor decides".to_string()));
     }
 
     #[test]

@@ -202,6 +202,12 @@ pub struct SeccompProbe {
     pub current_mode: Option<u32>,
     pub error: Option<String>,
     pub hint: Option<String>,
+    /// The supervisor can decide on calls of the sandbox itself: seccomp
+    /// user notification, `pidfd_open`/`pidfd_getfd`, `openat2`, and a
+    /// ptrace policy that lets it take the sandbox's sockets.
+    pub user_notify: bool,
+    /// What is missing for `user_notify`.
+    pub user_notify_missing: Option<String>,
 }
 
 /// Result of the bubblewrap probe.
@@ -426,11 +432,14 @@ fn probe_seccomp() -> SeccompProbe {
         )
     };
     if ret == 0 {
+        let notify = probe_user_notify(current_mode);
         return SeccompProbe {
             available: true,
             current_mode,
             error: None,
             hint: None,
+            user_notify: notify.is_ok(),
+            user_notify_missing: notify.err(),
         };
     }
     let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
@@ -445,7 +454,80 @@ fn probe_seccomp() -> SeccompProbe {
         current_mode,
         error: Some(std::io::Error::from_raw_os_error(errno).to_string()),
         hint: Some(hint.into()),
+        user_notify: false,
+        user_notify_missing: Some("no seccomp filters".into()),
     }
+}
+
+/// What the supervisor needs to decide on the sandbox's `connect` and
+/// `sendmsg` calls itself; the first thing missing, if any. Cheap: a few
+/// syscalls with harmless arguments, and one forked child only when this
+/// process already runs under a seccomp filter (a listener of an outer
+/// sandbox makes a second one fail with EBUSY).
+fn probe_user_notify(current_mode: Option<u32>) -> Result<(), String> {
+    const SECCOMP_GET_ACTION_AVAIL: libc::c_uint = 2;
+    let errno = || std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    let action: u32 = libc::SECCOMP_RET_USER_NOTIF;
+    // SAFETY: reads `action` only.
+    if unsafe { libc::syscall(libc::SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0u32, &action) } != 0 {
+        return Err("the kernel lacks seccomp user notification (Linux 5.0)".into());
+    }
+    // SAFETY: pidfd_open of this process; the fd is closed below.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) } as libc::c_int;
+    if pidfd < 0 {
+        return Err(format!(
+            "pidfd_open failed (Linux 5.3): {}",
+            std::io::Error::from_raw_os_error(errno())
+        ));
+    }
+    // SAFETY: duplicates our own pidfd into this process.
+    let dup = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd, pidfd, 0) } as libc::c_int;
+    let getfd_err = errno();
+    // SAFETY: closing fds we own.
+    unsafe {
+        if dup >= 0 {
+            libc::close(dup);
+        }
+        libc::close(pidfd);
+    }
+    if dup < 0 {
+        return Err(format!(
+            "pidfd_getfd failed (Linux 5.6): {}",
+            std::io::Error::from_raw_os_error(getfd_err)
+        ));
+    }
+    // struct open_how { flags, mode, resolve }.
+    let how: [u64; 3] = [libc::O_PATH as u64 | libc::O_CLOEXEC as u64, 0, 0];
+    // SAFETY: a valid path and open_how of the size passed.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c"/".as_ptr(),
+            how.as_ptr(),
+            std::mem::size_of_val(&how),
+        )
+    } as libc::c_int;
+    if fd < 0 {
+        return Err(format!(
+            "openat2 failed (Linux 5.6): {}",
+            std::io::Error::from_raw_os_error(errno())
+        ));
+    }
+    // SAFETY: our fd.
+    unsafe { libc::close(fd) };
+    if read_trim("/proc/sys/kernel/yama/ptrace_scope").as_deref() == Some("3") {
+        return Err(
+            "kernel.yama.ptrace_scope is 3: the supervisor may not take the sandbox's sockets (pidfd_getfd)"
+                .into(),
+        );
+    }
+    if current_mode == Some(2) {
+        nsprobe::listener_filter().map_err(|e| {
+            format!("a seccomp filter with a listener cannot be installed here: {e}")
+        })?;
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------- bwrap

@@ -258,6 +258,49 @@ pub(crate) fn run_user_only() -> Result<(), UsernsError> {
     }
 }
 
+/// A forked child installs a one-instruction seccomp filter (allow) with
+/// `SECCOMP_FILTER_FLAG_NEW_LISTENER` and exits with the errno (0: it
+/// worked). An outer filter with a listener makes it fail with EBUSY.
+pub(crate) fn listener_filter() -> Result<(), std::io::Error> {
+    let allow = [libc::sock_filter {
+        code: (libc::BPF_RET | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 0,
+        k: libc::SECCOMP_RET_ALLOW,
+    }];
+    let prog = libc::sock_fprog {
+        len: 1,
+        filter: allow.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: the child makes raw syscalls and `_exit`s.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: raw syscalls on data prepared before the fork.
+        unsafe {
+            let failed = libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                    &prog,
+                ) < 0;
+            let code = if failed { *libc::__errno_location() } else { 0 };
+            libc::_exit(code.clamp(0, 255))
+        }
+    }
+    let mut st = 0;
+    // SAFETY: reaping our child.
+    unsafe { while libc::waitpid(pid, &mut st, 0) < 0 && errno() == libc::EINTR {} }
+    match (libc::WIFEXITED(st), libc::WEXITSTATUS(st)) {
+        (true, 0) => Ok(()),
+        (true, e) => Err(std::io::Error::from_raw_os_error(e)),
+        _ => Err(std::io::Error::other("the probe died")),
+    }
+}
+
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }

@@ -25,6 +25,7 @@ pub mod check;
 pub mod explain;
 pub mod host;
 pub mod journal;
+mod notify;
 mod output;
 pub mod plan;
 mod process;
@@ -203,6 +204,12 @@ pub enum Note {
         mode: SandboxMode,
         backend: BackendKind,
     },
+    /// Connects or sends to unix sockets the sandbox did not bind were
+    /// refused (`ECONNREFUSED`).
+    HostSocketsRefused { count: u64 },
+    /// The supervisor could not check some of the sandbox's calls (they
+    /// failed).
+    SocketCheckFailed { detail: String },
     /// The repository scan of the writable roots hit its budget: git files
     /// of repositories it did not reach are not protected.
     ScanIncomplete { dirs: usize },
@@ -227,6 +234,11 @@ impl std::fmt::Display for Note {
                 f,
                 "degraded: mode {mode} is not fully enforced on {backend} (--allow-degraded)"
             ),
+            Note::HostSocketsRefused { count } => write!(
+                f,
+                "network: refused {count} connect/send call(s) to unix sockets the sandbox did not bind"
+            ),
+            Note::SocketCheckFailed { detail } => write!(f, "network: socket check failed: {detail}"),
             Note::ScanIncomplete { dirs } => write!(
                 f,
                 "git: the repository scan stopped after {dirs} directories; git files of repositories it did not reach are not protected"

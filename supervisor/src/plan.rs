@@ -62,6 +62,12 @@ pub trait HostFs {
     fn caller_is_root(&self) -> bool {
         false
     }
+    /// The supervisor can decide on the sandbox's `connect`/`sendto`/
+    /// `sendmsg` itself (seccomp user notification and what it needs), or
+    /// what is missing.
+    fn user_notify(&self) -> Result<(), String> {
+        Err("not probed".into())
+    }
 }
 
 /// The real filesystem.
@@ -129,6 +135,14 @@ impl HostFs for RealFs {
     fn caller_is_root(&self) -> bool {
         // SAFETY: no preconditions.
         unsafe { libc::geteuid() == 0 || libc::getuid() == 0 }
+    }
+    fn user_notify(&self) -> Result<(), String> {
+        let p = zot_probes::host().seccomp();
+        match &p.user_notify_missing {
+            None if p.user_notify => Ok(()),
+            Some(why) => Err(why.clone()),
+            None => Err("seccomp filters are unavailable".into()),
+        }
     }
     fn hard_limit(&self, r: RlimitResource) -> Option<u64> {
         let mut l = libc::rlimit {
@@ -299,8 +313,12 @@ pub fn plan(
         }
         _ => Vec::new(),
     };
+    // The supervisor decides on every connect and addressed send (host
+    // sockets bound after the launch or in other network namespaces too);
+    // without that, host sockets the view shows are masked.
+    let notify = isolation == Isolation::Namespaces && fs.user_notify().is_ok();
     let mut mounts = match isolation {
-        Isolation::Namespaces => mount_view(policy, &roots, &protected, fs),
+        Isolation::Namespaces => mount_view(policy, &roots, &protected, !notify, fs),
         _ => Vec::new(),
     };
     if let Some((socket, _)) = network.proxy() {
@@ -337,13 +355,16 @@ pub fn plan(
     if isolation == Isolation::Namespaces && pid_max.is_none() && fs.caller_is_root() {
         unenforced.push(Gap::NoProcessLimitForRoot);
     }
+    if isolation == Isolation::Namespaces && !notify {
+        unenforced.push(Gap::HostSocketsAfterLaunch);
+    }
     Ok(LaunchPlan {
         mode: policy.mode,
         isolation,
         namespaces,
         cwd: policy.cwd.clone(),
         landlock: landlock_plan(policy, isolation, &roots, fs),
-        seccomp: seccomp_plan(&network, isolation),
+        seccomp: seccomp_plan(&network, isolation, notify),
         write_roots: roots,
         protected,
         mounts,
@@ -502,6 +523,7 @@ fn mount_view(
     policy: &SandboxPolicy,
     roots: &[PathBuf],
     protected: &[PathBuf],
+    mask_sockets: bool,
     fs: &dyn HostFs,
 ) -> Vec<MountOp> {
     let restricted = matches!(policy.read, ReadScope::Restricted { .. });
@@ -666,9 +688,17 @@ fn mount_view(
         }
     }
     // Host unix sockets wherever the view shows them (a read-only mount
-    // does not stop `connect`): /dev/null over each.
-    let mut socks: Vec<PathBuf> = fs
-        .unix_sockets()
+    // does not stop `connect`): /dev/null over each. Not when the
+    // supervisor checks every connect: it refuses them wherever and
+    // whenever they were bound, and a mask could only fail the launch (a
+    // socket removed, or in a directory the sandbox's user cannot enter,
+    // between planning and mounting).
+    let listed = if mask_sockets {
+        fs.unix_sockets()
+    } else {
+        Vec::new()
+    };
+    let mut socks: Vec<PathBuf> = listed
         .into_iter()
         .filter(|p| p.is_absolute())
         .filter_map(|p| fs.canonicalize(&p))
@@ -907,7 +937,7 @@ fn cmp(arg: u8, width: ArgWidth, op: ArgOp, value: u64, name: &str) -> ArgCmp {
     }
 }
 
-fn seccomp_plan(network: &NetworkPlan, isolation: Isolation) -> SeccompPlan {
+fn seccomp_plan(network: &NetworkPlan, isolation: Isolation, notify: bool) -> SeccompPlan {
     let ns_flags: Vec<ArgCmp> = [
         (libc::CLONE_NEWNS as u64, "CLONE_NEWNS"),
         (libc::CLONE_NEWCGROUP as u64, "CLONE_NEWCGROUP"),
@@ -996,6 +1026,23 @@ fn seccomp_plan(network: &NetworkPlan, isolation: Isolation) -> SeccompPlan {
                 any_of: vec![cmp(4, ArgWidth::Bits64, ArgOp::Ne, 0, "NULL (an address)")],
             });
         }
+    }
+    if notify {
+        // The supervisor performs these itself on a copy of the arguments
+        // (supervisor/src/notify): a unix socket is reached only when the
+        // sandbox bound it. `sendmsg`'s address is behind a pointer, so
+        // every `sendmsg` and `sendmmsg` is asked about; `sendto` only with
+        // an address (`send` is `sendto` without one).
+        rules.push(SeccompRule {
+            syscalls: names(&["connect", "sendmsg", "sendmmsg"]),
+            action: SeccompAction::Notify,
+            any_of: Vec::new(),
+        });
+        rules.push(SeccompRule {
+            syscalls: names(&["sendto"]),
+            action: SeccompAction::Notify,
+            any_of: vec![cmp(4, ArgWidth::Bits64, ArgOp::Ne, 0, "NULL (an address)")],
+        });
     }
     SeccompPlan {
         enabled: true,

@@ -100,6 +100,9 @@ impl HostFs for FakeFs {
             .cloned()
             .collect()
     }
+    fn user_notify(&self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 fn host() -> FakeFs {
@@ -665,4 +668,55 @@ fn proc_net_unix_paths() {
             "/run/a.sock".into()
         ]
     );
+}
+
+/// The sockets of [`Socks`], on a host where the supervisor checks every
+/// connect: nothing to mask.
+struct SocksChecked(Socks);
+
+impl HostFs for SocksChecked {
+    fn lstat(&self, p: &Path) -> Option<FileKind> {
+        self.0.lstat(p)
+    }
+    fn stat(&self, p: &Path) -> Option<FileKind> {
+        self.0.stat(p)
+    }
+    fn canonicalize(&self, p: &Path) -> Option<PathBuf> {
+        self.0.canonicalize(p)
+    }
+    fn read_dir(&self, p: &Path) -> Vec<PathBuf> {
+        self.0.read_dir(p)
+    }
+    fn unix_sockets(&self) -> Vec<PathBuf> {
+        self.0.unix_sockets()
+    }
+    fn user_notify(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+#[test]
+fn checked_connects_replace_socket_masks() {
+    let sock = PathBuf::from("/home/u/proj/sub/app.sock");
+    let mut fs = host();
+    for a in sock.ancestors().skip(1) {
+        fs.0.entry(a.to_path_buf()).or_insert(Entry::Dir);
+    }
+    fs.0.insert(sock.clone(), Entry::File);
+    let fs = Socks(fs, vec![sock.clone()]);
+    let ws = compile(SandboxMode::WorkspaceWrite, &opts()).unwrap();
+    let unchecked = plan(&ws, Isolation::Namespaces, &[], &fs).unwrap();
+    assert!(unchecked
+        .mounts
+        .iter()
+        .any(|m| matches!(m, MountOp::MaskSocket { dst } if *dst == sock)));
+    assert!(unchecked.unenforced.contains(&Gap::HostSocketsAfterLaunch));
+    assert!(!zot_launcher::seccomp::notifies(&unchecked.seccomp));
+    let checked = plan(&ws, Isolation::Namespaces, &[], &SocksChecked(fs)).unwrap();
+    assert!(!checked
+        .mounts
+        .iter()
+        .any(|m| matches!(m, MountOp::MaskSocket { .. })));
+    assert!(!checked.unenforced.contains(&Gap::HostSocketsAfterLaunch));
+    assert!(zot_launcher::seccomp::notifies(&checked.seccomp));
 }

@@ -220,6 +220,37 @@ fn run_planned(
         }
     };
 
+    // The launcher passes the listener on the status socket before the
+    // command starts: served from now on.
+    let mut started = started;
+    let server = if zot_launcher::seccomp::notifies(&planned.plan.seccomp) {
+        match started.status.take() {
+            Some(status) => {
+                let proxy: Vec<&std::path::Path> =
+                    planned.plan.network.proxy().map(|(s, _)| s).into_iter().collect();
+                match crate::notify::Server::start(
+                    status,
+                    planned.plan.network == zot_launcher::plan::NetworkPlan::Host,
+                    &proxy,
+                ) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        started.target.kill_all();
+                        let _ = crate::supervise::wait_pid(started.target.pid());
+                        drop(held);
+                        return Err(SupervisorError::Io {
+                            what: "starting the socket check thread".into(),
+                            source: e,
+                        });
+                    }
+                }
+            }
+            None => None,
+        }
+    } else {
+        None
+    };
+
     let truncated = Arc::new(AtomicBool::new(false));
     let exited = Arc::new(AtomicBool::new(false));
     let pumps = parent_out.map(|(o, e)| {
@@ -276,10 +307,27 @@ fn run_planned(
             to: to.clone(),
         });
     }
+    let served = server.map(crate::notify::Server::finish);
     let raw_code = status.map_err(SupervisorError::io("waiting for the sandbox"))?;
 
-    if let Some(status_read) = started.status {
-        let events = read_status(status_read);
+    let events = match (&served, started.status) {
+        (Some(s), _) => Some(parse_status(&s.status)),
+        (None, Some(status_read)) => Some(read_status(status_read)),
+        (None, None) => None,
+    };
+    if let Some(s) = &served {
+        if s.refused > 0 {
+            report
+                .notes
+                .push(Note::HostSocketsRefused { count: s.refused });
+        }
+        for e in &s.errors {
+            report
+                .notes
+                .push(Note::SocketCheckFailed { detail: e.clone() });
+        }
+    }
+    if let Some(events) = events {
         let ready = events.iter().find_map(|e| match e {
             LaunchStatus::Ready { landlock, seccomp } => Some((landlock.clone(), *seccomp)),
             _ => None,
@@ -439,6 +487,10 @@ fn read_status(fd: OwnedFd) -> Vec<LaunchStatus> {
         }
         buf.extend_from_slice(&chunk[..n]);
     }
+    parse_status(&buf)
+}
+
+fn parse_status(buf: &[u8]) -> Vec<LaunchStatus> {
     buf.split(|b| *b == b'\n')
         .filter(|l| !l.is_empty())
         .filter_map(|l| serde_json::from_slice(l).ok())

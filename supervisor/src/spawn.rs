@@ -58,6 +58,16 @@ impl From<SupervisorError> for StartError {
     }
 }
 
+/// The launcher's status channel: a pipe, or a socket pair when the plan
+/// asks the supervisor about calls (the listener comes on it); ours, theirs.
+fn status_channel(planned: &Planned) -> Result<(OwnedFd, OwnedFd), SupervisorError> {
+    if zot_launcher::seccomp::notifies(&planned.plan.seccomp) {
+        crate::notify::status_socket().map_err(SupervisorError::io("creating the status socket"))
+    } else {
+        pipe()
+    }
+}
+
 /// Start `planned` for `req`; `env` is the command's environment (from the
 /// plan), `host_env` the caller's, `out` the write ends of the output pipes.
 pub(crate) fn start(
@@ -89,7 +99,7 @@ pub(crate) fn start(
             // builds the view.
             let prep = Prepared::deferred(kind, planned.plan.clone(), &req.argv, &env)
                 .map_err(SupervisorError::Prepare)?;
-            let (status_r, status_w) = pipe()?;
+            let (status_r, status_w) = status_channel(planned)?;
             let stdio = ChildStdio {
                 null_stdin: req.stdin == Stdin::Null,
                 stdout: out.as_ref().map(|(o, _)| o.as_raw_fd()),
@@ -123,7 +133,7 @@ pub(crate) fn start(
             // reads the encoded tail on fd 3, written once bwrap is on its
             // way (compiling it overlaps bwrap's own set-up).
             let (spec_r, spec_w) = pipe()?;
-            let (status_r, status_w) = pipe()?;
+            let (status_r, status_w) = status_channel(planned)?;
             let image = launcher_image(req.zot_as_launcher)?;
             let (info_r, info_w) = pipe()?;
             let mut argv: Vec<OsString> = vec![path.as_os_str().into()];
@@ -198,7 +208,7 @@ pub(crate) fn start(
                 what: "encoding the launch spec".into(),
                 source: e.into(),
             })?;
-            let (spec_r, status_r, status_w) = spec_pipes(&json)?;
+            let (spec_r, status_r, status_w) = spec_pipes(&json, status_channel(planned)?)?;
             let argv: Vec<OsString> = vec![
                 "zot".into(),
                 zot_launcher::LAUNCH_ARG.into(),
@@ -286,10 +296,13 @@ fn image_memfd(image: &[u8]) -> Option<OwnedFd> {
     Some(OwnedFd::from(f))
 }
 
-/// The spec pipe (already written and closed on our side) and the status pipe.
-fn spec_pipes(data: &[u8]) -> Result<(OwnedFd, OwnedFd, OwnedFd), SupervisorError> {
+/// The spec pipe (already written and closed on our side) and the status
+/// channel.
+fn spec_pipes(
+    data: &[u8],
+    (status_read, status_write): (OwnedFd, OwnedFd),
+) -> Result<(OwnedFd, OwnedFd, OwnedFd), SupervisorError> {
     let (spec_read, spec_write) = pipe()?;
-    let (status_read, status_write) = pipe()?;
     let json = data.to_vec();
     let mut w = std::fs::File::from(spec_write);
     if json.len() <= 60_000 {

@@ -264,11 +264,16 @@ impl Ctx {
 
     /// Run a python3 program in the sandbox.
     pub fn py(&self, mode: &str, extra: &[&str], program: &str) -> Output {
+        run_limited(self.py_command(mode, extra, program), Duration::from_secs(30))
+    }
+
+    /// The command [`Ctx::py`] runs (to start it in the background).
+    pub fn py_command(&self, mode: &str, extra: &[&str], program: &str) -> Command {
         let mut cmd = self.zot();
         cmd.args(self.sandbox_args(mode))
             .args(extra)
             .args(["--", PYTHON, "-c", program]);
-        run_limited(cmd, Duration::from_secs(30))
+        cmd
     }
 
     fn who(&self) -> &'static str {
@@ -624,7 +629,13 @@ pub fn unix_socket_host_path(ctx: &Ctx) {
 
 pub fn unix_socket_host_abstract(ctx: &Ctx) {
     use std::os::linux::net::SocketAddrExt;
-    let name = format!("zot-attack-{}-{}", std::process::id(), ctx.unpriv);
+    // Unique per suite: the suites of one test binary run at once.
+    let name = format!(
+        "zot-attack-{}-{}-{}",
+        std::process::id(),
+        ctx.backend.replace('/', "-"),
+        ctx.unpriv
+    );
     let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
     let l = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
     l.set_nonblocking(true).unwrap();
@@ -719,6 +730,423 @@ except OSError as e:
         use std::os::unix::fs::FileTypeExt;
         assert!(std::fs::symlink_metadata(sp).unwrap().file_type().is_socket());
     }
+}
+
+// ---------------------------------------------------- sockets after launch
+//
+// The supervisor decides on every connect and addressed send (seccomp user
+// notification): a unix socket is reached only when the sandbox bound it.
+
+/// The supervisor can check the sandbox's calls here (else skip, or fail
+/// under ZOT_TEST_MUST_WORK=1).
+fn notify_available() -> bool {
+    let s = zot_probes::host().seccomp();
+    common::require(
+        "seccomp user notification",
+        s.user_notify,
+        s.user_notify_missing.as_deref().unwrap_or("unknown"),
+    )
+}
+
+/// A socket file any test user may connect to.
+fn open_socket_file(ctx: &Ctx, p: &Path) {
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    if ctx.unpriv && is_root() {
+        let _ = std::os::unix::fs::lchown(p, Some(NOBODY), Some(NOBODY));
+    }
+}
+
+/// Host sockets made while the sandboxed program runs: it writes
+/// `started`, the host binds and writes `ready`.
+struct LateSockets {
+    streams: Vec<(PathBuf, std::os::unix::net::UnixListener)>,
+    dgrams: Vec<(PathBuf, std::os::unix::net::UnixDatagram)>,
+}
+
+impl LateSockets {
+    fn bind(ctx: &Ctx, dirs: &[PathBuf], prefix: &str) -> LateSockets {
+        use std::os::unix::net::{UnixDatagram, UnixListener};
+        let mut s = LateSockets {
+            streams: Vec::new(),
+            dgrams: Vec::new(),
+        };
+        for (i, d) in dirs.iter().enumerate() {
+            std::fs::create_dir_all(d).unwrap();
+            let sp = d.join(format!("{prefix}{i}.sock"));
+            let dp = d.join(format!("{prefix}{i}.dgram"));
+            let l = UnixListener::bind(&sp).unwrap();
+            l.set_nonblocking(true).unwrap();
+            let g = UnixDatagram::bind(&dp).unwrap();
+            g.set_nonblocking(true).unwrap();
+            open_socket_file(ctx, &sp);
+            open_socket_file(ctx, &dp);
+            s.streams.push((sp, l));
+            s.dgrams.push((dp, g));
+        }
+        s
+    }
+
+    /// Connections and datagrams that reached the host sockets.
+    fn reached(&self) -> usize {
+        let mut n = 0;
+        for (_, l) in &self.streams {
+            while l.accept().is_ok() {
+                n += 1;
+            }
+        }
+        for (_, g) in &self.dgrams {
+            let mut b = [0u8; 64];
+            while g.recv(&mut b).is_ok() {
+                n += 1;
+            }
+        }
+        n
+    }
+}
+
+/// Start `cmd`, wait for `started` in the workspace, run `host`, write
+/// `ready`, and wait for the run.
+fn with_host_after_start<T>(ctx: &Ctx, cmd: Command, host: impl FnOnce() -> T) -> (Output, T) {
+    let started = ctx.ws.join("started");
+    let run = std::thread::spawn(move || run_limited(cmd, Duration::from_secs(60)));
+    let t0 = Instant::now();
+    while !started.exists() {
+        if run.is_finished() {
+            let o = run.join().unwrap();
+            panic!("the sandboxed program ended before it started:\n{}", text(&o));
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "no start");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let v = host();
+    std::fs::write(ctx.ws.join("ready"), "").unwrap();
+    (run.join().unwrap(), v)
+}
+
+/// Waits for the host: `started`, then `ready`.
+const PY_SYNC: &str = r#"
+import socket, os, time, threading, array
+open('started', 'w').close()
+while not os.path.exists('ready'): time.sleep(0.005)
+"#;
+
+/// Stream and datagram sockets a host process binds in the workspace and in
+/// a visible read-only directory after the command started: connect,
+/// sendto and sendmsg (absolute and relative paths) fail and nothing
+/// reaches them; unconfined, the same program reaches them (the test can
+/// fail).
+pub fn unix_socket_host_after_launch(ctx: &Ctx) {
+    if !notify_available() {
+        return;
+    }
+    let dirs = [ctx.ws.join("late"), ctx.outside.join("late")];
+    let list: Vec<String> = (0..dirs.len())
+        .map(|i| {
+            format!(
+                "({:?}, {:?})",
+                dirs[i].join(format!("h{i}.sock")).display().to_string(),
+                dirs[i].join(format!("h{i}.dgram")).display().to_string()
+            )
+        })
+        .collect();
+    let prog = format!(
+        r#"{PY_SYNC}
+targets = [{list}] + [('late/h0.sock', 'late/h0.dgram')]
+for sp, dp in targets:
+    try:
+        socket.socket(socket.AF_UNIX).connect(sp); print('ESCAPED connect', sp)
+    except OSError as e:
+        print('BLOCKED connect', sp, e)
+    d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        d.sendto(b'x', dp); print('ESCAPED sendto', dp)
+    except OSError as e:
+        print('BLOCKED sendto', dp, e)
+    try:
+        d.sendmsg([b'x'], [], 0, dp); print('ESCAPED sendmsg', dp)
+    except OSError as e:
+        print('BLOCKED sendmsg', dp, e)
+"#,
+        list = list.join(", ")
+    );
+    for d in &dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    let cmd = ctx.py_command("workspace-write", &["--report"], &prog);
+    let (o, socks) = with_host_after_start(ctx, cmd, || LateSockets::bind(ctx, &dirs, "h"));
+    expect_blocked(ctx, "connect/sendto/sendmsg host sockets bound after the launch", &o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.matches("BLOCKED").count(), 9, "{}", text(&o));
+    assert!(
+        out.contains("Connection refused"),
+        "refused like a masked socket:\n{}",
+        text(&o)
+    );
+    assert_eq!(socks.reached(), 0, "a host socket was reached:\n{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("refused 9 connect/send call(s)"),
+        "the report counts the refusals:\n{}",
+        text(&o)
+    );
+    drop(socks);
+    // Unconfined, the same program reaches the sockets.
+    for d in &dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    let _ = std::fs::remove_file(ctx.ws.join("started"));
+    let _ = std::fs::remove_file(ctx.ws.join("ready"));
+    let cmd = ctx.py_command("danger-full-access", &[], &prog);
+    let (o, socks) = with_host_after_start(ctx, cmd, || LateSockets::bind(ctx, &dirs, "h"));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.matches("ESCAPED").count(), 9, "{}", text(&o));
+    assert_eq!(socks.reached(), 9);
+}
+
+/// A socket bound in another network namespace before the launch (a
+/// container writing into a shared directory): not in the host's
+/// /proc/net/unix, so not masked; the supervisor refuses it.
+pub fn unix_socket_other_netns(ctx: &Ctx) {
+    if !notify_available() {
+        return;
+    }
+    let unshare = Path::new("/usr/bin/unshare");
+    if !common::require("unshare", unshare.exists(), "util-linux unshare missing") {
+        return;
+    }
+    let sock = ctx.ws.join("container.sock");
+    let ready = ctx.ws.join("container.ready");
+    let seen = ctx.outside.join("container.seen");
+    let server = format!(
+        "import socket, os\nl = socket.socket(socket.AF_UNIX); l.bind({s:?}); l.listen(5); os.chmod({s:?}, 0o777)\nl.settimeout(20)\nopen({r:?}, 'w').close()\ntry:\n l.accept(); open({seen:?}, 'w').close()\nexcept OSError:\n pass\n",
+        s = sock.display().to_string(),
+        r = ready.display().to_string(),
+        seen = seen.display().to_string()
+    );
+    let mut child = Command::new(unshare)
+        .args(["-Urn", PYTHON, "-c", &server])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !ready.exists() {
+        if let Ok(Some(st)) = child.try_wait() {
+            common::require(
+                "a user and network namespace for the host side",
+                false,
+                &format!("unshare -Urn exited with {st}"),
+            );
+            return;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if ctx.unpriv && is_root() {
+        let _ = std::os::unix::fs::lchown(&sock, Some(NOBODY), Some(NOBODY));
+    }
+    let listed = std::fs::read_to_string("/proc/net/unix").unwrap();
+    assert!(!listed.contains(&sock.display().to_string()));
+    let prog = "import socket\ntry:\n socket.socket(socket.AF_UNIX).connect('container.sock'); print('ESCAPED')\nexcept OSError as e:\n print('BLOCKED', e)\n";
+    let o = ctx.py("workspace-write", &[], prog);
+    let _ = child.kill();
+    let _ = child.wait();
+    expect_blocked(ctx, "connect to a socket of another network namespace", &o);
+    assert!(!seen.exists(), "the other namespace's socket saw a connection");
+}
+
+/// With the host network (`--net`) the network namespace, and so the
+/// abstract socket names, are the host's: a host abstract socket is still
+/// refused (the supervisor's check; the call it makes is not Landlock's),
+/// the command's own abstract socket works.
+pub fn unix_socket_host_abstract_net(ctx: &Ctx) {
+    use std::os::linux::net::SocketAddrExt;
+    if !notify_available() {
+        return;
+    }
+    let name = format!(
+        "zot-attack-net-{}-{}-{}",
+        std::process::id(),
+        ctx.backend.replace('/', "-"),
+        ctx.unpriv
+    );
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let l = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+    l.set_nonblocking(true).unwrap();
+    let prog = format!(
+        "import socket\ntry:\n socket.socket(socket.AF_UNIX).connect('\\0{name}'); print('ESCAPED')\nexcept OSError as e:\n print('BLOCKED', e)\no = socket.socket(socket.AF_UNIX); o.bind('\\0{name}-own'); o.listen(1)\nsocket.socket(socket.AF_UNIX).connect('\\0{name}-own'); print('OWN-OK')\n"
+    );
+    let o = ctx.py("workspace-write", &["--net"], &prog);
+    expect_blocked(ctx, "connect to a host abstract socket with --net", &o);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("OWN-OK"), "{}", text(&o));
+    assert!(l.accept().is_err(), "host abstract listener got a connection");
+}
+
+/// The command binds its own socket, then swaps the path for a host socket
+/// by rename while another thread connects in a loop; and rewrites the
+/// address in memory (own path, host path, same length) while connect and
+/// sendto read it. The host sockets are never reached; the own ones are.
+pub fn unix_socket_rename_and_memory_races(ctx: &Ctx) {
+    if !notify_available() {
+        return;
+    }
+    let prog = format!(
+        r#"{PY_SYNC}
+import ctypes
+own = socket.socket(socket.AF_UNIX); own.bind('race/o.sock'); own.listen(128)
+def acceptor():
+    while True:
+        try: own.accept()[0].close()
+        except OSError: return
+threading.Thread(target=acceptor, daemon=True).start()
+stop = [False]
+# A second name of the host socket, renamed to and fro (its bound name stays
+# put: other sandboxes starting meanwhile mask what /proc/net/unix lists).
+os.link('race/h0.sock', 'race/x.sock')
+def swapper():
+    while not stop[0]:
+        for a, b in [('race/o.sock', 'race/t.sock'), ('race/t.sock', 'race/o.sock'),
+                     ('race/x.sock', 'race/t.sock'), ('race/t.sock', 'race/x.sock')]:
+            try: os.rename(a, b)
+            except OSError: pass
+threading.Thread(target=swapper, daemon=True).start()
+# At least 1 s, and until the own socket was reached once (a loaded host).
+def going(t0, n): return time.time() - t0 < 1.0 or (n == 0 and time.time() - t0 < 15)
+ok = 0; t0 = time.time()
+while going(t0, ok):
+    c = socket.socket(socket.AF_UNIX)
+    try: c.connect('race/t.sock'); ok += 1
+    except OSError: pass
+    c.close()
+stop[0] = True
+libc = ctypes.CDLL(None, use_errno=True)
+class SUN(ctypes.Structure):
+    _fields_ = [('family', ctypes.c_ushort), ('path', ctypes.c_char * 108)]
+def flip(buf, a, b, stop):
+    off = SUN.path.offset; a = ctypes.create_string_buffer(a); b = ctypes.create_string_buffer(b)
+    while not stop[0]:
+        ctypes.memmove(ctypes.addressof(buf) + off, a, len(a))
+        ctypes.memmove(ctypes.addressof(buf) + off, b, len(b))
+own1 = socket.socket(socket.AF_UNIX); own1.bind('race/o1.sock'); own1.listen(128)
+def acceptor1():
+    while True:
+        try: own1.accept()[0].close()
+        except OSError: return
+threading.Thread(target=acceptor1, daemon=True).start()
+buf = SUN(socket.AF_UNIX, b'race/o1.sock'); s2 = [False]
+threading.Thread(target=flip, args=(buf, b'race/o1.sock', b'rac2/h1.sock', s2), daemon=True).start()
+fok = 0; t0 = time.time()
+while going(t0, fok):
+    s = socket.socket(socket.AF_UNIX)
+    if libc.connect(s.fileno(), ctypes.byref(buf), ctypes.sizeof(buf)) == 0: fok += 1
+    s.close()
+s2[0] = True
+g = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); g.bind('race/o1.dgram'); g.setblocking(False)
+dbuf = SUN(socket.AF_UNIX, b'race/o1.dgram'); s3 = [False]
+threading.Thread(target=flip, args=(dbuf, b'race/o1.dgram', b'rac2/h1.dgram', s3), daemon=True).start()
+d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); dok = 0; t0 = time.time()
+while going(t0, dok):
+    if libc.sendto(d.fileno(), b'x', 1, 0, ctypes.byref(dbuf), ctypes.sizeof(dbuf)) == 1: dok += 1
+    try:
+        while True: g.recv(8)
+    except BlockingIOError: pass
+s3[0] = True
+print('RACES', ok, fok, dok)
+"#
+    );
+    // race/: the command's directory (it renames in there); rac2/: host
+    // sockets at paths as long as the command's own.
+    let dirs = [ctx.ws.join("race"), ctx.ws.join("rac2")];
+    for d in &dirs {
+        let _ = std::fs::remove_dir_all(d);
+        std::fs::create_dir_all(d).unwrap();
+        make_open(d);
+        if ctx.unpriv && is_root() {
+            chown_r(d, NOBODY);
+        }
+    }
+    let cmd = ctx.py_command("workspace-write", &[], &prog);
+    let (o, socks) = with_host_after_start(ctx, cmd, || LateSockets::bind(ctx, &dirs, "h"));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(socks.reached(), 0, "a host socket was reached:\n{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let counts: Vec<u64> = out
+        .lines()
+        .find_map(|l| l.strip_prefix("RACES "))
+        .expect("race counts")
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    // Each race reached the command's own socket too (it ran, both ways).
+    assert!(
+        counts.iter().all(|n| *n > 0),
+        "a race never reached the own socket (rename, memory, datagram: {counts:?}):\n{}",
+        text(&o)
+    );
+}
+
+/// What must keep working: the command's own stream and datagram sockets
+/// in the workspace and /tmp (connect, sendto, sendmsg with fds passed), a
+/// connect blocked on a full backlog not stalling others, TCP to a
+/// loopback listener inside the sandbox (with the network on), git and
+/// python.
+pub fn control_own_sockets_and_tools(ctx: &Ctx) {
+    if !notify_available() {
+        return;
+    }
+    let prog = r#"
+import socket, os, threading, time, array
+keep = []
+for base in ['own', '/tmp/own']:
+    s = socket.socket(socket.AF_UNIX); s.bind(base + '.sock'); s.listen(1); keep.append(s)
+    c = socket.socket(socket.AF_UNIX); c.connect(base + '.sock')
+    a, _ = s.accept(); c.sendall(b'ping'); assert a.recv(4) == b'ping'
+    g = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); g.bind(base + '.dgram')
+    d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    d.sendto(b'pong', base + '.dgram'); assert g.recv(4) == b'pong'
+    r, w = os.pipe()
+    d.sendmsg([b'f', b'd'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [w]))], 0, base + '.dgram')
+    m, anc, _, _ = g.recvmsg(4, socket.CMSG_SPACE(4)); assert m == b'fd'
+    os.write(array.array('i', anc[0][2])[0], b'passed'); assert os.read(r, 6) == b'passed'
+    c.sendmsg([b'stream']); assert a.recv(6) == b'stream'
+full = socket.socket(socket.AF_UNIX); full.bind('/tmp/full.sock'); full.listen(0)
+filled = []
+while True:
+    c = socket.socket(socket.AF_UNIX); c.setblocking(False)
+    try: c.connect('/tmp/full.sock'); filled.append(c)
+    except BlockingIOError: break
+done = []
+th = threading.Thread(target=lambda: (socket.socket(socket.AF_UNIX).connect('/tmp/full.sock'), done.append(1)), daemon=True)
+th.start(); time.sleep(0.2); assert not done
+# Meanwhile another blocking connect goes through (on another worker).
+x = socket.socket(socket.AF_UNIX); x.connect('own.sock')
+while not done:
+    full.accept(); time.sleep(0.02)
+th.join()
+print('OWN-OK')
+"#;
+    let o = ctx.py("workspace-write", &[], prog);
+    expect_ok(ctx, "own sockets", &o);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("OWN-OK"), "{}", text(&o));
+    let tcp = r#"
+import socket
+l = socket.socket(); l.bind(('127.0.0.1', 0)); l.listen(1)
+c = socket.create_connection(l.getsockname(), timeout=5)
+a, _ = l.accept(); c.sendall(b'hi'); assert a.recv(2) == b'hi'
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(('127.0.0.1', 0))
+socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'yo', u.getsockname()); assert u.recv(2) == b'yo'
+print('TCP-OK')
+"#;
+    let o = ctx.py("workspace-write", &["--net"], tcp);
+    expect_ok(ctx, "tcp to a loopback listener inside the sandbox", &o);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("TCP-OK"), "{}", text(&o));
+    let o = ctx.sh(
+        "workspace-write",
+        &[],
+        "git init -q repo && cd repo && echo x > f && git add f && \
+         git -c user.email=z@example.com -c user.name=z commit -qm one && git log --oneline | wc -l && \
+         python3 -c 'import json, socket; print(json.dumps([1]))'",
+    );
+    expect_ok(ctx, "git and python3", &o);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "1\n[1]\n", "{}", text(&o));
 }
 
 // ------------------------------------------------------------------ limits
@@ -1724,8 +2152,9 @@ macro_rules! attack_tests {
             read_only_mode_refuses_cwd_writes, write_outside_cwd, write_etc, write_bashrc, read_ssh_key,
             symlink_preplanted, symlink_fresh, git_hooks_and_config, protected_paths_missing, rename_git_aside,
             nested_repo_hooks, hardlink_from_outside, tcp_loopback, unix_socket_host_path, unix_socket_host_abstract,
-            unix_socket_host_anywhere, tmpfs_size_limit, fork_loop_stops, landlock_host_ipc,
-            host_process_ptrace_kill_environ, host_pids_invisible, parent_secret_env, mount_refused,
+            unix_socket_host_anywhere, unix_socket_host_after_launch, unix_socket_other_netns,
+            unix_socket_rename_and_memory_races, unix_socket_host_abstract_net, control_own_sockets_and_tools,
+            tmpfs_size_limit, fork_loop_stops, landlock_host_ipc, host_process_ptrace_kill_environ, host_pids_invisible, parent_secret_env, mount_refused,
             nested_userns_refused, chroot_refused, io_uring_refused, no_new_privs_and_seccomp_on, tiocsti_injection,
             orphan_grandchild_dies, timeout_kills_tree, output_flood_capped, signal_forwarding,
             signals_reach_the_process_group, exit_code_mapping,

@@ -237,12 +237,21 @@ fn explain_text(e: &Explanation) -> String {
         .collect();
     s.push_str(&format!(
         "host unix sockets masked: {}\n",
-        if socks.is_empty() {
-            "(none visible)".to_string()
-        } else {
+        if !socks.is_empty() {
             socks.join(" ")
+        } else if zot_launcher::seccomp::notifies(&plan.seccomp) {
+            "(none needed: the supervisor refuses connects to them)".to_string()
+        } else {
+            "(none visible)".to_string()
         }
     ));
+    if plan.isolation == zot_launcher::plan::Isolation::Namespaces {
+        s.push_str(if zot_launcher::seccomp::notifies(&plan.seccomp) {
+            "unix sockets bound later or elsewhere: connect/sendto/sendmsg checked by the supervisor (only sockets the sandbox bound are reached)\n"
+        } else {
+            "unix sockets bound later or elsewhere: not checked (no seccomp user notification here)\n"
+        });
+    }
     if let Some(b) = &e.bwrap {
         s.push_str(&format!(
             "bwrap: {} {} -- (launcher)\n",

@@ -46,6 +46,25 @@ pub enum NativeError {
 }
 
 impl NativeError {
+    fn errno(&self) -> Option<i32> {
+        match self {
+            NativeError::Sys { source, .. } | NativeError::Path { source, .. } => {
+                source.raw_os_error()
+            }
+            NativeError::Invalid(_) => None,
+        }
+    }
+
+    /// The path (or a component of it) did not exist.
+    pub(crate) fn not_found(&self) -> bool {
+        self.errno() == Some(libc::ENOENT)
+    }
+
+    /// A component of the path could not be searched (EACCES, not EPERM).
+    pub(crate) fn permission_denied(&self) -> bool {
+        self.errno() == Some(libc::EACCES)
+    }
+
     fn sys(step: &'static str) -> impl FnOnce(io::Error) -> NativeError {
         move |source| NativeError::Sys { step, source }
     }

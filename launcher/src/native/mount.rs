@@ -524,9 +524,15 @@ fn apply(op: &MountOp) -> Result<(), NativeError> {
         }
         MountOp::MaskSocket { dst } => {
             let d = in_root(NEWROOT, dst);
-            // Gone since the plan was made: nothing left to connect to.
-            if d.symlink_metadata().is_ok() {
-                dev_null_over(&d)?;
+            // Gone since the plan was made (or while mounting: host
+            // processes remove and rename their sockets): nothing left to
+            // connect to. In a directory this user namespace cannot enter
+            // (another user's 0700 directory; the planner may run as root):
+            // the command, with less privilege, cannot reach it either.
+            match dev_null_over(&d) {
+                Err(e) if e.not_found() && d.symlink_metadata().is_err() => {}
+                Err(e) if e.permission_denied() => {}
+                r => r?,
             }
         }
         MountOp::MaskDir { dst } => {

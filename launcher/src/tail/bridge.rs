@@ -148,10 +148,45 @@ fn fork() -> Result<usize, i32> {
     sc(nr::CLONE, sys::SIGCHLD, 0, 0, 0, 0)
 }
 
+/// The seccomp program `prog` with every `SECCOMP_RET_USER_NOTIF` made
+/// `SECCOMP_RET_ALLOW`, installed on this process.
+fn install_without_notify(prog: &[u8]) -> Result<(), i32> {
+    const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+    const USER_NOTIF: u32 = 0x7fc0_0000;
+    const MAX: usize = 4096; // BPF_MAXINSNS
+    let n = prog.len() / 8;
+    if n == 0 || n > MAX {
+        return Err(sys::EINVAL);
+    }
+    let mut copy = [0u64; MAX];
+    for (i, ins) in prog.chunks_exact(8).enumerate() {
+        let code = u16::from_le_bytes([ins[0], ins[1]]);
+        let k = u32::from_le_bytes([ins[4], ins[5], ins[6], ins[7]]);
+        let mut b = [0u8; 8];
+        b.copy_from_slice(ins);
+        if code == RET_K && k == USER_NOTIF {
+            b[4..8].copy_from_slice(&0x7fff_0000u32.to_le_bytes()); // ALLOW
+        }
+        copy[i] = u64::from_le_bytes(b);
+    }
+    let fprog: [usize; 2] = [n, copy.as_ptr() as usize];
+    sc(
+        nr::SECCOMP,
+        sys::SECCOMP_SET_MODE_FILTER,
+        0,
+        fprog.as_ptr() as usize,
+        0,
+        0,
+    )
+    .map(drop)
+}
+
 /// Listen on `127.0.0.1:port` and start the bridge to the proxy at `path`
 /// (NUL-terminated) in a process of its own (see the module's text).
-/// Returns once it runs; the caller then execs the command.
-pub fn start(port: u16, path: *const u8) -> Result<(), Fail> {
+/// Returns once it runs; the caller then execs the command. `filter`: the
+/// command's seccomp program, when the bridge is started before it is
+/// installed (the bridge installs it without the supervisor's part).
+pub fn start(port: u16, path: *const u8, filter: Option<&[u8]>) -> Result<(), Fail> {
     // SAFETY: the path comes NUL-terminated from the launch data.
     let path = unsafe { super::cstr(path) };
     let stage = "proxy bridge";
@@ -199,7 +234,13 @@ pub fn start(port: u16, path: *const u8) -> Result<(), Fail> {
     };
     if first == 0 {
         // The intermediate process: fork the bridge and leave, so that the
-        // bridge is the sandbox's PID 1's to reap.
+        // bridge is the sandbox's PID 1's to reap (its exit code says
+        // whether the bridge's filter is on).
+        if let Some(prog) = filter {
+            if install_without_notify(prog).is_err() {
+                sys::exit(1);
+            }
+        }
         match fork() {
             Ok(0) => {}
             Ok(_) => sys::exit(0),

@@ -9,7 +9,9 @@ use landlock::{Access, AccessFs, BitFlags, Scope, ABI};
 use crate::landlock_rules::{rights, TARGET_ABI};
 use crate::plan::{LandlockCompat, LandlockPlan, LandlockScope, Rlimit};
 
-use super::{FLAG_NEW_SESSION, LANDLOCK_BEST_EFFORT, LANDLOCK_OFF, LANDLOCK_REQUIRED, MAGIC};
+use super::{
+    FLAG_NEW_SESSION, FLAG_NOTIFY, LANDLOCK_BEST_EFFORT, LANDLOCK_OFF, LANDLOCK_REQUIRED, MAGIC,
+};
 
 struct W(Vec<u8>);
 
@@ -86,13 +88,15 @@ fn landlock(plan: &LandlockPlan) -> Vec<u8> {
 }
 
 /// Encode a launch: `argv`, the complete environment (`K=V`), whether to
-/// start a new session, rlimits, the Landlock plan, the seccomp program,
-/// the bridge to start (the proxy's socket, the port) with a proxied network.
+/// start a new session, rlimits, the Landlock plan, the seccomp program and
+/// whether it asks the supervisor (`notify`), the bridge to start (the
+/// proxy's socket, the port) with a proxied network.
 #[allow(clippy::too_many_arguments)]
 pub fn encode(
     argv: &[CString],
     env: &[CString],
     new_session: bool,
+    notify: bool,
     rlimits: &[Rlimit],
     pid_max: Option<u64>,
     lock: &LandlockPlan,
@@ -101,7 +105,14 @@ pub fn encode(
 ) -> Vec<u8> {
     let mut w = W(Vec::with_capacity(4096));
     w.0.extend_from_slice(MAGIC);
-    w.u32(if new_session { FLAG_NEW_SESSION } else { 0 });
+    let mut flags = 0;
+    if new_session {
+        flags |= FLAG_NEW_SESSION;
+    }
+    if notify {
+        flags |= FLAG_NOTIFY;
+    }
+    w.u32(flags);
     w.strings(argv);
     w.strings(env);
     w.u32(rlimits.len() as u32);

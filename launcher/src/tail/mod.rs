@@ -35,6 +35,11 @@ use sys::{check, nr, syscall};
 pub const MAGIC: &[u8; 8] = b"ZOTTAIL1";
 /// Start a new session (the command leads its process group).
 pub const FLAG_NEW_SESSION: u32 = 1;
+/// The seccomp program asks the supervisor about some calls: install it
+/// with a listener and pass that to the supervisor (see [`install_notify`]).
+pub const FLAG_NOTIFY: u32 = 2;
+/// The line that comes with the listener on the status socket.
+pub const NOTIFY_LINE: &[u8] = b"{\"event\":\"notify\"}\n";
 /// Landlock not requested.
 pub const LANDLOCK_OFF: u32 = 0;
 /// Landlock applied as far as the kernel supports it, reported.
@@ -502,7 +507,163 @@ fn set_pid_max(n: u64) -> Result<(), Fail> {
     Ok(())
 }
 
-fn harden(t: &Tail) -> Result<Lock, Fail> {
+/// What the helper of [`install_notify`] runs: wait for the listener's
+/// number, send it with the diagnostics socket to the supervisor on the
+/// status socket, exit (0 once sent).
+fn notify_helper(rx: usize, status_fd: i32, diag: usize) -> ! {
+    // It dies with the tail, which it would otherwise wait for forever.
+    let _ = sc(nr::PRCTL, sys::PR_SET_PDEATHSIG, sys::SIGKILL, 0, 0, 0);
+    let mut b = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        match sc(nr::READ, rx, b[got..].as_mut_ptr() as usize, 4 - got, 0, 0) {
+            Ok(0) => sys::exit(1),
+            Ok(n) => got += n,
+            Err(sys::EINTR) => {}
+            Err(_) => sys::exit(1),
+        }
+    }
+    let fds: [i32; 2] = [i32::from_le_bytes(b), diag as i32];
+    // struct cmsghdr (len, level, type) and two ints: CMSG_SPACE(8) = 24.
+    let mut control = [0u64; 3];
+    control[0] = 24;
+    control[1] = (sys::SOL_SOCKET as u32 as u64) | ((sys::SCM_RIGHTS as u32 as u64) << 32);
+    control[2] = (fds[0] as u32 as u64) | ((fds[1] as u32 as u64) << 32);
+    let iov: [usize; 2] = [NOTIFY_LINE.as_ptr() as usize, NOTIFY_LINE.len()];
+    // struct msghdr: name, namelen, iov, iovlen, control, controllen, flags.
+    let msg: [usize; 7] = [
+        0,
+        0,
+        iov.as_ptr() as usize,
+        1,
+        control.as_ptr() as usize,
+        24,
+        0,
+    ];
+    loop {
+        match sc(
+            nr::SENDMSG,
+            status_fd as usize,
+            msg.as_ptr() as usize,
+            sys::MSG_NOSIGNAL,
+            0,
+            0,
+        ) {
+            Ok(n) if n == NOTIFY_LINE.len() => sys::exit(0),
+            Err(sys::EINTR) => {}
+            _ => sys::exit(1),
+        }
+    }
+}
+
+/// Install the seccomp program `prog` with a listener (the calls it stops
+/// wait for the supervisor) and hand the listener to the supervisor.
+///
+/// The calls the program stops include `sendmsg`, so the tail cannot send
+/// the listener itself once the filter is on. A helper cloned before (not
+/// filtered, sharing this process's fd table) sends it, with a netlink
+/// socket of the sandbox's network namespace (the supervisor's view of the
+/// sockets bound in there), as `SCM_RIGHTS` on the status socket; the tail
+/// waits for the helper and fails closed unless it sent both.
+fn install_notify(prog: &[usize; 2], status_fd: i32) -> Result<(), Fail> {
+    let stage = "seccomp";
+    if status_fd < 0 {
+        return Err(fail(
+            stage,
+            "user notification needs the supervisor's status socket",
+            sys::EINVAL,
+        ));
+    }
+    let diag = sc(
+        nr::SOCKET,
+        sys::AF_NETLINK,
+        sys::SOCK_RAW | sys::SOCK_CLOEXEC,
+        sys::NETLINK_SOCK_DIAG,
+        0,
+        0,
+    )
+    .map_err(|e| fail(stage, "socket(AF_NETLINK, NETLINK_SOCK_DIAG)", e))?;
+    let mut p = [0i32; 2];
+    sc(nr::PIPE2, p.as_mut_ptr() as usize, sys::O_CLOEXEC, 0, 0, 0)
+        .map_err(|e| fail(stage, "pipe2", e))?;
+    let (rx, tx) = (p[0] as usize, p[1] as usize);
+    let close_all = |fds: &[usize]| {
+        for fd in fds {
+            let _ = sc(nr::CLOSE, *fd, 0, 0, 0, 0);
+        }
+    };
+    // A fork that shares the fd table: it sees the listener once made.
+    // SAFETY: a fork-like clone (no new stack, no CLONE_VM): the child runs
+    // on its own copy of this stack and only makes raw syscalls.
+    let helper = match check(unsafe {
+        syscall(nr::CLONE, sys::CLONE_FILES | sys::SIGCHLD, 0, 0, 0, 0, 0)
+    }) {
+        Ok(0) => notify_helper(rx, status_fd, diag),
+        Ok(pid) => pid,
+        Err(e) => {
+            close_all(&[rx, tx, diag]);
+            return Err(fail(stage, "starting the listener's messenger", e));
+        }
+    };
+    // A kernel without WAIT_KILLABLE_RECV (before 5.19) refuses the flag:
+    // then a signal may interrupt a call the supervisor already performs.
+    let mut installed = Err(sys::EINVAL);
+    for flags in [
+        sys::SECCOMP_FILTER_FLAG_NEW_LISTENER | sys::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
+        sys::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+    ] {
+        installed = sc(
+            nr::SECCOMP,
+            sys::SECCOMP_SET_MODE_FILTER,
+            flags,
+            prog.as_ptr() as usize,
+            0,
+            0,
+        );
+        if installed != Err(sys::EINVAL) {
+            break;
+        }
+    }
+    if let Ok(listener) = installed {
+        sys::write_all(tx as i32, &(listener as i32).to_le_bytes());
+    }
+    // The helper sees EOF if nothing was written.
+    let _ = sc(nr::CLOSE, tx, 0, 0, 0, 0);
+    let mut wstatus = 0i32;
+    let waited = loop {
+        match sc(
+            nr::WAIT4,
+            helper,
+            &mut wstatus as *mut i32 as usize,
+            0,
+            0,
+            0,
+        ) {
+            Err(sys::EINTR) => {}
+            r => break r,
+        }
+    };
+    close_all(&[rx, diag]);
+    let listener = installed.map_err(|e| {
+        fail(
+            stage,
+            "seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER)",
+            e,
+        )
+    })?;
+    let _ = sc(nr::CLOSE, listener, 0, 0, 0, 0);
+    // Exited (low 7 bits 0) with code 0.
+    if waited.is_err() || wstatus & 0xffff != 0 {
+        return Err(fail(
+            stage,
+            "could not pass the notification listener to the supervisor",
+            sys::EPIPE,
+        ));
+    }
+    Ok(())
+}
+
+fn harden(t: &Tail, status_fd: i32) -> Result<Lock, Fail> {
     // 1. no_new_privs: no setuid/file-capability gains across exec.
     sc(nr::PRCTL, sys::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         .map_err(|e| fail("no_new_privs", "prctl(PR_SET_NO_NEW_PRIVS)", e))?;
@@ -571,6 +732,18 @@ fn harden(t: &Tail) -> Result<Lock, Fail> {
     if !t.seccomp.is_empty() {
         // struct sock_fprog: u16 len, then a pointer (8-aligned).
         let prog: [usize; 2] = [t.seccomp.len() / 8, t.seccomp.as_ptr() as usize];
+        if t.flags & FLAG_NOTIFY != 0 {
+            // The bridge would ask the supervisor about its own connect to
+            // the proxy; and, forked from here, its memory is not one the
+            // supervisor may read on native (PID 1's, not dumpable). It
+            // starts now and installs the same program without the
+            // supervisor's part (what it had before this check existed).
+            if t.bridge_port != 0 {
+                bridge::start(t.bridge_port, t.bridge_socket, Some(t.seccomp))?;
+            }
+            install_notify(&prog, status_fd)?;
+            return Ok(lock);
+        }
         sc(
             nr::SECCOMP,
             sys::SECCOMP_SET_MODE_FILTER,
@@ -735,9 +908,10 @@ pub fn run(buf: &mut [u8], status_fd: i32) -> i32 {
             return EXIT_SETUP;
         }
     };
-    let lock = match harden(&t).and_then(|l| {
-        if t.bridge_port != 0 {
-            bridge::start(t.bridge_port, t.bridge_socket)?;
+    let lock = match harden(&t, status_fd).and_then(|l| {
+        // (With the supervisor's check, harden started it already.)
+        if t.bridge_port != 0 && t.flags & FLAG_NOTIFY == 0 {
+            bridge::start(t.bridge_port, t.bridge_socket, None)?;
         }
         Ok(l)
     }) {

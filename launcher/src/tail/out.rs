@@ -107,6 +107,7 @@ pub fn errno_text(e: i32) -> &'static str {
         22 => "Invalid argument",
         24 => "Too many open files",
         26 => "Text file busy",
+        32 => "Broken pipe",
         36 => "File name too long",
         38 => "Function not implemented",
         40 => "Too many levels of symbolic links",

@@ -39,6 +39,7 @@ pub mod nr {
     pub const PPOLL: usize = 271;
     pub const ACCEPT4: usize = 288;
     pub const PIDFD_OPEN: usize = 434;
+    pub const PIPE2: usize = 293;
 }
 
 #[cfg(any(target_arch = "aarch64", target_arch = "riscv64"))]
@@ -77,6 +78,7 @@ pub mod nr {
     pub const PPOLL: usize = 73;
     pub const ACCEPT4: usize = 242;
     pub const PIDFD_OPEN: usize = 434;
+    pub const PIPE2: usize = 59;
 }
 
 /// `syscall(n, a..f)`: the result, or `-errno`.
@@ -140,6 +142,7 @@ pub const EINVAL: i32 = 22;
 pub const ENOSYS: i32 = 38;
 pub const EOPNOTSUPP: i32 = 95;
 pub const EBADF: i32 = 9;
+pub const EPIPE: i32 = 32;
 pub const EAGAIN: i32 = 11;
 pub const ECHILD: i32 = 10;
 
@@ -174,6 +177,13 @@ pub const MSG_NOSIGNAL: usize = 0x4000;
 pub const POLLIN: i16 = 1;
 
 pub const SECCOMP_SET_MODE_FILTER: usize = 1;
+pub const SECCOMP_FILTER_FLAG_NEW_LISTENER: usize = 1 << 3;
+pub const SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV: usize = 1 << 5;
+
+pub const AF_NETLINK: usize = 16;
+pub const SOCK_RAW: usize = 3;
+pub const NETLINK_SOCK_DIAG: usize = 4;
+pub const CLONE_FILES: usize = 0x400;
 pub const LANDLOCK_CREATE_RULESET_VERSION: usize = 1;
 pub const LANDLOCK_RULE_PATH_BENEATH: usize = 1;
 

@@ -122,6 +122,7 @@ fn spec_with_bridge(
         &cs(argv),
         &cs(&["PATH=/usr/bin:/bin", "GREETING=hi there"]),
         true,
+        false,
         &[crate::plan::Rlimit {
             resource: crate::plan::RlimitResource::Core,
             soft: Some(0),
@@ -229,7 +230,7 @@ fn required_landlock_rule_on_a_missing_path_fails() {
         access: LandlockAccess::ReadWrite,
         must_exist: true,
     });
-    let s = super::encode::encode(&cs(&["true"]), &[], true, &[], None, &plan, &[], None);
+    let s = super::encode::encode(&cs(&["true"]), &[], true, false, &[], None, &plan, &[], None);
     let (_, status, code) = run(s, false);
     assert_eq!(code, 125);
     assert!(
@@ -272,6 +273,7 @@ fn landlock_rules_on_files_and_directories() {
         &cs(&["/bin/sh", "-c", prog]),
         &cs(&["PATH=/usr/bin:/bin"]),
         true,
+        false,
         &[],
         None,
         &plan,
@@ -294,6 +296,161 @@ fn landlock_rules_on_files_and_directories() {
             out.contains("file-ok") && out.contains("other-denied"),
             "{out}"
         );
+    }
+}
+
+/// With a notify rule, the tail installs the filter with a listener and a
+/// helper passes it (with a netlink socket) on the status socket before
+/// `execve`; the command then runs under the filter (its `connect`, with
+/// the listener closed here, fails with ENOSYS, the kernel's answer without
+/// a listener). In-process and as the launcher image.
+#[test]
+fn notify_listener_comes_on_the_status_socket() {
+    if !std::path::Path::new("/usr/bin/python3").exists() {
+        assert!(
+            std::env::var_os("ZOT_TEST_MUST_WORK").is_none(),
+            "/usr/bin/python3 missing"
+        );
+        eprintln!("SKIP: /usr/bin/python3 missing");
+        return;
+    }
+    assert!(crate::seccomp::notifies(&notify_plan()));
+    let bpf: Vec<_> = crate::seccomp::compile(&notify_plan())
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .collect();
+    let prog = "import socket, errno\ntry:\n socket.socket(socket.AF_UNIX).connect('/nonexistent')\nexcept OSError as e:\n print(errno.errorcode[e.errno])\n";
+    let s = super::encode::encode(
+        &cs(&["/usr/bin/python3", "-c", prog]),
+        &cs(&["PATH=/usr/bin:/bin"]),
+        true,
+        true,
+        &[],
+        None,
+        &landlock_plan(LandlockCompat::Off),
+        &bpf,
+        None,
+    );
+    for image in [false, crate::launcher_image().is_some()] {
+        let mut sv = [0; 2];
+        // SAFETY: a valid array.
+        let r = unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+                0,
+                sv.as_mut_ptr(),
+            )
+        };
+        assert_eq!(r, 0);
+        // SAFETY: fresh fds.
+        let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(sv[0]), OwnedFd::from_raw_fd(sv[1])) };
+        let (out_r, out_w) = pipe();
+        let (spec_r, spec_w) = pipe();
+        let image_fd = image.then(|| {
+            let img = crate::launcher_image().unwrap();
+            // SAFETY: a new fd or -1.
+            let fd = unsafe { libc::memfd_create(c"t".as_ptr(), libc::MFD_CLOEXEC) };
+            assert!(fd >= 0);
+            // SAFETY: fresh fd.
+            let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+            std::io::Write::write_all(&mut f, img).unwrap();
+            f
+        });
+        let path = image_fd
+            .as_ref()
+            .map(|f| CString::new(format!("/proc/self/fd/{}", f.as_raw_fd())).unwrap());
+        let mut buf = s.clone();
+        // SAFETY: the child only dups fds, runs the tail or execs.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            unsafe {
+                libc::dup2(out_w.as_raw_fd(), 1);
+                if let Some(p) = &path {
+                    // Above 4 first: a dup2 onto itself keeps close-on-exec.
+                    let (sp, st) = (
+                        libc::fcntl(spec_r.as_raw_fd(), libc::F_DUPFD, 10),
+                        libc::fcntl(theirs.as_raw_fd(), libc::F_DUPFD, 10),
+                    );
+                    libc::dup2(sp, 3);
+                    libc::dup2(st, 4);
+                    let argv = [p.as_ptr(), std::ptr::null()];
+                    let envp = [std::ptr::null()];
+                    libc::execve(p.as_ptr(), argv.as_ptr(), envp.as_ptr());
+                    libc::_exit(99);
+                }
+                let code = super::run(&mut buf, theirs.as_raw_fd());
+                libc::_exit(code);
+            }
+        }
+        drop((out_w, theirs, spec_r));
+        let _ = std::io::Write::write_all(&mut std::fs::File::from(spec_w), &s);
+        // The first message: the line and two fds.
+        let mut line = [0u8; 64];
+        let mut control = [0u64; 8];
+        let mut iov = libc::iovec {
+            iov_base: line.as_mut_ptr().cast(),
+            iov_len: super::NOTIFY_LINE.len(),
+        };
+        // SAFETY: zeroed, pointed at our buffers.
+        let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
+        h.msg_iov = &mut iov;
+        h.msg_iovlen = 1;
+        h.msg_control = control.as_mut_ptr().cast();
+        h.msg_controllen = std::mem::size_of_val(&control) as _;
+        // SAFETY: receiving into our buffers.
+        let n = unsafe { libc::recvmsg(ours.as_raw_fd(), &mut h, libc::MSG_CMSG_CLOEXEC) };
+        assert_eq!(n as usize, super::NOTIFY_LINE.len(), "image {image}");
+        assert_eq!(&line[..n as usize], super::NOTIFY_LINE);
+        // SAFETY: the control buffer the kernel filled.
+        let fds: Vec<OwnedFd> = unsafe {
+            let c = libc::CMSG_FIRSTHDR(&h);
+            assert!(!c.is_null());
+            assert_eq!((*c).cmsg_type, libc::SCM_RIGHTS);
+            let data = libc::CMSG_DATA(c) as *const i32;
+            (0..2)
+                .map(|i| OwnedFd::from_raw_fd(data.add(i).read_unaligned()))
+                .collect()
+        };
+        // A seccomp listener: an unknown notification id is ENOENT.
+        let mut id = 12345u64;
+        // SAFETY: ioctl with a u64 argument.
+        let r = unsafe {
+            libc::ioctl(
+                fds[0].as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
+                &mut id,
+            )
+        };
+        assert_eq!(
+            (r, std::io::Error::last_os_error().raw_os_error()),
+            (-1, Some(libc::ENOENT))
+        );
+        drop(fds);
+        let mut out = String::new();
+        std::fs::File::from(out_r).read_to_string(&mut out).unwrap();
+        let mut rest = String::new();
+        let _ = std::fs::File::from(ours).read_to_string(&mut rest);
+        let mut status = 0;
+        // SAFETY: our child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert_eq!(libc::WEXITSTATUS(status), 0, "{out} {rest}");
+        assert_eq!(out.trim(), "ENOSYS", "image {image}: {rest}");
+        assert!(rest.contains("\"event\":\"ready\""), "{rest}");
+    }
+}
+
+fn notify_plan() -> crate::plan::SeccompPlan {
+    crate::plan::SeccompPlan {
+        enabled: true,
+        foreign_arch: crate::plan::SeccompAction::KillProcess,
+        x32: cfg!(target_arch = "x86_64").then_some(crate::plan::SeccompAction::Enosys),
+        rules: vec![crate::plan::SeccompRule {
+            syscalls: vec!["connect".into()],
+            action: crate::plan::SeccompAction::Notify,
+            any_of: vec![],
+        }],
     }
 }
 
