@@ -18,6 +18,8 @@ mod call;
 mod own;
 mod sys;
 
+pub(crate) use sys::sockopt_int;
+
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;

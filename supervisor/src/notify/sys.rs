@@ -299,7 +299,8 @@ pub(super) fn fstat(fd: &OwnedFd) -> Result<libc::stat, i32> {
     Ok(st)
 }
 
-pub(super) fn sockopt_int(fd: &OwnedFd, opt: libc::c_int) -> Result<i32, i32> {
+/// An int-valued `SOL_SOCKET` option of `fd`, or the errno.
+pub(crate) fn sockopt_int(fd: &OwnedFd, opt: libc::c_int) -> Result<i32, i32> {
     let mut v: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: an int out-parameter of the size passed.

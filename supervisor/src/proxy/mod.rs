@@ -494,19 +494,7 @@ async fn recv_first(stream: &UnixStream) -> io::Result<(usize, u8, Vec<OwnedFd>)
 }
 
 fn sockopt_int(fd: &OwnedFd, opt: libc::c_int) -> Option<libc::c_int> {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: an int-valued option read into a local of its size.
-    let r = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            opt,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    (r == 0).then_some(v)
+    crate::notify::sockopt_int(fd, opt).ok()
 }
 
 /// A handed-off descriptor, if it is a TCP stream socket.
