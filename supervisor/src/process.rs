@@ -186,6 +186,9 @@ fn run_planned(
             message: zot_launcher::error_chain(&e),
             hint: None,
         })?;
+    // Before the start: a signal while the sandbox starts is forwarded once
+    // it runs, instead of killing this process.
+    let _forwarding = req.forward_signals.then(crate::supervise::forward_signals);
     let started = match spawn::start(req, &planned, env, &host_env, out_pipes) {
         Ok(s) => s,
         Err(err) => {

@@ -82,22 +82,34 @@ impl Target {
                 kill_raw(*p, sig);
             }
             Target::Bwrap { .. } => {
-                // The command is the first child of bwrap's PID 1; it leads
-                // its own session (the launcher called setsid).
-                let cmd = self.bwrap_init().and_then(|init| {
-                    let children =
+                // The command is the child of bwrap's PID 1 that leads its
+                // own process group (the launcher called setsid); a helper
+                // of the launcher (the socket-check hand-off, the proxy's
+                // bridge) may be listed before it. Give it a moment to
+                // get there (a signal during the start-up).
+                let deadline = Instant::now() + Duration::from_millis(500);
+                loop {
+                    let leaders = self.bwrap_init().map(|init| {
                         std::fs::read_to_string(format!("/proc/{init}/task/{init}/children"))
-                            .ok()?;
-                    children.split_whitespace().next()?.parse::<i32>().ok()
-                });
-                match cmd {
-                    Some(pid) => {
-                        if !kill_raw(-pid, sig) {
-                            kill_raw(pid, sig);
+                            .unwrap_or_default()
+                            .split_whitespace()
+                            .filter_map(|p| p.parse::<i32>().ok())
+                            .filter(|&p| nix::unistd::getpgid(Some(Pid::from_raw(p))) == Ok(Pid::from_raw(p)))
+                            .collect::<Vec<i32>>()
+                    });
+                    match leaders {
+                        Some(l) if !l.is_empty() => {
+                            for pid in l {
+                                kill_raw(-pid, sig);
+                            }
+                            return;
                         }
+                        _ if Instant::now() < deadline => {
+                            std::thread::sleep(Duration::from_millis(5))
+                        }
+                        // Not started or unknown: stop everything.
+                        _ => return self.kill_all(),
                     }
-                    // Not started yet or unknown: stop everything.
-                    None => self.kill_all(),
                 }
             }
         }
@@ -158,7 +170,8 @@ pub(crate) fn supervise(
         }
         return (wait_pid(pid), Stop::Exit);
     }
-    let _handlers = forward.then(signals::Handlers::install);
+    // The forwarding handlers were installed before the sandbox started
+    // (see [`forward_signals`]): a signal since then is pending here.
     // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
     let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
     // SAFETY: a fresh fd we own (when >= 0).
@@ -311,7 +324,14 @@ pub(crate) fn wait_pid(pid: i32) -> std::io::Result<i32> {
     }
 }
 
-mod signals {
+/// While alive, SIGINT/SIGTERM/SIGHUP received by this process are
+/// recorded for [`supervise`] to forward (installed before the sandbox
+/// starts, so a signal during its start-up is not lost).
+pub(crate) fn forward_signals() -> signals::Handlers {
+    signals::Handlers::install()
+}
+
+pub(crate) mod signals {
     //! Process-wide SIGINT/SIGTERM/SIGHUP handlers (installed for the run's
     //! duration) that only record the signal; the supervising loop forwards.
 
@@ -335,7 +355,7 @@ mod signals {
             .collect()
     }
 
-    pub(super) struct Handlers {
+    pub(crate) struct Handlers {
         old: Vec<(Signal, SigAction)>,
     }
 
