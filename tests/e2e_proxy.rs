@@ -10,40 +10,11 @@
 mod attacks;
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
 use attacks::{run_limited, text, Ctx};
-
-/// An HTTP server on the host's 127.0.0.1 answering every request with
-/// `body`.
-fn origin(body: &'static str) -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            std::thread::spawn(move || {
-                let mut r = BufReader::new(s.try_clone().unwrap());
-                loop {
-                    let mut line = String::new();
-                    if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                }
-                let _ = write!(
-                    s,
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            });
-        }
-    });
-    port
-}
 
 fn curl_present() -> bool {
     common::require(
@@ -105,7 +76,7 @@ fn listed_host_over_http_connect_and_socks5(backend: &str, unpriv: bool) {
     if !curl_present() {
         return;
     }
-    let port = origin("hello-from-outside");
+    let port = common::origin("hello-from-outside");
     let url = format!("http://127.0.0.1:{port}/");
     let script = format!(
         "set -e
@@ -150,7 +121,7 @@ fn unlisted_direct_and_private_refused(backend: &str, unpriv: bool) {
     if !curl_present() {
         return;
     }
-    let port = origin("secret");
+    let port = common::origin("secret");
     let script = format!(
         "curl -sS -m 10 -i http://127.0.0.1:{other}/ | grep -i '^x-zot-proxy-reason' || echo NO-403
          curl -sS -m 10 -i http://localhost:{port}/ | grep -i '^x-zot-proxy-reason' || echo NO-403

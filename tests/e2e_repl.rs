@@ -280,18 +280,6 @@ fn ctrl_c_cancels_a_model_request_and_the_prompt_comes_back() {
     );
 }
 
-/// Live processes whose command line is exactly `argv`.
-fn processes(argv: &[&str]) -> usize {
-    let want: Vec<u8> = argv.iter().flat_map(|a| [a.as_bytes(), b"\0"].concat()).collect();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == want)
-        })
-        .count()
-}
-
 #[test]
 fn ctrl_c_stops_a_running_command_in_the_sandbox() {
     let w = World::new();
@@ -309,7 +297,7 @@ fn ctrl_c_stops_a_running_command_in_the_sandbox() {
     let mut p = repl(&w, &agent, &["--sim-script", s(&script)], &[]);
     p.line("nap");
     let t0 = Instant::now();
-    while processes(&["sleep", "42.3"]) == 0 {
+    while common::processes(&["sleep", "42.3"]).is_empty() {
         assert!(t0.elapsed() < Duration::from_secs(20), "the command never started");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -317,7 +305,7 @@ fn ctrl_c_stops_a_running_command_in_the_sandbox() {
     p.send(CTRL_C);
     p.expect("cancelled");
     // The command got TERM (then KILL): it is gone, and so is the turn.
-    while processes(&["sleep", "42.3"]) != 0 {
+    while !common::processes(&["sleep", "42.3"]).is_empty() {
         assert!(t0.elapsed() < Duration::from_secs(5), "the command outlived the cancel");
         std::thread::sleep(Duration::from_millis(20));
     }

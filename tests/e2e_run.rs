@@ -1561,17 +1561,6 @@ fn a_killed_runs_temp_dirs_are_removed_by_the_next_invocation() {
 
 // ------------------------------------------------------------ signals
 
-/// Live processes whose command line is exactly `argv`.
-fn processes(argv: &[&str]) -> Vec<u32> {
-    let want: Vec<u8> = argv.iter().flat_map(|a| [a.as_bytes(), b"\0"].concat()).collect();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want))
-        .collect()
-}
-
 /// Every entry below `dir` (relative paths), for before/after comparisons.
 fn tree(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -1669,7 +1658,7 @@ fn signals_stop_the_run_forward_to_the_sandbox_and_clean_up() {
                 .unwrap();
             // Wait until the command runs in the sandbox.
             let t0 = std::time::Instant::now();
-            while processes(sleeper).is_empty() {
+            while common::processes(sleeper).is_empty() {
                 assert!(
                     t0.elapsed() < std::time::Duration::from_secs(20),
                     "{what}: the command never started"
@@ -1694,7 +1683,7 @@ fn signals_stop_the_run_forward_to_the_sandbox_and_clean_up() {
             );
             // The sandboxed command is gone (it got the signal).
             let t2 = std::time::Instant::now();
-            while !processes(sleeper).is_empty() {
+            while !common::processes(sleeper).is_empty() {
                 assert!(
                     t2.elapsed() < std::time::Duration::from_secs(3),
                     "{what}: the command outlived zot"
@@ -1772,34 +1761,6 @@ fn entry_pre_output_streams_live() {
 
 // ------------------------------------------------------------ net and env
 
-/// An HTTP server on the host's 127.0.0.1 answering every request with
-/// `body` (the sandbox's own loopback is another one).
-fn origin(body: &'static str) -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for c in l.incoming() {
-            let Ok(mut c) = c else { continue };
-            std::thread::spawn(move || {
-                let mut req = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !req.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match c.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => req.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let _ = write!(
-                    c,
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            });
-        }
-    });
-    port
-}
-
 /// `permissions.net.allow` and `permissions.env.read` are enforced by
 /// `zot run`: the listed host answers through the proxy, an unlisted one
 /// is refused with the reason (the model sees it, `--json` and the session
@@ -1816,7 +1777,7 @@ fn net_and_env(w: World) {
     ) {
         return;
     }
-    let port = origin("hello from the origin");
+    let port = common::origin("hello from the origin");
     let agent = w.agent(
         "fetcher",
         json!({"permissions": {
