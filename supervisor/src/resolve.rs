@@ -89,7 +89,7 @@ pub fn prepare(
 ) -> Result<Planned, SupervisorError> {
     let resolved = resolve(policy, choice)?;
     let isolation = resolved.backend.kind().isolation();
-    let (policy, repos) = with_host_protections(policy, isolation, env);
+    let (policy, repos, path_dirs) = with_host_protections(policy, isolation, env);
     let policy = &policy;
     let plan = plan::plan(policy, isolation, env, &RealFs).map_err(SupervisorError::Plan)?;
     let skipped = resolved
@@ -139,7 +139,7 @@ pub fn prepare(
         report.notes.push(Note::ScanIncomplete { dirs: s.dirs });
     }
     if plan.isolation == zot_launcher::plan::Isolation::Namespaces {
-        for path in crate::host::exec_path_dirs(env, &policy.write_roots) {
+        for path in path_dirs {
             report.notes.push(Note::PathReadOnly { path });
         }
     }
@@ -155,18 +155,19 @@ pub fn prepare(
 
 /// The policy plus what only the host can tell at launch: the git files of
 /// every repository inside the writable roots (a fresh scan) and the
-/// directories of the caller's `PATH` inside them.
+/// directories of the caller's `PATH` inside them (also returned, for the
+/// report).
 fn with_host_protections(
     policy: &SandboxPolicy,
     isolation: zot_launcher::plan::Isolation,
     env: &[(OsString, OsString)],
-) -> (SandboxPolicy, Option<crate::repos::Scan>) {
+) -> (SandboxPolicy, Option<crate::repos::Scan>, Vec<PathBuf>) {
     use zot_launcher::plan::Isolation;
     if policy.mode == SandboxMode::DangerFullAccess
         || isolation == Isolation::None
         || policy.write_roots.is_empty()
     {
-        return (policy.clone(), None);
+        return (policy.clone(), None, Vec::new());
     }
     let mut p = policy.clone();
     let scan = crate::repos::scan(&p.write_roots, crate::repos::SCAN_BUDGET);
@@ -179,7 +180,8 @@ fn with_host_protections(
             add.push((g, "git: read as configuration or run by git"));
         }
     }
-    for d in crate::host::exec_path_dirs(env, &p.write_roots) {
+    let path_dirs = crate::host::exec_path_dirs(env, &p.write_roots);
+    for d in path_dirs.iter().cloned() {
         add.push((
             d,
             "PATH: a directory of the caller's PATH inside a writable root",
@@ -197,7 +199,7 @@ fn with_host_protections(
             });
         }
     }
-    (p, Some(scan))
+    (p, Some(scan), path_dirs)
 }
 
 /// Roots a trusted helper binary must not live in.
