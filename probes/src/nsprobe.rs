@@ -197,12 +197,9 @@ pub(crate) fn run() -> Result<Option<UsernsError>, UsernsError> {
         }
         got += n as usize;
     }
-    // SAFETY: our fd; reap the child.
-    unsafe {
-        libc::close(rd);
-        let mut st = 0;
-        while libc::waitpid(pid, &mut st, 0) < 0 && errno() == libc::EINTR {}
-    }
+    // SAFETY: our fd.
+    unsafe { libc::close(rd) };
+    let _ = zot_process::child::wait(pid);
     if got < 8 {
         return Err(UsernsError::Failed {
             stage: NsStage::Fork,
@@ -223,38 +220,29 @@ pub(crate) fn run() -> Result<Option<UsernsError>, UsernsError> {
 /// profiles (EPERM), exhausted limits anywhere up the chain (ENOSPC) and
 /// kernels without user namespaces, without building anything.
 pub(crate) fn run_user_only() -> Result<(), UsernsError> {
-    // SAFETY: the child makes one syscall and `_exit`s.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(UsernsError::Failed {
-            stage: NsStage::Fork,
-            errno: errno(),
-        });
-    }
-    if pid == 0 {
-        // SAFETY: raw syscalls only.
-        unsafe {
-            let r = libc::unshare(libc::CLONE_NEWUSER);
-            let code = if r == 0 {
+    use zot_process::child::{self, Status};
+    // SAFETY: the child makes one raw syscall and exits.
+    let status = unsafe {
+        child::fork(|| {
+            if libc::unshare(libc::CLONE_NEWUSER) == 0 {
                 0
             } else {
                 (*libc::__errno_location()).clamp(1, 255)
-            };
-            libc::_exit(code)
-        }
+            }
+        })
     }
-    let mut st = 0;
-    // SAFETY: reaping our child.
-    unsafe { while libc::waitpid(pid, &mut st, 0) < 0 && errno() == libc::EINTR {} }
-    if libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0 {
-        Ok(())
-    } else if libc::WIFEXITED(st) {
-        Err(classify(NsStage::Unshare, libc::WEXITSTATUS(st)))
-    } else {
-        Err(UsernsError::Failed {
+    .and_then(child::Child::wait)
+    .map_err(|e| UsernsError::Failed {
+        stage: NsStage::Fork,
+        errno: e.raw_os_error().unwrap_or(0),
+    })?;
+    match status {
+        Status::Exited(0) => Ok(()),
+        Status::Exited(e) => Err(classify(NsStage::Unshare, e)),
+        Status::Signaled(_) => Err(UsernsError::Failed {
             stage: NsStage::Fork,
             errno: 0,
-        })
+        }),
     }
 }
 
@@ -272,14 +260,10 @@ pub(crate) fn listener_filter() -> Result<(), std::io::Error> {
         len: 1,
         filter: allow.as_ptr() as *mut libc::sock_filter,
     };
-    // SAFETY: the child makes raw syscalls and `_exit`s.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if pid == 0 {
-        // SAFETY: raw syscalls on data prepared before the fork.
-        unsafe {
+    use zot_process::child::{self, Status};
+    // SAFETY: the child makes raw syscalls on data prepared before the fork.
+    let status = unsafe {
+        child::fork(|| {
             let failed = libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
                 || libc::syscall(
                     libc::SYS_seccomp,
@@ -288,16 +272,14 @@ pub(crate) fn listener_filter() -> Result<(), std::io::Error> {
                     &prog,
                 ) < 0;
             let code = if failed { *libc::__errno_location() } else { 0 };
-            libc::_exit(code.clamp(0, 255))
-        }
+            code.clamp(0, 255)
+        })
     }
-    let mut st = 0;
-    // SAFETY: reaping our child.
-    unsafe { while libc::waitpid(pid, &mut st, 0) < 0 && errno() == libc::EINTR {} }
-    match (libc::WIFEXITED(st), libc::WEXITSTATUS(st)) {
-        (true, 0) => Ok(()),
-        (true, e) => Err(std::io::Error::from_raw_os_error(e)),
-        _ => Err(std::io::Error::other("the probe died")),
+    .and_then(child::Child::wait)?;
+    match status {
+        Status::Exited(0) => Ok(()),
+        Status::Exited(e) => Err(std::io::Error::from_raw_os_error(e)),
+        Status::Signaled(_) => Err(std::io::Error::other("the probe died")),
     }
 }
 

@@ -585,7 +585,7 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
 /// forked child, which reports each connection it accepts on a pipe.
 struct NetnsSocket {
     path: PathBuf,
-    pid: libc::pid_t,
+    _child: zot_process::child::Child,
     reports: std::os::fd::OwnedFd,
 }
 
@@ -623,13 +623,8 @@ impl NetnsSocket {
         let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         // SAFETY: the child makes raw syscalls on data prepared above and
         // never returns.
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            return None;
-        }
-        if pid == 0 {
-            // SAFETY: raw syscalls only.
-            unsafe {
+        let child = unsafe {
+            zot_process::child::fork(|| {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) != 0 {
                     libc::_exit(1);
@@ -658,12 +653,13 @@ impl NetnsSocket {
                         libc::close(c);
                     }
                 }
-            }
+            })
         }
+        .ok()?;
         drop(w);
         let n = NetnsSocket {
             path,
-            pid,
+            _child: child,
             reports: r,
         };
         let mut p = libc::pollfd {
@@ -694,11 +690,7 @@ impl NetnsSocket {
 
 impl Drop for NetnsSocket {
     fn drop(&mut self) {
-        // SAFETY: our child.
-        unsafe {
-            libc::kill(self.pid, libc::SIGKILL);
-            libc::waitpid(self.pid, std::ptr::null_mut(), 0);
-        }
+        // The child is killed and reaped when `_child` is dropped.
         let _ = std::fs::remove_file(&self.path);
     }
 }
@@ -861,37 +853,26 @@ struct Fixture {
     target: Target,
 }
 
-/// A child that only sleeps in `pause()` until killed.
-struct Target(libc::pid_t);
+/// A child that only sleeps in `pause()` until killed (and reaped) on drop.
+struct Target(zot_process::child::Child);
 
 impl Target {
     fn spawn() -> std::io::Result<Target> {
         // SAFETY: the child calls only async-signal-safe functions (prctl,
-        // pause, _exit), so forking a multi-threaded process is sound.
-        match unsafe { libc::fork() } {
-            -1 => Err(std::io::Error::last_os_error()),
-            0 => unsafe {
+        // pause), so forking a multi-threaded process is sound.
+        let child = unsafe {
+            zot_process::child::fork(|| {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 loop {
                     libc::pause();
                 }
-            },
-            pid => Ok(Target(pid)),
-        }
+            })
+        }?;
+        Ok(Target(child))
     }
 
     fn id(&self) -> u32 {
-        self.0 as u32
-    }
-}
-
-impl Drop for Target {
-    fn drop(&mut self) {
-        // SAFETY: our own child; reap it so no zombie is left.
-        unsafe {
-            libc::kill(self.0, libc::SIGKILL);
-            libc::waitpid(self.0, std::ptr::null_mut(), 0);
-        }
+        self.0.pid() as u32
     }
 }
 
@@ -1389,34 +1370,27 @@ fn write_file(p: &Path) -> Result<String, String> {
 
 /// Run `f` in a forked child; Ok when it returned 0.
 fn in_child(f: impl FnOnce() -> libc::c_int) -> Result<String, String> {
+    use zot_process::child::{self, Status};
     // SAFETY: the runner is single-threaded; the child makes one syscall
     // and exits.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    let status = unsafe {
+        child::fork(|| {
+            if f() == 0 {
+                0
+            } else {
+                std::io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(1)
+                    .clamp(1, 255)
+            }
+        })
     }
-    if pid == 0 {
-        let r = f();
-        let code = if r == 0 {
-            0
-        } else {
-            std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(1)
-                .clamp(1, 255)
-        };
-        // SAFETY: leave the child without unwinding.
-        unsafe { libc::_exit(code) };
-    }
-    let mut st = 0;
-    // SAFETY: our child.
-    unsafe { libc::waitpid(pid, &mut st, 0) };
-    if libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0 {
-        Ok("succeeded".into())
-    } else if libc::WIFEXITED(st) {
-        Err(std::io::Error::from_raw_os_error(libc::WEXITSTATUS(st)).to_string())
-    } else {
-        Err(format!("killed by signal {}", libc::WTERMSIG(st)))
+    .and_then(child::Child::wait)
+    .map_err(|e| format!("fork: {e}"))?;
+    match status {
+        Status::Exited(0) => Ok("succeeded".into()),
+        Status::Exited(e) => Err(std::io::Error::from_raw_os_error(e).to_string()),
+        Status::Signaled(s) => Err(format!("killed by signal {s}")),
     }
 }
 

@@ -19,7 +19,6 @@ use zot_launcher::plan::{Area, Gap, LaunchPlan, Namespace, NetworkPlan};
 use zot_policy::sandbox::{SandboxMode, SandboxPolicy};
 
 pub mod bwrap;
-pub mod cancel;
 pub mod cgroup;
 pub mod check;
 pub mod explain;
@@ -35,11 +34,11 @@ pub mod resolve;
 mod spawn;
 mod supervise;
 
-pub use cancel::Cancel;
 pub use process::{exec_unconfined, run};
 pub use repos::find_nested_repos;
 pub use resolve::{prepare, Backend, Planned};
 pub use zot_launcher::{BackendKind, Level};
+pub use zot_process::Cancel;
 
 /// Exit code of a run that timed out.
 pub const EXIT_TIMEOUT: i32 = 124;

@@ -188,7 +188,7 @@ fn run_planned(
         })?;
     // Before the start: a signal while the sandbox starts is forwarded once
     // it runs, instead of killing this process.
-    let _forwarding = req.forward_signals.then(crate::supervise::forward_signals);
+    let _forwarding = req.forward_signals.then(zot_process::signals::forward);
     let started = match spawn::start(req, &planned, env, &host_env, out_pipes) {
         Ok(s) => s,
         Err(err) => {
@@ -229,8 +229,13 @@ fn run_planned(
     let server = if zot_launcher::seccomp::notifies(&planned.plan.seccomp) {
         match started.status.take() {
             Some(status) => {
-                let proxy: Vec<&std::path::Path> =
-                    planned.plan.network.proxy().map(|(s, _)| s).into_iter().collect();
+                let proxy: Vec<&std::path::Path> = planned
+                    .plan
+                    .network
+                    .proxy()
+                    .map(|(s, _)| s)
+                    .into_iter()
+                    .collect();
                 match crate::notify::Server::start(
                     status,
                     planned.plan.network == zot_launcher::plan::NetworkPlan::Host,

@@ -388,21 +388,7 @@ extern "C" fn spawn_child(arg: *mut libc::c_void) -> libc::c_int {
                 return fail(a);
             }
         }
-        let mut dfl: libc::sigaction = std::mem::zeroed();
-        dfl.sa_sigaction = libc::SIG_DFL;
-        for sig in [
-            libc::SIGPIPE,
-            libc::SIGXFSZ,
-            libc::SIGINT,
-            libc::SIGTERM,
-            libc::SIGHUP,
-            libc::SIGQUIT,
-        ] {
-            libc::sigaction(sig, &dfl, std::ptr::null_mut());
-        }
-        let mut empty: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut empty);
-        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+        zot_process::child::reset_signals();
         let envp: [*const libc::c_char; 1] = [std::ptr::null()];
         libc::execve(a.prog, a.argv, envp.as_ptr());
         fail(a)

@@ -8,9 +8,8 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use nix::errno::Errno;
 use nix::sys::signal::{kill, Signal};
-use nix::sys::wait::{waitpid, WaitStatus};
+use nix::sys::wait::WaitStatus;
 use nix::unistd::Pid;
 
 use crate::Cancel;
@@ -94,7 +93,9 @@ impl Target {
                             .unwrap_or_default()
                             .split_whitespace()
                             .filter_map(|p| p.parse::<i32>().ok())
-                            .filter(|&p| nix::unistd::getpgid(Some(Pid::from_raw(p))) == Ok(Pid::from_raw(p)))
+                            .filter(|&p| {
+                                nix::unistd::getpgid(Some(Pid::from_raw(p))) == Ok(Pid::from_raw(p))
+                            })
                             .collect::<Vec<i32>>()
                     });
                     match leaders {
@@ -171,7 +172,7 @@ pub(crate) fn supervise(
         return (wait_pid(pid), Stop::Exit);
     }
     // The forwarding handlers were installed before the sandbox started
-    // (see [`forward_signals`]): a signal since then is pending here.
+    // (see [`zot_process::signals::forward`]): a signal since then is pending here.
     // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
     let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
     // SAFETY: a fresh fd we own (when >= 0).
@@ -237,7 +238,7 @@ pub(crate) fn supervise(
             }
         };
         if forward {
-            for sig in signals::take() {
+            for sig in zot_process::signals::take_forwarded() {
                 target.signal(sig);
             }
         }
@@ -313,77 +314,5 @@ fn reap_later(pid: i32) {
 
 /// Wait for `pid`; its exit code, or 128+N when killed by signal N.
 pub(crate) fn wait_pid(pid: i32) -> std::io::Result<i32> {
-    loop {
-        match waitpid(Pid::from_raw(pid), None) {
-            Ok(WaitStatus::Exited(_, code)) => return Ok(code),
-            Ok(WaitStatus::Signaled(_, sig, _)) => return Ok(128 + sig as i32),
-            Ok(_) => continue,
-            Err(Errno::EINTR) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-}
-
-/// While alive, SIGINT/SIGTERM/SIGHUP received by this process are
-/// recorded for [`supervise`] to forward (installed before the sandbox
-/// starts, so a signal during its start-up is not lost).
-pub(crate) fn forward_signals() -> signals::Handlers {
-    signals::Handlers::install()
-}
-
-pub(crate) mod signals {
-    //! Process-wide SIGINT/SIGTERM/SIGHUP handlers (installed for the run's
-    //! duration) that only record the signal; the supervising loop forwards.
-
-    use std::sync::atomic::{AtomicU64, Ordering};
-
-    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
-
-    static PENDING: AtomicU64 = AtomicU64::new(0);
-    const FORWARDED: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
-
-    extern "C" fn on_signal(sig: libc::c_int) {
-        PENDING.fetch_or(1 << sig, Ordering::SeqCst);
-    }
-
-    /// Signals received since the last call.
-    pub(super) fn take() -> Vec<Signal> {
-        let bits = PENDING.swap(0, Ordering::SeqCst);
-        FORWARDED
-            .into_iter()
-            .filter(|s| bits & (1 << *s as i32) != 0)
-            .collect()
-    }
-
-    pub(crate) struct Handlers {
-        old: Vec<(Signal, SigAction)>,
-    }
-
-    impl Handlers {
-        pub(super) fn install() -> Handlers {
-            // No SA_RESTART: a signal interrupts the wait so it is forwarded at once.
-            let action = SigAction::new(
-                SigHandler::Handler(on_signal),
-                SaFlags::empty(),
-                SigSet::empty(),
-            );
-            let mut old = Vec::new();
-            for sig in FORWARDED {
-                // SAFETY: the handler only touches an atomic.
-                if let Ok(prev) = unsafe { sigaction(sig, &action) } {
-                    old.push((sig, prev));
-                }
-            }
-            Handlers { old }
-        }
-    }
-
-    impl Drop for Handlers {
-        fn drop(&mut self) {
-            for (sig, prev) in self.old.drain(..) {
-                // SAFETY: restoring the previous disposition.
-                let _ = unsafe { sigaction(sig, &prev) };
-            }
-        }
-    }
+    zot_process::child::wait(pid).map(zot_process::child::Status::code)
 }

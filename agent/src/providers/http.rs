@@ -19,12 +19,12 @@ use reqwest::header::{HeaderMap, CONTENT_TYPE};
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
-use zot_supervisor::cancel::{Cancel, SignalGuard};
 use super::error::{ProviderError, TimeoutPhase};
 use super::stream::{Delta, StreamParser};
 use super::{ModelEvent, RetryNotice};
 use crate::message::AssistantTurn;
 use zot_policy::config::HttpSettings;
+use zot_process::Cancel;
 
 /// Resolved network settings of one provider.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -132,8 +132,8 @@ impl Http {
         signals: bool,
         sink: &mut dyn FnMut(ModelEvent),
     ) -> Result<AssistantTurn, ProviderError> {
-        let _guard = signals.then(|| SignalGuard::install(cancel));
-        let interrupted = || match SignalGuard::received() {
+        let _route = signals.then(|| zot_process::signals::wake(cancel));
+        let interrupted = || match zot_process::signals::received() {
             Some(sig) if signals => ProviderError::Interrupted(sig),
             _ => ProviderError::Cancelled,
         };

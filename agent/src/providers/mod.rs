@@ -20,10 +20,10 @@ use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 
-pub use zot_supervisor::cancel::{Cancel, SignalGuard};
 pub use error::{secs, ProviderError, TimeoutPhase};
 pub use http::Timeouts;
 pub use zot_policy::config::{Api, ReasoningEffort};
+pub use zot_process::Cancel;
 
 use crate::message::{AssistantTurn, Message};
 use crate::tools::ToolSpec;

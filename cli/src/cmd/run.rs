@@ -136,7 +136,7 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         // SIGINT/SIGTERM/SIGHUP at any point (a download, the model
         // request, a command in the sandbox, which gets the signal) stop
         // the run; zot removes what it created and exits 128+N.
-        cancel.on_signals();
+        zot_process::signals::interrupt(&cancel).forever();
         crate::ui::TermUi::new(output)
     };
     match zot_agent::run(opts, &mut ui) {

@@ -14,10 +14,10 @@ use zot_agent::{Cancel, Line, LineRequest, Ui};
 pub mod editor;
 pub mod progress;
 pub mod render;
-pub mod signals;
 pub mod style;
 
 use style::paint;
+use zot_process::signals::{self, PromptState};
 
 /// The `Ui` of one `zot run`.
 pub struct TermUi {
@@ -26,6 +26,8 @@ pub struct TermUi {
     /// The interactive mode's cancel handle (Ctrl-C during a turn).
     cancel: Option<Cancel>,
     editor: Option<editor::LineEditor>,
+    /// The interactive prompt's signal route (while the `Ui` lives).
+    route: Option<signals::Route>,
     /// The bar of the download in progress.
     bar: Option<progress::Bytes>,
 }
@@ -38,6 +40,7 @@ impl TermUi {
             stdin_tty: std::io::stdin().is_terminal(),
             cancel: None,
             editor: None,
+            route: None,
             bar: None,
         }
     }
@@ -52,7 +55,7 @@ impl TermUi {
         ui.cancel = Some(cancel.clone());
         // After the editor: rustyline sets a SIGINT handler of its own when
         // it is created, and ours must be the one in place.
-        signals::install(cancel);
+        ui.route = Some(signals::prompt(cancel));
         ui
     }
 
@@ -100,7 +103,7 @@ impl Ui for TermUi {
     fn event(&mut self, ev: &Event) {
         if let (Event::TurnStart { .. }, Some(_)) = (ev, &self.cancel) {
             // From here Ctrl-C cancels the turn.
-            signals::set(signals::State::Busy);
+            signals::set_prompt_state(PromptState::Busy);
         }
         self.render.emit(ev);
     }
@@ -187,10 +190,10 @@ impl Ui for TermUi {
         }
         let q = format!("{question} [y/N] ");
         if let Some(ed) = self.editor() {
-            let before = signals::get();
-            signals::set(signals::State::Editing);
+            let before = signals::prompt_state();
+            signals::set_prompt_state(PromptState::Editing);
             let r = ed.read(&q, None, None);
-            signals::set(before);
+            signals::set_prompt_state(before);
             return match r {
                 Line::Text(a) => is_yes(&a),
                 Line::Interrupted => {
@@ -214,10 +217,10 @@ impl Ui for TermUi {
     fn read_line(&mut self, req: &LineRequest<'_>) -> Line {
         self.settle();
         let line = if let Some(ed) = self.editor() {
-            signals::set(signals::State::Editing);
+            signals::set_prompt_state(PromptState::Editing);
             ed.read(req.prompt, req.initial, req.history)
         } else {
-            signals::set(signals::State::Plain);
+            signals::set_prompt_state(PromptState::Plain);
             // No editor: the default can only be offered, Enter sends it.
             let prompt = match req.initial {
                 Some(d) => format!("[Enter sends: {d}]\n{}", req.prompt),
@@ -232,7 +235,7 @@ impl Ui for TermUi {
             }
         };
         if self.cancel.is_some() {
-            signals::set(signals::State::Busy);
+            signals::set_prompt_state(PromptState::Busy);
         }
         line
     }
