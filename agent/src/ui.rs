@@ -107,14 +107,4 @@ impl Ui for NullUi {
     }
 }
 
-/// `err` and its sources, `: `-separated (the one place the chain is
-/// joined for messages that carry it, like the `error` event).
-pub fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut chain = err.to_string();
-    let mut src = err.source();
-    while let Some(s) = src {
-        chain.push_str(&format!(": {s}"));
-        src = s.source();
-    }
-    chain
-}
+pub use zot_policy::diagnostic::error_chain;

@@ -706,16 +706,7 @@ fn layout_rules() {
     assert!(msg.contains("name: "), "{msg}");
 }
 
-fn anyhow_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
+use zot_policy::diagnostic::error_chain as anyhow_chain;
 
 #[test]
 fn unpack_is_all_or_nothing() {

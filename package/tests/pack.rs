@@ -285,13 +285,7 @@ fn invalid_or_missing_manifest_writes_nothing() {
     .unwrap();
     let before = listing(t.path());
     let e = pack(&src, Some(&t.path().join("x.zot"))).unwrap_err();
-    let mut chain = e.to_string();
-    let mut cur = std::error::Error::source(&e);
-    while let Some(c) = cur {
-        chain.push_str(": ");
-        chain.push_str(&c.to_string());
-        cur = c.source();
-    }
+    let chain = zot_policy::diagnostic::error_chain(&e);
     assert!(
         chain.contains("name: ") && chain.contains("permissions.bash.allow: "),
         "{chain}"

@@ -166,16 +166,7 @@ fn tampered_archive_wrong_key_other_file_truncated_are_refused() {
     ));
 }
 
-fn anyhow_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
+use zot_policy::diagnostic::error_chain as anyhow_chain;
 
 #[test]
 fn claims_must_match_the_archive() {

@@ -38,3 +38,16 @@ pub fn suggest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(k, _)| *k)
 }
+
+/// `err` and its sources, `: `-separated: the one place an error chain is
+/// joined into one message (events, validation reports, conversions).
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut chain = err.to_string();
+    let mut src = err.source();
+    while let Some(s) = src {
+        chain.push_str(": ");
+        chain.push_str(&s.to_string());
+        src = s.source();
+    }
+    chain
+}

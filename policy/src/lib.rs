@@ -5,7 +5,7 @@
 
 pub mod agent_toml;
 pub mod config;
-mod diagnostic;
+pub mod diagnostic;
 pub mod env;
 pub mod gate;
 pub mod net;

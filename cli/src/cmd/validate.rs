@@ -113,15 +113,7 @@ fn check(path: &Path) -> Output {
                     })
                     .collect(),
             },
-            Err(e) => {
-                let mut msg = e.to_string();
-                let mut src = std::error::Error::source(&e);
-                while let Some(s) = src {
-                    msg.push_str(&format!(": {s}"));
-                    src = s.source();
-                }
-                one("zotfile", msg)
-            }
+            Err(e) => one("zotfile", zot_policy::diagnostic::error_chain(&e)),
         };
     }
     let report = agent_toml::validate(path);

@@ -157,15 +157,7 @@ pub fn to_zotfile(pkg: &AgentPackage) -> Result<Conversion, String> {
 /// zotfile folder or `.zot` archive -> agent.toml package (in memory; write
 /// it with [`AgentPackage::write_dir`] or [`AgentPackage::write_zip`]).
 pub fn from_zotfile(path: &Path) -> Result<(AgentPackage, Vec<String>), String> {
-    let agent = crate::open(path).map_err(|e| {
-        let mut msg = e.to_string();
-        let mut src = std::error::Error::source(&e);
-        while let Some(s) = src {
-            msg.push_str(&format!(": {s}"));
-            src = s.source();
-        }
-        msg
-    })?;
+    let agent = crate::open(path).map_err(|e| zot_policy::diagnostic::error_chain(&e))?;
     let z = &agent.manifest;
     let mut nc: Vec<String> = Vec::new();
 
