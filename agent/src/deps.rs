@@ -293,7 +293,7 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
     } else if let Some(w) = input.write.first().or(input.read.first()) {
         w.clone()
     } else {
-        return Err(RunError::Sandbox(
+        return Err(RunError::Manifest(
             "the agent has no filesystem scope to run commands in (fs.read and fs.write are empty)"
                 .into(),
         ));
@@ -320,7 +320,7 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
         ..Default::default()
     };
     let mut policy =
-        zot_policy::sandbox::agent_policy(&opts).map_err(|e| RunError::Sandbox(e.to_string()))?;
+        zot_policy::sandbox::agent_policy(&opts).map_err(RunError::Policy)?;
     if !input.net_allow.is_empty() {
         let allow = zot_policy::net::AllowList::parse(&input.net_allow)
             .map_err(|e| RunError::Manifest(format!("permissions.net.allow: {e}")))?;
@@ -382,7 +382,7 @@ pub fn run_sandboxed(
     use zot_supervisor as sv;
     let mut req = sv::RunRequest::new(policy.clone(), argv.iter().map(Into::into).collect());
     if let Some(b) = limits.backend {
-        req.backend = b.parse().map_err(RunError::Sandbox)?;
+        req.backend = b.parse().map_err(RunError::Usage)?;
     }
     req.timeout = Some(limits.timeout);
     req.output = sv::Output::Capture {
@@ -396,5 +396,5 @@ pub fn run_sandboxed(
         .ok()
         .map(|h| zot_supervisor::journal::for_process(&h));
     req.on_output = limits.live_output.clone();
-    sv::run(req).map_err(|e| RunError::Sandbox(e.to_string()))
+    sv::run(req).map_err(RunError::Sandbox)
 }

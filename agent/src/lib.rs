@@ -72,8 +72,12 @@ pub enum RunError {
     Cancelled,
     #[error("session: {0}")]
     Session(String),
-    #[error("sandbox: {0}")]
-    Sandbox(String),
+    /// The supervisor could not run a command (hint: [`RunError::hint`]).
+    #[error("sandbox")]
+    Sandbox(#[source] zot_supervisor::SupervisorError),
+    /// The agent's permissions do not compile to a sandbox policy.
+    #[error("sandbox policy")]
+    Policy(#[source] zot_policy::sandbox::PolicyError),
     #[error("entry.pre: {0}")]
     Pre(String),
     #[error("{0}")]
@@ -107,6 +111,14 @@ impl RunError {
             RunError::Interrupted(sig) => (128 + *sig).clamp(0, 255) as u8,
             RunError::Usage(_) => 2,
             _ => 1,
+        }
+    }
+
+    /// What the user can do about it, when zot knows.
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            RunError::Sandbox(e) => e.hint(),
+            _ => None,
         }
     }
 

@@ -76,7 +76,7 @@ fn policy_for(
     ah: &AgentHome,
     read_only: &[PathBuf],
 ) -> Result<SandboxPolicy, String> {
-    compile(perms, workspace, ah, read_only).map_err(|e| e.to_string())
+    compile(perms, workspace, ah, read_only).map_err(|e| ui::error_chain(&e))
 }
 
 fn compile(

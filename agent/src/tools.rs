@@ -678,7 +678,7 @@ fn bash(
             live_output: env.live_output.clone(),
         },
     )
-    .map_err(|e| fail(format!("could not run the command: {e}")))?;
+    .map_err(|e| fail(format!("could not run the command: {}", crate::ui::error_chain(&e))))?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.stderr.is_empty() {
         if !text.is_empty() && !text.ends_with('\n') {

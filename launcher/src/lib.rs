@@ -157,17 +157,7 @@ pub(crate) fn sys(stage: &'static str) -> impl FnOnce(nix::Error) -> LaunchError
     }
 }
 
-/// `err` and its chain of causes, `: `-separated.
-pub fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut s = err.to_string();
-    let mut cur = err.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
+pub use zot_policy::diagnostic::error_chain;
 
 pub(crate) fn set_cloexec(fd: RawFd) -> nix::Result<()> {
     // SAFETY: fcntl on an integer fd has no memory-safety requirements.

@@ -61,7 +61,10 @@ pub fn explain(policy: &SandboxPolicy, choice: BackendChoice) -> Explanation {
     let planned = match resolve::prepare(policy, choice, true, &env) {
         Ok(p) => p,
         Err(e) => {
-            ex.error = Some(zot_launcher::error_chain(&e));
+            ex.error = Some(match e.hint() {
+                Some(h) => format!("{}\nhint: {h}", zot_launcher::error_chain(&e)),
+                None => zot_launcher::error_chain(&e),
+            });
             return ex;
         }
     };

@@ -451,13 +451,13 @@ pub struct RunOutcome {
 pub enum SupervisorError {
     #[error("empty command")]
     EmptyCommand,
-    #[error("no sandbox backend can enforce mode {mode} here: {reason}\nhint: {hint}")]
+    #[error("no sandbox backend can enforce mode {mode} here: {reason}")]
     NoBackend {
         mode: SandboxMode,
         reason: String,
         hint: String,
     },
-    #[error("backend {backend} cannot fully enforce mode {mode}: {reason}\nhint: {hint}")]
+    #[error("backend {backend} cannot fully enforce mode {mode}: {reason}")]
     Degraded {
         backend: BackendKind,
         mode: SandboxMode,
@@ -486,7 +486,7 @@ pub enum SupervisorError {
         #[source]
         source: std::io::Error,
     },
-    #[error("sandbox setup failed ({backend}): {message}{}", hint.as_deref().map(|h| format!("\nhint: {h}")).unwrap_or_default())]
+    #[error("sandbox setup failed ({backend}): {message}")]
     Setup {
         backend: BackendKind,
         message: String,
@@ -495,6 +495,18 @@ pub enum SupervisorError {
 }
 
 impl SupervisorError {
+    /// What the user can do about it, when zot knows (printed on a line of
+    /// its own after the error).
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            SupervisorError::NoBackend { hint, .. } | SupervisorError::Degraded { hint, .. } => {
+                Some(hint)
+            }
+            SupervisorError::Setup { hint, .. } => hint.as_deref(),
+            _ => None,
+        }
+    }
+
     /// The process exit code for this error (DESIGN.md: 125).
     pub fn exit_code(&self) -> i32 {
         EXIT_SETUP

@@ -23,9 +23,18 @@ pub const FAILURE: u8 = 1;
 /// Usage error (bad command line), as clap uses.
 pub const USAGE: u8 = 2;
 
-/// Print `zot: <message>: <cause>: <cause>` to stderr.
+/// Print `zot: <message>: <cause>: <cause>` to stderr, then the hint of
+/// the first error in the chain that has one, on a line of its own.
 pub fn print_error(err: &anyhow::Error) {
     eprintln!("zot: {err:#}");
+    let hint = err.chain().find_map(|e| {
+        e.downcast_ref::<zot_supervisor::SupervisorError>()
+            .and_then(|e| e.hint())
+            .or_else(|| e.downcast_ref::<zot_agent::RunError>().and_then(|e| e.hint()))
+    });
+    if let Some(h) = hint {
+        eprintln!("hint: {h}");
+    }
 }
 
 /// Remove what killed zot runs left outside the state dir (temp dirs,

@@ -412,7 +412,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 }
             }
             e => {
-                eprintln!("zot: {:#}", anyhow::Error::from(e));
+                super::print_error(&anyhow::Error::from(e));
                 SETUP_FAILURE
             }
         });
@@ -463,7 +463,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Ok(outcome.exit_code.clamp(0, 255) as u8)
         }
         Err(e) => {
-            eprintln!("zot: {:#}", anyhow::Error::from(e));
+            super::print_error(&anyhow::Error::from(e));
             Ok(SETUP_FAILURE)
         }
     }
