@@ -508,30 +508,116 @@ fn key_use(e: &Entry) -> KeyUse {
     }
 }
 
-/// The words of a command line that name files: those with a `/`, and
-/// those that exist relative to `base` (git runs commands from the work
-/// tree's top). Shell metacharacters separate words.
-fn command_paths(v: &str, bases: &[&Path], homes: &[PathBuf], out: &mut Vec<PathBuf>) {
-    let v = v.strip_prefix('!').unwrap_or(v);
-    for w in v.split(|c: char| {
-        c.is_whitespace()
-            || matches!(
-                c,
-                ';' | '|' | '&' | '(' | ')' | '<' | '>' | '`' | '"' | '\'' | '=' | '$' | '{' | '}'
-            )
-    }) {
+/// The shell words and operators of a command line (quotes removed; a
+/// quoted word keeps its text as one word).
+fn shell_tokens(v: &str) -> Vec<(String, bool)> {
+    let mut out: Vec<(String, bool)> = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = v.chars();
+    let flush = |cur: &mut String, in_word: &mut bool, out: &mut Vec<(String, bool)>| {
+        if *in_word {
+            out.push((std::mem::take(cur), false));
+            *in_word = false;
+        }
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                for d in chars.by_ref() {
+                    if d == '\'' {
+                        break;
+                    }
+                    cur.push(d);
+                }
+            }
+            '"' => {
+                in_word = true;
+                while let Some(d) = chars.next() {
+                    match d {
+                        '"' => break,
+                        '\\' => cur.extend(chars.next()),
+                        d => cur.push(d),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                cur.extend(chars.next());
+            }
+            ';' | '|' | '&' | '(' | ')' | '{' | '}' | '<' | '>' | '`' | '\n' => {
+                flush(&mut cur, &mut in_word, &mut out);
+                out.push((c.to_string(), true));
+            }
+            c if c.is_whitespace() => flush(&mut cur, &mut in_word, &mut out),
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    flush(&mut cur, &mut in_word, &mut out);
+    out
+}
+
+/// Words after which the next word is a command again.
+const COMMAND_PREFIXES: &[&str] = &[
+    "if", "then", "else", "elif", "do", "while", "until", "!", "time", "exec", "command", "env",
+    "nohup", "sudo", "xargs", "builtin",
+];
+
+/// The files a command line (as git runs it: through `sh -c` from the work
+/// tree's top, or the git directory's for a bare repository) may read or
+/// run: a program named with a `/`, and each argument that names a file
+/// relative to `bases` (with a `/` or a `.` in it, or existing there) or
+/// an absolute or `~` path. A program without a `/` is looked up on
+/// `PATH` (the `PATH` rules cover that); options, variables, patterns and
+/// URLs are no files. A quoted argument holding a command (`sh -c '...'`)
+/// is read as one.
+fn command_paths(
+    v: &str,
+    bases: &[&Path],
+    homes: &[PathBuf],
+    out: &mut Vec<PathBuf>,
+    depth: usize,
+) {
+    let v = v.trim_start().strip_prefix('!').unwrap_or(v);
+    let mut command_position = true;
+    let mut redirect = false;
+    for (tok, op) in shell_tokens(v) {
+        if op {
+            match tok.as_str() {
+                "<" | ">" => redirect = true,
+                _ => command_position = true,
+            }
+            continue;
+        }
+        let w = tok.as_str();
+        let is_command = command_position && !redirect;
+        let is_redirect = std::mem::take(&mut redirect);
+        if is_command && w.contains('=') && !w.contains('/') {
+            continue; // an assignment before the command
+        }
+        command_position = is_command && COMMAND_PREFIXES.contains(&w);
         if w.is_empty() || w.starts_with('-') || w.contains("://") {
             continue;
         }
+        if depth < 3 && w.contains(|c: char| c.is_whitespace() || ";|&".contains(c)) {
+            command_paths(w, bases, homes, out, depth + 1);
+            continue;
+        }
+        if w.contains(|c: char| "%$@*?[]`=".contains(c)) {
+            continue;
+        }
         if w.starts_with('~') || w.starts_with('/') {
-            if let Some(p) = expand_path(w, None, homes) {
-                out.push(p);
-            }
+            out.extend(expand_path(w, None, homes));
             continue;
         }
         for b in bases {
             let p = b.join(w);
-            if w.contains('/') || std::fs::symlink_metadata(&p).is_ok() {
+            let file_like = w.contains('/') || (!is_command && w.contains('.')) || is_redirect;
+            if file_like || std::fs::symlink_metadata(&p).is_ok() {
                 out.push(p);
             }
         }
@@ -631,7 +717,7 @@ pub fn control_files(git_dir: &Path, work_tree: Option<&Path>, host: &HostGit) -
                 let base = e.file.as_deref().and_then(Path::parent);
                 out.extend(expand_path(v, base, &host.homes));
             }
-            KeyUse::Command => command_paths(v, &bases, &host.homes, &mut out),
+            KeyUse::Command => command_paths(v, &bases, &host.homes, &mut out, 0),
             KeyUse::Other => {}
         }
     }
@@ -791,6 +877,30 @@ mod tests {
         }
         // `sh` is no file of the work tree
         assert!(!p.contains(&ws.join("sh")), "{p:?}");
+    }
+
+    #[test]
+    fn command_words_that_name_files() {
+        let w = Path::new("/w");
+        let mut out = Vec::new();
+        for v in [
+            "!sh alias.sh",
+            "git-lfs filter-process",
+            "git-lfs clean -- %f",
+            "!f() { .git/cred.sh \"$@\"; }; f",
+            "cache --timeout=3600",
+            "FOO=1 ./run.sh < in.txt",
+            "sh -c 'python3 hook.py --x'",
+            "vim",
+            "https://example.com/x",
+        ] {
+            command_paths(v, &[w], &[], &mut out, 0);
+        }
+        let want: Vec<PathBuf> = ["alias.sh", ".git/cred.sh", "./run.sh", "in.txt", "hook.py"]
+            .iter()
+            .map(|n| w.join(n))
+            .collect();
+        assert_eq!(out, want);
     }
 
     #[test]

@@ -454,6 +454,17 @@ pub fn plan(
         mounts.push(ro_bind(dir.clone(), dir));
     }
     let mut env = env;
+    if !views.is_empty() {
+        // The view's directories between a scope and the repository's top
+        // are its own (a tmpfs), not the host's filesystem: git's
+        // discovery walks across them as it would on the host.
+        env.set.retain(|v| v.name != GIT_ACROSS_FS);
+        env.pass.retain(|p| p != GIT_ACROSS_FS);
+        env.set.push(EnvVar {
+            name: GIT_ACROSS_FS.into(),
+            value: "1".into(),
+        });
+    }
     if let Some((_, port)) = network.proxy() {
         proxy_env(&mut env, port);
     }
@@ -501,6 +512,9 @@ pub fn plan(
         unenforced,
     })
 }
+
+/// Lets git's repository discovery cross mount points.
+const GIT_ACROSS_FS: &str = "GIT_DISCOVERY_ACROSS_FILESYSTEM";
 
 /// The port of the bridge on the sandbox's loopback.
 pub const PROXY_PORT: u16 = 3128;

@@ -533,6 +533,12 @@ pub fn views_enclosing_repository(ctx: &Ctx) {
         .args(["--report", "--", "/bin/sh", "-c", &script]);
     let o = run_limited(c, Duration::from_secs(30));
     expect_blocked(ctx, "git in a repository subdirectory of an agent view", &o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.lines().next() == Some("2") && out.contains(&proj.display().to_string()),
+        "git does not see the repository:\n{}",
+        text(&o)
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("shown read-only so that git works there"),
