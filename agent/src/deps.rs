@@ -305,16 +305,11 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
     let host_env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
     let scan = zot_supervisor::repos::scan(&input.write, zot_supervisor::repos::SCAN_BUDGET);
     let host_git = zot_supervisor::gitconfig::HostGit::from_env(&host_env);
-    let inside = |p: &Path| input.write.iter().any(|r| p.starts_with(r));
-    let mut git_protected = scan.protected(&host_git);
-    git_protected.extend(
-        host_git
-            .files
-            .iter()
-            .map(|f| zot_supervisor::gitconfig::canonical_prefix(f))
-            .filter(|f| inside(f)),
-    );
-    git_protected.retain(|p| inside(p));
+    let git_protected: Vec<PathBuf> =
+        zot_supervisor::gitconfig::protected_in(&scan, &host_git, &input.write)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
     let mut path_cwds = vec![cwd.clone()];
     if let Ok(c) = std::env::current_dir() {
         path_cwds.push(std::fs::canonicalize(&c).unwrap_or(c));

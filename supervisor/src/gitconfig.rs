@@ -47,6 +47,9 @@ pub struct HostGit {
     /// Every configuration file read (or that git would read if it existed).
     pub files: Vec<PathBuf>,
     pub entries: Vec<Entry>,
+    /// The repository `GIT_DIR` (and `GIT_WORK_TREE`) name, when set: git
+    /// on the host uses it wherever it runs.
+    pub env_repo: Option<(PathBuf, Option<PathBuf>)>,
 }
 
 fn var<'a>(env: &'a [(OsString, OsString)], k: &str) -> Option<&'a OsString> {
@@ -60,7 +63,18 @@ impl HostGit {
             homes: crate::host::homes(env),
             files: Vec::new(),
             entries: Vec::new(),
+            env_repo: None,
         };
+        let here = std::env::current_dir().ok();
+        let abs = |k: &str| {
+            let p = PathBuf::from(var(env, k)?);
+            Some(if p.is_absolute() {
+                p
+            } else {
+                here.as_ref()?.join(p)
+            })
+        };
+        h.env_repo = abs("GIT_DIR").map(|g| (canonical_prefix(&g), abs("GIT_WORK_TREE")));
         for f in crate::host::git_global_configs(env) {
             let mut files = std::mem::take(&mut h.files);
             let mut entries = std::mem::take(&mut h.entries);
@@ -600,7 +614,7 @@ fn command_paths(
             continue; // an assignment before the command
         }
         command_position = is_command && COMMAND_PREFIXES.contains(&w);
-        if w.is_empty() || w.starts_with('-') || w.contains("://") {
+        if w.is_empty() || w == "." || w == ".." || w.starts_with('-') || w.contains("://") {
             continue;
         }
         if depth < 3 && w.contains(|c: char| c.is_whitespace() || ";|&".contains(c)) {
@@ -724,6 +738,44 @@ pub fn control_files(git_dir: &Path, work_tree: Option<&Path>, host: &HostGit) -
     let mut out: Vec<PathBuf> = out.iter().map(|p| canonical_prefix(p)).collect();
     out.sort();
     out.dedup();
+    out
+}
+
+/// What git on the host reads or runs inside `roots`, with where each
+/// comes from: the files [`control_files`] resolves for every repository
+/// of `scan` (and their `gitdir:` pointer files), for the repository
+/// `GIT_DIR` names, and the host's own configuration files (also without
+/// any repository: one made later reads them).
+pub fn protected_in(
+    scan: &crate::repos::Scan,
+    host: &HostGit,
+    roots: &[PathBuf],
+) -> Vec<(PathBuf, &'static str)> {
+    // A write root itself (or what holds one) cannot be read-only without
+    // the whole root: such a name (`core.hooksPath = .`) is left out.
+    let inside = |x: &Path| {
+        roots.iter().any(|r| x.starts_with(r)) && !roots.iter().any(|r| r.starts_with(x))
+    };
+    let mut out: Vec<(PathBuf, &'static str)> = Vec::new();
+    let mut push = |p: PathBuf, from: &'static str| {
+        if inside(&p) && !out.iter().any(|(q, _)| *q == p) {
+            out.push((p, from));
+        }
+    };
+    for g in scan.protected(host) {
+        push(g, "git: read as configuration or run by git");
+    }
+    if let Some((g, w)) = &host.env_repo {
+        for f in control_files(g, w.as_deref(), host) {
+            push(f, "git: read as configuration or run by git (GIT_DIR)");
+        }
+    }
+    for f in &host.files {
+        push(
+            canonical_prefix(f),
+            "git: a configuration file of the host's git",
+        );
+    }
     out
 }
 
@@ -859,6 +911,7 @@ mod tests {
                 value: Some("not-yet/hooks".into()),
                 file: Some(home.join(".gitconfig")),
             }],
+            env_repo: None,
         };
         let p = control_files(&ws.join(".git"), Some(&ws), &host);
         for want in [

@@ -49,8 +49,15 @@ pub fn exec_path_entries(env: &[(OsString, OsString)], cwds: &[PathBuf]) -> Vec<
     };
     let mut out = Vec::new();
     for d in std::env::split_paths(path) {
+        // bash expands a leading `~/` of an entry when it searches.
+        let tilde = d
+            .to_str()
+            .and_then(|t| t.strip_prefix("~/"))
+            .map(str::to_string);
         let candidates: Vec<PathBuf> = if d.is_absolute() {
             vec![d]
+        } else if let Some(rest) = tilde {
+            homes(env).iter().map(|h| h.join(&rest)).collect()
         } else {
             cwds.iter().map(|c| c.join(&d)).collect()
         };
@@ -196,4 +203,73 @@ pub fn git_global_configs(env: &[(OsString, OsString)]) -> Vec<PathBuf> {
         out.push(h.join(".gitconfig"));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn env(path: &str, home: &Path) -> Vec<(OsString, OsString)> {
+        vec![
+            ("PATH".into(), path.into()),
+            ("HOME".into(), home.as_os_str().to_os_string()),
+        ]
+    }
+
+    #[test]
+    fn path_entries_resolve_like_a_shell() {
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap();
+        let ws = root.join("ws");
+        let host_cwd = root.join("ws/sub");
+        fs::create_dir_all(ws.join("bin")).unwrap();
+        fs::create_dir_all(&host_cwd).unwrap();
+        let home = ws.clone();
+        let e = env("bin:./tools/../x:~/.local/bin::/usr/bin:/nowhere", &home);
+        let roots = vec![ws.clone()];
+        let cwds = vec![ws.clone(), host_cwd.clone()];
+        let ro = exec_path_dirs(&e, &roots, &cwds);
+        for want in [
+            ws.join("bin"),
+            ws.join("x"),
+            ws.join(".local/bin"),
+            host_cwd.join("bin"),
+            host_cwd.join("x"),
+        ] {
+            assert!(ro.contains(&want), "{want:?} not in {ro:?}");
+        }
+        // The roots and the working directories stay writable: watched.
+        assert!(!ro.contains(&ws) && !ro.contains(&host_cwd), "{ro:?}");
+        assert_eq!(
+            exec_path_watched(&e, &roots, &cwds),
+            vec![ws.clone(), host_cwd]
+        );
+        assert!(exec_path_dirs(&e, &[], &cwds).is_empty());
+    }
+
+    #[test]
+    fn executables_planted_in_a_watched_dir_are_renamed_aside() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().to_path_buf();
+        let exe = |p: &Path| {
+            fs::write(p, "#!/bin/sh\n").unwrap();
+            fs::set_permissions(p, fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        exe(&d.join("kept"));
+        fs::write(d.join("data.txt"), "x").unwrap();
+        let before = snapshot_executables(std::slice::from_ref(&d));
+        exe(&d.join("ls"));
+        fs::write(d.join("notes.txt"), "x").unwrap();
+        std::os::unix::fs::symlink("/bin/true", d.join("cat")).unwrap();
+        let q = quarantine_executables(&before);
+        let from: Vec<&PathBuf> = q.iter().map(|(f, _)| f).collect();
+        assert_eq!(from.len(), 2, "{q:?}");
+        assert!(from.contains(&&d.join("ls")) && from.contains(&&d.join("cat")));
+        assert!(d.join("kept").exists() && d.join("notes.txt").exists());
+        assert!(!d.join("ls").exists());
+        let (_, to) = q.iter().find(|(f, _)| *f == d.join("ls")).unwrap();
+        assert_eq!(fs::metadata(to).unwrap().permissions().mode() & 0o111, 0);
+    }
 }

@@ -212,22 +212,7 @@ fn with_host_protections(
         .collect();
     let scan = crate::repos::scan(&roots, crate::repos::SCAN_BUDGET);
     let host = crate::gitconfig::HostGit::from_env(env);
-    let inside = |x: &std::path::Path| roots.iter().any(|r| x.starts_with(r));
-    let mut add: Vec<(PathBuf, &str)> = Vec::new();
-    for g in scan.protected(&host) {
-        if inside(&g) {
-            add.push((g, "git: read as configuration or run by git"));
-        }
-    }
-    // The host's own configuration files, also without any repository in
-    // the roots (a workspace holding $HOME): a repository made later reads
-    // them.
-    for f in &host.files {
-        let f = crate::gitconfig::canonical_prefix(f);
-        if inside(&f) {
-            add.push((f, "git: a configuration file of the host's git"));
-        }
-    }
+    let mut add: Vec<(PathBuf, &str)> = crate::gitconfig::protected_in(&scan, &host, &roots);
     let cwds = path_cwds(policy);
     let path_dirs = crate::host::exec_path_dirs(env, &roots, &cwds);
     for d in path_dirs.iter().cloned() {
