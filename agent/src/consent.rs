@@ -246,6 +246,36 @@ mod tests {
     }
 
     #[test]
+    fn the_prompt_names_an_enclosing_repository() {
+        let d = tempfile::tempdir().unwrap();
+        let repo = std::fs::canonicalize(d.path()).unwrap().join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join("sub")).unwrap();
+        let p = perms(repo.join("sub").to_str().unwrap(), "none");
+        let text = prompt_text(&Request {
+            name: "a",
+            version: None,
+            digest: "sha256:00",
+            signer: None,
+            perms: &p,
+        });
+        assert!(
+            text.contains(&format!("git read: {}", repo.join(".git").display())),
+            "{text}"
+        );
+        // A scope holding the repository shows nothing more.
+        let p = perms(repo.to_str().unwrap(), "none");
+        let text = prompt_text(&Request {
+            name: "a",
+            version: None,
+            digest: "sha256:00",
+            signer: None,
+            perms: &p,
+        });
+        assert!(!text.contains("git read"), "{text}");
+    }
+
+    #[test]
     fn receipts() {
         let d = tempfile::tempdir().unwrap();
         let home = AgentHome::new(d.path().to_path_buf(), "a");

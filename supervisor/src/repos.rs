@@ -166,7 +166,9 @@ fn gitdir_pointer(file: &Path) -> Option<PathBuf> {
     } else {
         file.parent()?.join(p)
     };
-    std::fs::canonicalize(p).ok()
+    // Also where it does not exist yet: what git would use once made
+    // there is protected (blocked) like an existing one.
+    Some(crate::gitconfig::canonical_prefix(&p))
 }
 
 fn read_small(p: &Path) -> Option<String> {
@@ -314,6 +316,23 @@ mod tests {
             !p.contains(&g.join("commondir")),
             "missing commondir is not blocked"
         );
+    }
+
+    #[test]
+    fn a_gitdir_pointer_to_a_missing_directory_blocks_it() {
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap();
+        fs::create_dir_all(root.join("wt")).unwrap();
+        fs::write(root.join("wt/.git"), "gitdir: ../store/r.git\n").unwrap();
+        let s = scan(std::slice::from_ref(&root), SCAN_BUDGET);
+        let p = s.protected(&crate::gitconfig::HostGit::default());
+        for want in [
+            root.join("wt/.git"),
+            root.join("store/r.git/hooks"),
+            root.join("store/r.git/config"),
+        ] {
+            assert!(p.contains(&want), "{want:?} not in {p:?}");
+        }
     }
 
     #[test]
