@@ -82,6 +82,33 @@ pub fn prompt_text(req: &Request) -> String {
         list(&req.perms.fs_write)
     );
     let p = req.perms;
+    // A scope inside a repository: git needs the repository's git
+    // directory, which the sandbox shows read-only (with the whole
+    // history, beyond the scopes).
+    let mut shown: Vec<PathBuf> = Vec::new();
+    for scope in p.fs_read.iter().chain(p.fs_write.iter()) {
+        let Some(v) = zot_supervisor::plan::enclosing_repo(scope, &zot_supervisor::plan::RealFs)
+        else {
+            continue;
+        };
+        let outside = |g: &PathBuf| {
+            !p.fs_read
+                .iter()
+                .chain(p.fs_write.iter())
+                .any(|s| g.starts_with(s))
+        };
+        for g in v.git.into_iter().filter(outside) {
+            if !shown.contains(&g) {
+                shown.push(g);
+            }
+        }
+    }
+    if !shown.is_empty() {
+        text.push_str(&format!(
+            "  git read: {} (the repository enclosing a scope, read-only, so that git works there; its history and configuration are readable)\n",
+            list(&shown)
+        ));
+    }
     if !p.net_allow.is_empty() {
         text.push_str(&format!(
             "  net: {} (through zot's filtering proxy; nothing else)\n",
@@ -216,6 +243,36 @@ mod tests {
             perms: &perms("/w", "none"),
         });
         assert!(!none.contains("net:") && !none.contains("env"), "{none}");
+    }
+
+    #[test]
+    fn the_prompt_names_an_enclosing_repository() {
+        let d = tempfile::tempdir().unwrap();
+        let repo = std::fs::canonicalize(d.path()).unwrap().join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join("sub")).unwrap();
+        let p = perms(repo.join("sub").to_str().unwrap(), "none");
+        let text = prompt_text(&Request {
+            name: "a",
+            version: None,
+            digest: "sha256:00",
+            signer: None,
+            perms: &p,
+        });
+        assert!(
+            text.contains(&format!("git read: {}", repo.join(".git").display())),
+            "{text}"
+        );
+        // A scope holding the repository shows nothing more.
+        let p = perms(repo.to_str().unwrap(), "none");
+        let text = prompt_text(&Request {
+            name: "a",
+            version: None,
+            digest: "sha256:00",
+            signer: None,
+            perms: &p,
+        });
+        assert!(!text.contains("git read"), "{text}");
     }
 
     #[test]

@@ -304,11 +304,16 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
     // scan of its own at launch).
     let host_env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
     let scan = zot_supervisor::repos::scan(&input.write, zot_supervisor::repos::SCAN_BUDGET);
-    let home = zot_supervisor::host::homes(&host_env).into_iter().next();
-    let git_protected = scan.protected(
-        &zot_supervisor::host::git_global_configs(&host_env),
-        home.as_deref(),
-    );
+    let host_git = zot_supervisor::gitconfig::HostGit::from_env(&host_env);
+    let git_protected: Vec<PathBuf> =
+        zot_supervisor::gitconfig::protected_in(&scan, &host_git, &input.write)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+    let mut path_cwds = vec![cwd.clone()];
+    if let Ok(c) = std::env::current_dir() {
+        path_cwds.push(std::fs::canonicalize(&c).unwrap_or(c));
+    }
     let opts = zot_policy::sandbox::AgentSandboxOptions {
         cwd,
         read_scopes: input.read.clone(),
@@ -316,7 +321,7 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
         env_read: input.env_read.clone(),
         network: false,
         git_protected,
-        exec_path: zot_supervisor::host::exec_path_dirs(&host_env, &input.write),
+        exec_path: zot_supervisor::host::exec_path_dirs(&host_env, &input.write, &path_cwds),
         ..Default::default()
     };
     let mut policy =

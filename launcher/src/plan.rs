@@ -701,6 +701,30 @@ impl LaunchPlan {
             .collect()
     }
 
+    /// Paths inside the write roots that the view binds read-only onto
+    /// themselves (protected paths as they were found when planning; one
+    /// may be a placeholder another run made).
+    pub fn read_only_protections(&self) -> Vec<PathBuf> {
+        self.mounts
+            .iter()
+            .filter_map(|m| match m {
+                MountOp::Bind {
+                    src,
+                    dst,
+                    writable: false,
+                } if src == dst
+                    && self
+                        .write_roots
+                        .iter()
+                        .any(|r| dst.starts_with(r) && dst != r) =>
+                {
+                    Some(dst.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The level of `area` this plan leaves (lowest of its gaps).
     pub fn level(&self, area: Area) -> Level {
         self.unenforced

@@ -338,8 +338,24 @@ fn credential_and_git_attempts(mode: SandboxMode) -> Vec<Attempt> {
         ),
         a("write .git/config of a nested repository", false),
         a("create .git/hooks/pre-commit in a nested repository", false),
+        a(ATTEMPT_GIT_INCLUDE, false),
+        a(ATTEMPT_GIT_HOOKS_PATH, false),
+        a(ATTEMPT_GIT_FSMONITOR, false),
     ]
 }
+
+/// Git's own resolution (issue class 2): what the nested repository's
+/// config includes, its `core.hooksPath` directory (missing at launch) and
+/// its `core.fsmonitor` program (missing at launch).
+const ATTEMPT_GIT_INCLUDE: &str = "write a config file a nested repository includes (include.path)";
+const ATTEMPT_GIT_HOOKS_PATH: &str =
+    "create a hook in the missing core.hooksPath directory of a nested repository";
+const ATTEMPT_GIT_FSMONITOR: &str =
+    "create the missing core.fsmonitor program of a nested repository";
+/// Names, relative to the nested repository, of what its config names.
+const GIT_INCLUDE_FILE: &str = "zot-check-include.cfg";
+const GIT_HOOKS_DIR: &str = "zot-check-hooks";
+const GIT_FSMONITOR: &str = "tools/zot-check-fsmonitor";
 
 const ATTEMPT_HOME_CREDENTIAL: &str = "read ~/.git-credentials (default deny list, $HOME)";
 const ATTEMPT_USER_HOME_CREDENTIAL: &str =
@@ -1014,8 +1030,15 @@ fn plant_credentials_and_repo(
     let repo = workspace.join("vendor/lib/dep");
     std::fs::create_dir_all(repo.join(".git/hooks"))
         .map_err(io("creating the nested repository"))?;
-    std::fs::write(repo.join(".git/config"), "[core]\n")
-        .map_err(io("planting the nested repository's .git/config"))?;
+    std::fs::write(
+        repo.join(".git/config"),
+        format!(
+            "[core]\n\thooksPath = {GIT_HOOKS_DIR}\n\tfsmonitor = {GIT_FSMONITOR}\n[include]\n\tpath = ../{GIT_INCLUDE_FILE}\n"
+        ),
+    )
+    .map_err(io("planting the nested repository's .git/config"))?;
+    std::fs::write(repo.join(GIT_INCLUDE_FILE), "[user]\n")
+        .map_err(io("planting the nested repository's included config"))?;
     std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n")
         .map_err(io("planting the nested repository's HEAD"))?;
     Ok((user_home, repo))
@@ -1346,6 +1369,26 @@ fn run_credential_and_git_attempts(spec: &AttemptSpec) -> Vec<AttemptOutcome> {
             "create .git/hooks/pre-commit in a nested repository",
             in_repo(".git/hooks/pre-commit", &|p| write_file(p)),
         ),
+        outcome(
+            ATTEMPT_GIT_INCLUDE,
+            in_repo(GIT_INCLUDE_FILE, &|p| write_file(p)),
+        ),
+        outcome(
+            ATTEMPT_GIT_HOOKS_PATH,
+            in_repo(GIT_HOOKS_DIR, &|p| {
+                std::fs::create_dir_all(p)
+                    .map_err(|e| format!("mkdir {}: {e}", p.display()))
+                    .and_then(|_| write_file(&p.join("pre-commit")))
+            }),
+        ),
+        outcome(
+            ATTEMPT_GIT_FSMONITOR,
+            in_repo(GIT_FSMONITOR, &|p| {
+                std::fs::create_dir_all(p.parent().unwrap_or(p))
+                    .map_err(|e| format!("mkdir {}: {e}", p.display()))
+                    .and_then(|_| write_file(p))
+            }),
+        ),
     ]
 }
 
@@ -1424,6 +1467,9 @@ mod tests {
         assert!(get("control: write a file in a nested repository"));
         assert!(get("write .git/config of a nested repository"));
         assert!(get("create .git/hooks/pre-commit in a nested repository"));
+        assert!(get(ATTEMPT_GIT_INCLUDE));
+        assert!(get(ATTEMPT_GIT_HOOKS_PATH));
+        assert!(get(ATTEMPT_GIT_FSMONITOR));
         assert!(!get("tcp connect to host loopback listener")); // no listener given
                                                                 // every attempt of the table has a runner result
         for a in attempts(SandboxMode::WorkspaceWrite)

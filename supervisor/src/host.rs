@@ -38,48 +38,238 @@ pub fn passwd_home() -> Option<PathBuf> {
         .filter(|d| d.is_absolute() && d != Path::new("/"))
 }
 
-/// The directories of the caller's `PATH` (absolute entries, canonical)
-/// that lie inside one of `roots`.
-pub fn exec_path_dirs(env: &[(OsString, OsString)], roots: &[PathBuf]) -> Vec<PathBuf> {
-    // Nothing writable (read-only, danger-full-access): nothing to protect,
-    // and no PATH entry to resolve.
-    if roots.is_empty() {
-        return Vec::new();
-    }
+/// The directories of the caller's `PATH` as the shell resolves them: an
+/// absolute entry as it is, a relative one (`.`, `bin`, `node_modules/.bin`)
+/// and an empty component (the current directory) against each of `cwds`
+/// (the directory the command starts in, and the caller's own). Canonical
+/// as far as they exist, missing ones included (they can be made later).
+pub fn exec_path_entries(env: &[(OsString, OsString)], cwds: &[PathBuf]) -> Vec<PathBuf> {
     let Some(path) = var(env, "PATH") else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for d in std::env::split_paths(path) {
-        if !d.is_absolute() {
-            continue;
-        }
-        let Ok(c) = std::fs::canonicalize(&d) else {
-            continue;
+        // bash expands a leading `~/` of an entry when it searches.
+        let tilde = d
+            .to_str()
+            .and_then(|t| t.strip_prefix("~/"))
+            .map(str::to_string);
+        let candidates: Vec<PathBuf> = if d.is_absolute() {
+            vec![d]
+        } else if let Some(rest) = tilde {
+            homes(env).iter().map(|h| h.join(&rest)).collect()
+        } else {
+            cwds.iter().map(|c| c.join(&d)).collect()
         };
-        if roots.iter().any(|r| c.starts_with(r)) && c.is_dir() && !out.contains(&c) {
-            out.push(c);
+        for c in candidates {
+            let c = crate::gitconfig::canonical_prefix(&c);
+            if !out.contains(&c) {
+                out.push(c);
+            }
         }
     }
     out
 }
 
-/// git's global configuration files (`core.hooksPath` may be set there).
+/// The `PATH` directories (see [`exec_path_entries`]) inside one of
+/// `roots` that can be kept read-only: not a root itself, nor a directory
+/// holding a root or one of `cwds` (those stay writable; see
+/// [`exec_path_watched`]). Missing ones are included: their creation is
+/// blocked.
+pub fn exec_path_dirs(
+    env: &[(OsString, OsString)],
+    roots: &[PathBuf],
+    cwds: &[PathBuf],
+) -> Vec<PathBuf> {
+    // Nothing writable (read-only, danger-full-access): nothing to protect,
+    // and no PATH entry to resolve.
+    if roots.is_empty() {
+        return Vec::new();
+    }
+    exec_path_entries(env, cwds)
+        .into_iter()
+        .filter(|c| roots.iter().any(|r| c.starts_with(r)))
+        .filter(|c| !holds_writable(c, roots, cwds))
+        .filter(|c| std::fs::metadata(c).map_or(true, |m| m.is_dir()))
+        .collect()
+}
+
+fn holds_writable(c: &Path, roots: &[PathBuf], cwds: &[PathBuf]) -> bool {
+    roots.iter().chain(cwds.iter()).any(|r| r.starts_with(c))
+}
+
+/// The `PATH` directories inside `roots` that must stay writable (a root,
+/// or a directory holding a root or one of `cwds`, e.g. `.`): an
+/// executable that appears there during the run is renamed aside after it
+/// ([`quarantine_executables`]).
+pub fn exec_path_watched(
+    env: &[(OsString, OsString)],
+    roots: &[PathBuf],
+    cwds: &[PathBuf],
+) -> Vec<PathBuf> {
+    if roots.is_empty() {
+        return Vec::new();
+    }
+    exec_path_entries(env, cwds)
+        .into_iter()
+        .filter(|c| roots.iter().any(|r| c.starts_with(r)) && holds_writable(c, roots, cwds))
+        .collect()
+}
+
+/// The executables of a directory at one moment: name, and what tells a
+/// replaced or changed file apart.
+pub type ExecSnapshot = Vec<(OsString, (u64, u64, i64, i64, u32))>;
+
+fn executables(dir: &Path) -> ExecSnapshot {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Ok(m) = std::fs::symlink_metadata(e.path()) else {
+            continue;
+        };
+        // A symlink counts: it may lead to an executable.
+        let exec = m.file_type().is_symlink() || (m.is_file() && m.mode() & 0o111 != 0);
+        if exec {
+            out.push((
+                e.file_name(),
+                (m.dev(), m.ino(), m.mtime(), m.mtime_nsec(), m.mode()),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Snapshots of `dirs` at launch, for [`quarantine_executables`].
+pub fn snapshot_executables(dirs: &[PathBuf]) -> Vec<(PathBuf, ExecSnapshot)> {
+    dirs.iter().map(|d| (d.clone(), executables(d))).collect()
+}
+
+/// After a run: every executable (or symlink) in a watched `PATH`
+/// directory that is new or changed since `before`, renamed aside to
+/// `<name>.zot-quarantine-<unix time>` (not executable any more) so that
+/// a shell on the host does not run it instead of a command.
+pub fn quarantine_executables(before: &[(PathBuf, ExecSnapshot)]) -> Vec<(PathBuf, PathBuf)> {
+    use std::os::unix::fs::PermissionsExt;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mut out = Vec::new();
+    for (dir, snap) in before {
+        for (name, id) in executables(dir) {
+            if snap.iter().any(|(n, i)| *n == name && *i == id) {
+                continue;
+            }
+            let from = dir.join(&name);
+            let mut to_name = name.clone();
+            to_name.push(format!(".zot-quarantine-{stamp}"));
+            let to = dir.join(to_name);
+            if std::fs::rename(&from, &to).is_ok() {
+                if let Ok(m) = std::fs::symlink_metadata(&to) {
+                    if m.is_file() {
+                        let _ = std::fs::set_permissions(
+                            &to,
+                            std::fs::Permissions::from_mode(m.permissions().mode() & !0o111),
+                        );
+                    }
+                }
+                out.push((from, to));
+            }
+        }
+    }
+    out
+}
+
+/// git's system and global configuration files: every candidate git may
+/// read (`GIT_CONFIG_SYSTEM` and `/etc/gitconfig`; `GIT_CONFIG_GLOBAL`,
+/// `$XDG_CONFIG_HOME/git/config`, `~/.config/git/config` and
+/// `~/.gitconfig` of each home), whatever `GIT_CONFIG_NOSYSTEM` says now:
+/// a later git on the host may run without these variables.
 pub fn git_global_configs(env: &[(OsString, OsString)]) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    if let Some(p) = var(env, "GIT_CONFIG_GLOBAL") {
-        out.push(PathBuf::from(p));
-    }
-    for h in homes(env) {
-        out.push(h.join(".gitconfig"));
-        out.push(h.join(".config/git/config"));
-    }
-    if let Some(x) = var(env, "XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-    {
+    let abs = |k: &str| var(env, k).map(PathBuf::from).filter(|p| p.is_absolute());
+    out.extend(abs("GIT_CONFIG_SYSTEM"));
+    out.push(PathBuf::from("/etc/gitconfig"));
+    out.extend(abs("GIT_CONFIG_GLOBAL"));
+    if let Some(x) = abs("XDG_CONFIG_HOME") {
         out.push(x.join("git/config"));
     }
-    out.push(PathBuf::from("/etc/gitconfig"));
+    for h in homes(env) {
+        out.push(h.join(".config/git/config"));
+        out.push(h.join(".gitconfig"));
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn env(path: &str, home: &Path) -> Vec<(OsString, OsString)> {
+        vec![
+            ("PATH".into(), path.into()),
+            ("HOME".into(), home.as_os_str().to_os_string()),
+        ]
+    }
+
+    #[test]
+    fn path_entries_resolve_like_a_shell() {
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap();
+        let ws = root.join("ws");
+        let host_cwd = root.join("ws/sub");
+        fs::create_dir_all(ws.join("bin")).unwrap();
+        fs::create_dir_all(&host_cwd).unwrap();
+        let home = ws.clone();
+        let e = env("bin:./tools/../x:~/.local/bin::/usr/bin:/nowhere", &home);
+        let roots = vec![ws.clone()];
+        let cwds = vec![ws.clone(), host_cwd.clone()];
+        let ro = exec_path_dirs(&e, &roots, &cwds);
+        for want in [
+            ws.join("bin"),
+            ws.join("x"),
+            ws.join(".local/bin"),
+            host_cwd.join("bin"),
+            host_cwd.join("x"),
+        ] {
+            assert!(ro.contains(&want), "{want:?} not in {ro:?}");
+        }
+        // The roots and the working directories stay writable: watched.
+        assert!(!ro.contains(&ws) && !ro.contains(&host_cwd), "{ro:?}");
+        assert_eq!(
+            exec_path_watched(&e, &roots, &cwds),
+            vec![ws.clone(), host_cwd]
+        );
+        assert!(exec_path_dirs(&e, &[], &cwds).is_empty());
+    }
+
+    #[test]
+    fn executables_planted_in_a_watched_dir_are_renamed_aside() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().to_path_buf();
+        let exe = |p: &Path| {
+            fs::write(p, "#!/bin/sh\n").unwrap();
+            fs::set_permissions(p, fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        exe(&d.join("kept"));
+        fs::write(d.join("data.txt"), "x").unwrap();
+        let before = snapshot_executables(std::slice::from_ref(&d));
+        exe(&d.join("ls"));
+        fs::write(d.join("notes.txt"), "x").unwrap();
+        std::os::unix::fs::symlink("/bin/true", d.join("cat")).unwrap();
+        let q = quarantine_executables(&before);
+        let from: Vec<&PathBuf> = q.iter().map(|(f, _)| f).collect();
+        assert_eq!(from.len(), 2, "{q:?}");
+        assert!(from.contains(&&d.join("ls")) && from.contains(&&d.join("cat")));
+        assert!(d.join("kept").exists() && d.join("notes.txt").exists());
+        assert!(!d.join("ls").exists());
+        let (_, to) = q.iter().find(|(f, _)| *f == d.join("ls")).unwrap();
+        assert_eq!(fs::metadata(to).unwrap().permissions().mode() & 0o111, 0);
+    }
 }

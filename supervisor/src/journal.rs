@@ -215,6 +215,39 @@ impl Journal {
         }
     }
 
+    /// Hold the placeholder another live run made at `path` (found there
+    /// when this run was planned), or make it again when it vanished since
+    /// (its last holder ended): true when this run now holds it, false
+    /// when `path` is something else (not zot's to remove).
+    pub fn share_placeholder(&self, path: &Path) -> Result<bool, JournalError> {
+        let kind = Kind::PlaceholderFile;
+        let dir = self.lock().dir.clone();
+        let own = self.path().unwrap_or_default();
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(io_err("creating the journal directory", &dir))?;
+        let _global = global_lock(&dir)?;
+        let present = fs::symlink_metadata(path).is_ok();
+        if present && !(is_placeholder(kind, path) && held_elsewhere_strict(&dir, &own, path)) {
+            return Ok(false);
+        }
+        self.add(kind, path)?;
+        if !present {
+            if let Err(e) = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o444)
+                .open(path)
+            {
+                let _ = self.done(path);
+                return Err(io_err("creating placeholder", path)(e));
+            }
+        }
+        Ok(true)
+    }
+
     /// Give up this run's hold on the placeholder at `path`; it is removed
     /// unless another live run still holds it.
     pub fn release_placeholder(&self, path: &Path) -> Result<(), JournalError> {
@@ -423,6 +456,12 @@ fn outstanding(file: &File) -> Vec<(Kind, PathBuf)> {
         }
     }
     open
+}
+
+/// Whether a live journal other than `own` holds `path` (an unreadable
+/// journal directory: no).
+fn held_elsewhere_strict(dir: &Path, own: &Path, path: &Path) -> bool {
+    fs::read_dir(dir).is_ok() && held_elsewhere(dir, own, path)
 }
 
 /// Whether a live journal other than `own` holds `path`.

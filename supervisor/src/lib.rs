@@ -22,6 +22,7 @@ pub mod bwrap;
 pub mod cgroup;
 pub mod check;
 pub mod explain;
+pub mod gitconfig;
 pub mod host;
 pub mod journal;
 mod notify;
@@ -218,6 +219,17 @@ pub enum Note {
     /// A repository (or `commondir`) that appeared during the run, renamed
     /// aside after it.
     Quarantined { from: PathBuf, to: PathBuf },
+    /// The repository enclosing a scope or write root, hidden by the view,
+    /// shown read-only so that git works there (see
+    /// [`plan::repo_views`]).
+    RepoShown {
+        from: PathBuf,
+        work_tree: PathBuf,
+        shown: Vec<PathBuf>,
+    },
+    /// An executable that appeared during the run in a `PATH` directory
+    /// that stays writable (a writable root, or `.`), renamed aside after it.
+    ExecutableQuarantined { from: PathBuf, to: PathBuf },
 }
 
 impl std::fmt::Display for Note {
@@ -250,6 +262,27 @@ impl std::fmt::Display for Note {
             Note::Quarantined { from, to } => write!(
                 f,
                 "git: {} appeared during the run; renamed to {} (git on the host will not use it)",
+                from.display(),
+                to.display()
+            ),
+            Note::RepoShown {
+                from,
+                work_tree,
+                shown,
+            } => write!(
+                f,
+                "git: {} lies in the repository {}; shown read-only so that git works there: {} (its history and configuration are readable)",
+                from.display(),
+                work_tree.display(),
+                shown
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Note::ExecutableQuarantined { from, to } => write!(
+                f,
+                "PATH: the executable {} appeared during the run in a directory of the caller's PATH; renamed to {} (a shell on the host will not run it)",
                 from.display(),
                 to.display()
             ),

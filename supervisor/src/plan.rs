@@ -43,6 +43,10 @@ pub trait HostFs {
     fn unix_sockets(&self) -> Vec<PathBuf> {
         Vec::new()
     }
+    /// The start of a small text file (a `.git` file's `gitdir:` line).
+    fn read_head(&self, _p: &Path) -> Option<String> {
+        None
+    }
     /// Whether the sandbox's user could reach `p` at all (it has
     /// capabilities only over files of the uid and gid mapped into its user
     /// namespace, the caller's). A socket it cannot reach needs no mask, and
@@ -104,6 +108,16 @@ impl HostFs for RealFs {
             .unwrap_or_default();
         v.sort();
         v
+    }
+    fn read_head(&self, p: &Path) -> Option<String> {
+        use std::io::Read;
+        let mut b = Vec::new();
+        std::fs::File::open(p)
+            .ok()?
+            .take(4096)
+            .read_to_end(&mut b)
+            .ok()?;
+        String::from_utf8(b).ok()
     }
     fn unix_sockets(&self) -> Vec<PathBuf> {
         std::fs::read("/proc/net/unix")
@@ -216,6 +230,114 @@ pub enum PlanError {
     ProxyNeedsNamespaces,
 }
 
+/// The repository git finds from a directory of the view by walking up
+/// (its `.git` lies above the directory, or leads outside it): what of
+/// it the view must show so that git works there.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RepoView {
+    /// The scope (or working directory) git starts from.
+    pub from: PathBuf,
+    /// The repository's top directory (holding `.git`).
+    pub work_tree: PathBuf,
+    /// What git reads of it: the `.git` entry, and where a `gitdir:` file
+    /// and its `commondir` lead (canonical).
+    pub git: Vec<PathBuf>,
+}
+
+/// The repository enclosing `dir` as git's discovery finds it (the
+/// nearest `.git` at `dir` or above), with its git directories.
+pub fn enclosing_repo(dir: &Path, fs: &dyn HostFs) -> Option<RepoView> {
+    let top = dir
+        .ancestors()
+        .find(|a| fs.lstat(&a.join(".git")).is_some())?;
+    let dot_git = top.join(".git");
+    let mut git = vec![fs.canonicalize(&dot_git).unwrap_or_else(|| dot_git.clone())];
+    let git_dir = match fs.stat(&dot_git) {
+        Some(FileKind::Dir) => git[0].clone(),
+        _ => {
+            let text = fs.read_head(&dot_git)?;
+            let t = text
+                .lines()
+                .next()?
+                .strip_prefix("gitdir:")?
+                .trim()
+                .to_string();
+            let g = fs.canonicalize(&top.join(t))?;
+            git.push(g.clone());
+            g
+        }
+    };
+    if let Some(c) = fs
+        .read_head(&git_dir.join("commondir"))
+        .and_then(|t| t.lines().next().map(|l| l.trim().to_string()))
+        .filter(|t| !t.is_empty())
+        .and_then(|t| fs.canonicalize(&git_dir.join(t)))
+    {
+        if !git.contains(&c) {
+            git.push(c);
+        }
+    }
+    Some(RepoView {
+        from: dir.to_path_buf(),
+        work_tree: top.to_path_buf(),
+        git,
+    })
+}
+
+/// The enclosing repositories a sandbox's view would hide, and what of
+/// each it shows read-only (see [`RepoView`]): in a restricted view (an
+/// agent's scopes), the git directories of the repository around each
+/// read scope, write root and the working directory that lie outside
+/// every scope; in a full-disk view, the repository around a write root or
+/// working directory inside a directory the sandbox replaces (`/tmp`,
+/// `/var/tmp`), shown whole (the mode lets it be read anyway). Git then
+/// works in a repository subdirectory as on the host (writing to the
+/// repository outside the write roots stays refused).
+pub fn repo_views(policy: &SandboxPolicy, roots: &[PathBuf], fs: &dyn HostFs) -> Vec<RepoView> {
+    if policy.mode == SandboxMode::DangerFullAccess {
+        return Vec::new();
+    }
+    let canon = |p: &Path| fs.canonicalize(p).unwrap_or_else(|| p.to_path_buf());
+    let mut starts: Vec<PathBuf> = roots.to_vec();
+    starts.push(canon(&policy.cwd));
+    let visible: Vec<PathBuf> = match &policy.read {
+        ReadScope::Restricted { paths } => {
+            starts.extend(paths.iter().map(|p| canon(p)));
+            paths
+                .iter()
+                .map(|p| canon(p))
+                .chain(roots.iter().cloned())
+                .collect()
+        }
+        ReadScope::FullDisk => roots.to_vec(),
+    };
+    let restricted = matches!(policy.read, ReadScope::Restricted { .. });
+    let shown = |p: &Path| visible.iter().any(|v| p.starts_with(v));
+    let mut out: Vec<RepoView> = Vec::new();
+    for s in starts {
+        if !restricted && !under_private(&s) {
+            continue;
+        }
+        let Some(mut v) = enclosing_repo(&s, fs) else {
+            continue;
+        };
+        if restricted {
+            v.git.retain(|g| !shown(g));
+        } else {
+            let wt = v.work_tree.clone();
+            v.git
+                .retain(|g| under_private(g) && !g.starts_with(&wt) && !shown(g));
+            if !shown(&wt) && under_private(&wt) {
+                v.git.insert(0, wt);
+            }
+        }
+        if !v.git.is_empty() && !out.iter().any(|o| o.git == v.git) {
+            out.push(v);
+        }
+    }
+    out
+}
+
 fn depth(p: &Path) -> usize {
     p.components().count()
 }
@@ -317,8 +439,12 @@ pub fn plan(
     // sockets bound after the launch or in other network namespaces too);
     // without that, host sockets the view shows are masked.
     let notify = isolation == Isolation::Namespaces && fs.user_notify().is_ok();
+    let views = match isolation {
+        Isolation::Namespaces => repo_views(policy, &roots, fs),
+        _ => Vec::new(),
+    };
     let mut mounts = match isolation {
-        Isolation::Namespaces => mount_view(policy, &roots, &protected, !notify, fs),
+        Isolation::Namespaces => mount_view(policy, &roots, &protected, &views, !notify, fs),
         _ => Vec::new(),
     };
     if let Some((socket, _)) = network.proxy() {
@@ -328,6 +454,17 @@ pub fn plan(
         mounts.push(ro_bind(dir.clone(), dir));
     }
     let mut env = env;
+    if !views.is_empty() {
+        // The view's directories between a scope and the repository's top
+        // are its own (a tmpfs), not the host's filesystem: git's
+        // discovery walks across them as it would on the host.
+        env.set.retain(|v| v.name != GIT_ACROSS_FS);
+        env.pass.retain(|p| p != GIT_ACROSS_FS);
+        env.set.push(EnvVar {
+            name: GIT_ACROSS_FS.into(),
+            value: "1".into(),
+        });
+    }
     if let Some((_, port)) = network.proxy() {
         proxy_env(&mut env, port);
     }
@@ -363,7 +500,7 @@ pub fn plan(
         isolation,
         namespaces,
         cwd: policy.cwd.clone(),
-        landlock: landlock_plan(policy, isolation, &roots, fs),
+        landlock: landlock_plan(policy, isolation, &roots, &views, fs),
         seccomp: seccomp_plan(&network, isolation, notify),
         write_roots: roots,
         protected,
@@ -375,6 +512,9 @@ pub fn plan(
         unenforced,
     })
 }
+
+/// Lets git's repository discovery cross mount points.
+const GIT_ACROSS_FS: &str = "GIT_DISCOVERY_ACROSS_FILESYSTEM";
 
 /// The port of the bridge on the sandbox's loopback.
 pub const PROXY_PORT: u16 = 3128;
@@ -523,6 +663,7 @@ fn mount_view(
     policy: &SandboxPolicy,
     roots: &[PathBuf],
     protected: &[PathBuf],
+    views: &[RepoView],
     mask_sockets: bool,
     fs: &dyn HostFs,
 ) -> Vec<MountOp> {
@@ -596,6 +737,14 @@ fn mount_view(
     .flatten();
     if let Some(c) = &hidden_cwd {
         ops.push(ro_bind(c.clone(), c.clone()));
+    }
+    // The enclosing repositories the view would hide (see `repo_views`),
+    // read-only, shallowest first, under the write roots.
+    let mut repo_shown: Vec<PathBuf> = views.iter().flat_map(|v| v.git.iter().cloned()).collect();
+    sort_by_depth(&mut repo_shown);
+    repo_shown.dedup();
+    for g in &repo_shown {
+        ops.push(ro_bind(g.clone(), g.clone()));
     }
     for r in roots {
         ops.push(MountOp::Bind {
@@ -673,6 +822,7 @@ fn mount_view(
                 .iter()
                 .any(|(_, d)| under_private(d) && a.starts_with(d))
             || hidden_cwd.as_ref().is_some_and(|c| a.starts_with(c))
+            || repo_shown.iter().any(|g| a.starts_with(g))
     };
     let mut masks: Vec<PathBuf> = Vec::new();
     for c in &denies {
@@ -822,6 +972,7 @@ fn landlock_plan(
     policy: &SandboxPolicy,
     isolation: Isolation,
     roots: &[PathBuf],
+    views: &[RepoView],
     fs: &dyn HostFs,
 ) -> LandlockPlan {
     let mounts = isolation == Isolation::Namespaces;
@@ -829,6 +980,9 @@ fn landlock_plan(
     match &policy.read {
         ReadScope::Restricted { paths } => {
             rules.extend(paths.iter().map(|p| rule(p, LandlockAccess::Read, false)));
+            for g in views.iter().flat_map(|v| v.git.iter()) {
+                rules.push(rule(g, LandlockAccess::Read, false));
+            }
             rules.push(rule("/proc", LandlockAccess::Read, false));
             // In a view built by mounts only allowed paths exist, so listing
             // directories is harmless; on the host it is not.

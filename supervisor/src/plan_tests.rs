@@ -720,3 +720,45 @@ fn checked_connects_replace_socket_masks() {
     assert!(!checked.unenforced.contains(&Gap::HostSocketsAfterLaunch));
     assert!(zot_launcher::seccomp::notifies(&checked.seccomp));
 }
+
+#[test]
+fn an_enclosing_repository_is_shown_read_only() {
+    // An agent's scope in a repository subdirectory: the repository's git
+    // directory is bound read-only, with a Landlock read rule; nothing else
+    // of the work tree.
+    let t = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(t.path()).unwrap();
+    let repo = root.join("repo");
+    std::fs::create_dir_all(repo.join(".git/objects")).unwrap();
+    std::fs::create_dir_all(repo.join("sub")).unwrap();
+    let opts = zot_policy::sandbox::AgentSandboxOptions {
+        cwd: repo.join("sub"),
+        read_scopes: vec![repo.join("sub")],
+        ..Default::default()
+    };
+    let policy = zot_policy::sandbox::agent_policy(&opts).unwrap();
+    let p = plan(&policy, Isolation::Namespaces, &[], &RealFs).unwrap();
+    let g = repo.join(".git");
+    assert!(
+        p.mounts.iter().any(
+            |m| matches!(m, MountOp::Bind { src, dst, writable: false } if *src == g && *dst == g)
+        ),
+        "{:?}",
+        p.mounts
+    );
+    assert!(!p.mounts.iter().any(|m| m.dst() == repo.as_path()));
+    assert!(p.landlock.rules.iter().any(|r| r.path == g));
+    assert!(p
+        .env
+        .set
+        .iter()
+        .any(|v| v.name == "GIT_DISCOVERY_ACROSS_FILESYSTEM"));
+    // Outside any repository: nothing added.
+    let opts = zot_policy::sandbox::AgentSandboxOptions {
+        cwd: root.clone(),
+        read_scopes: vec![root.clone()],
+        ..Default::default()
+    };
+    let policy = zot_policy::sandbox::agent_policy(&opts).unwrap();
+    assert!(repo_views(&policy, &[], &RealFs).is_empty());
+}

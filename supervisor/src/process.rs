@@ -180,12 +180,16 @@ fn run_planned(
         });
     }
     let placeholders = planned.plan.placeholders();
-    let held =
-        Placeholders::acquire(&host_env, &placeholders).map_err(|e| SupervisorError::Setup {
-            backend: report.backend,
-            message: zot_launcher::error_chain(&e),
-            hint: None,
-        })?;
+    let held = Placeholders::acquire(
+        &host_env,
+        &placeholders,
+        &planned.plan.read_only_protections(),
+    )
+    .map_err(|e| SupervisorError::Setup {
+        backend: report.backend,
+        message: zot_launcher::error_chain(&e),
+        hint: None,
+    })?;
     // Before the start: a signal while the sandbox starts is forwarded once
     // it runs, instead of killing this process.
     let _forwarding = req.forward_signals.then(zot_process::signals::forward);
@@ -305,7 +309,7 @@ fn run_planned(
     drop(held);
     // A repository the command created (or moved into place) would run its
     // hooks and config on the host next: renamed aside, reported.
-    let quarantined = match &planned.repos {
+    let mut quarantined = match &planned.repos {
         Some(before) => crate::repos::quarantine(&planned.plan.write_roots, before, &placeholders),
         None => Vec::new(),
     };
@@ -314,6 +318,15 @@ fn run_planned(
             from: from.clone(),
             to: to.clone(),
         });
+    }
+    // An executable that appeared in a PATH directory that stays writable
+    // would shadow a command in a shell on the host: renamed aside.
+    for (from, to) in crate::host::quarantine_executables(&planned.path_watch) {
+        report.notes.push(Note::ExecutableQuarantined {
+            from: from.clone(),
+            to: to.clone(),
+        });
+        quarantined.push((from, to));
     }
     let served = server.map(crate::notify::Server::finish);
     let raw_code = status.map_err(SupervisorError::io("waiting for the sandbox"))?;
@@ -516,15 +529,21 @@ struct Placeholders {
 }
 
 impl Placeholders {
+    /// Make (or share) the placeholders at `paths`, and share each of
+    /// `read_only` that is a placeholder another live run holds (the plan
+    /// binds it read-only as it found it): held by this run too, it stays
+    /// until the last run using it ends. One that vanished since planning
+    /// (its last holder ended meanwhile) is made again.
     fn acquire(
         env: &[(OsString, OsString)],
         paths: &[PathBuf],
+        read_only: &[PathBuf],
     ) -> Result<Placeholders, crate::journal::JournalError> {
         let mut out = Placeholders {
             journal: None,
             held: paths.to_vec(),
         };
-        if paths.is_empty() {
+        if paths.is_empty() && read_only.is_empty() {
             return Ok(out);
         }
         let state = crate::journal::state_dir_from(|k| {
@@ -541,6 +560,11 @@ impl Placeholders {
         for p in paths {
             journal.acquire_placeholder(crate::journal::Kind::PlaceholderFile, p)?;
             out.held.push(p.clone());
+        }
+        for p in read_only {
+            if journal.share_placeholder(p)? {
+                out.held.push(p.clone());
+            }
         }
         Ok(out)
     }

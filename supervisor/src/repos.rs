@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use nix::dir::{Dir, Type};
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
-use zot_policy::sandbox::{GIT_DIR_PROTECTED, GIT_DIR_PROTECTED_IF_PRESENT};
 
 /// Directories a scan reads at most (then it stops and says so).
 pub const SCAN_BUDGET: usize = 250_000;
@@ -167,7 +166,9 @@ fn gitdir_pointer(file: &Path) -> Option<PathBuf> {
     } else {
         file.parent()?.join(p)
     };
-    std::fs::canonicalize(p).ok()
+    // Also where it does not exist yet: what git would use once made
+    // there is protected (blocked) like an existing one.
+    Some(crate::gitconfig::canonical_prefix(&p))
 }
 
 fn read_small(p: &Path) -> Option<String> {
@@ -178,105 +179,12 @@ fn read_small(p: &Path) -> Option<String> {
     Some(s)
 }
 
-/// `core.hooksPath` of a git config file, if set (the last one wins).
-pub fn hooks_path(config: &str) -> Option<String> {
-    let mut in_core = false;
-    let mut found = None;
-    for line in config.lines() {
-        let l = line.trim();
-        if l.starts_with('[') {
-            let sect = l
-                .trim_start_matches('[')
-                .split([']', ' ', '"'])
-                .next()
-                .unwrap_or("");
-            in_core = sect.eq_ignore_ascii_case("core");
-            // `[core] hooksPath = x` on one line
-            let rest = l.split_once(']').map(|(_, r)| r.trim()).unwrap_or("");
-            if in_core && !rest.is_empty() {
-                if let Some(v) = key_value(rest, "hookspath") {
-                    found = Some(v);
-                }
-            }
-            continue;
-        }
-        if in_core {
-            if let Some(v) = key_value(l, "hookspath") {
-                found = Some(v);
-            }
-        }
-    }
-    found
-}
-
-fn key_value(l: &str, key: &str) -> Option<String> {
-    let (k, v) = l.split_once('=')?;
-    if !k.trim().eq_ignore_ascii_case(key) {
-        return None;
-    }
-    let v = v.split([';', '#']).next().unwrap_or("").trim();
-    let v = v.trim_matches('"');
-    (!v.is_empty()).then(|| v.to_string())
-}
-
-/// The files of one git directory to keep read-only: those of
-/// [`GIT_DIR_PROTECTED`] (also when missing: blocked), those of
-/// [`GIT_DIR_PROTECTED_IF_PRESENT`] that exist, the control files of its
-/// linked worktrees and the git directories of its submodules.
-fn git_dir_files(git_dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
-    for n in GIT_DIR_PROTECTED {
-        out.push(git_dir.join(n));
-    }
-    for n in GIT_DIR_PROTECTED_IF_PRESENT {
-        let p = git_dir.join(n);
-        if std::fs::symlink_metadata(&p).is_ok() {
-            out.push(p);
-        }
-    }
-    if let Ok(rd) = std::fs::read_dir(git_dir.join("worktrees")) {
-        for e in rd.flatten() {
-            for n in ["gitdir", "commondir", "config.worktree", "locked"] {
-                let p = e.path().join(n);
-                if std::fs::symlink_metadata(&p).is_ok() {
-                    out.push(p);
-                }
-            }
-        }
-    }
-    if depth < 4 {
-        submodules(&git_dir.join("modules"), out, depth);
-    }
-}
-
-/// Submodule git directories below `modules/` (names may contain `/`).
-fn submodules(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        if !e.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let p = e.path();
-        if p.join("HEAD").exists() || p.join("config").exists() {
-            git_dir_files(&p, out, depth + 1);
-        } else {
-            submodules(&p, out, depth + 1);
-        }
-    }
-}
-
 impl Scan {
     /// Everything git reads as configuration or runs, for every repository
-    /// found: the git directory's files, the `gitdir:` pointer files, and
-    /// the directory named by `core.hooksPath` (of the repository's config
-    /// or of `global_configs`) when it exists.
-    pub fn protected(&self, global_configs: &[PathBuf], home: Option<&Path>) -> Vec<PathBuf> {
+    /// found: the `gitdir:` pointer files and what
+    /// [`crate::gitconfig::control_files`] resolves for its git directory.
+    pub fn protected(&self, host: &crate::gitconfig::HostGit) -> Vec<PathBuf> {
         let mut out = Vec::new();
-        let global_hooks: Vec<String> = global_configs
-            .iter()
-            .filter_map(|c| read_small(c).and_then(|t| hooks_path(&t)))
-            .collect();
         for r in &self.repos {
             let work_tree = r.dot_git.parent().unwrap_or(Path::new("/"));
             match &r.git_dir {
@@ -284,24 +192,7 @@ impl Scan {
                 _ => out.push(r.dot_git.clone()), // the pointer file itself
             }
             let Some(g) = &r.git_dir else { continue };
-            git_dir_files(g, &mut out, 0);
-            let mut hooks: Vec<String> = global_hooks.clone();
-            for c in ["config", "config.worktree"] {
-                if let Some(h) = read_small(&g.join(c)).and_then(|t| hooks_path(&t)) {
-                    hooks.push(h);
-                }
-            }
-            for h in hooks {
-                let p = match (h.strip_prefix("~/"), home) {
-                    (Some(rest), Some(home)) => home.join(rest),
-                    _ => work_tree.join(&h),
-                };
-                if let Ok(c) = std::fs::canonicalize(&p) {
-                    if c.is_dir() {
-                        out.push(c);
-                    }
-                }
-            }
+            out.extend(crate::gitconfig::control_files(g, Some(work_tree), host));
         }
         out.sort();
         out.dedup();
@@ -406,7 +297,7 @@ mod tests {
         let s = scan(std::slice::from_ref(&root), SCAN_BUDGET);
         assert!(s.complete);
         assert_eq!(s.repos.len(), 2, "{s:?}");
-        let p = s.protected(&[], None);
+        let p = s.protected(&crate::gitconfig::HostGit::default());
         let g = deep.join(".git");
         for want in [
             g.join("config"),
@@ -428,6 +319,23 @@ mod tests {
     }
 
     #[test]
+    fn a_gitdir_pointer_to_a_missing_directory_blocks_it() {
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap();
+        fs::create_dir_all(root.join("wt")).unwrap();
+        fs::write(root.join("wt/.git"), "gitdir: ../store/r.git\n").unwrap();
+        let s = scan(std::slice::from_ref(&root), SCAN_BUDGET);
+        let p = s.protected(&crate::gitconfig::HostGit::default());
+        for want in [
+            root.join("wt/.git"),
+            root.join("store/r.git/hooks"),
+            root.join("store/r.git/config"),
+        ] {
+            assert!(p.contains(&want), "{want:?} not in {p:?}");
+        }
+    }
+
+    #[test]
     fn the_budget_is_reported() {
         let t = tempfile::tempdir().unwrap();
         for i in 0..20 {
@@ -436,19 +344,6 @@ mod tests {
         let s = scan(&[t.path().to_path_buf()], 5);
         assert!(!s.complete);
         assert!(s.dirs <= 5);
-    }
-
-    #[test]
-    fn hooks_path_parsing() {
-        assert_eq!(
-            hooks_path("[core]\n  hooksPath = .husky\n"),
-            Some(".husky".into())
-        );
-        assert_eq!(
-            hooks_path("[Core]\nHOOKSPATH=\"x y\" ; c\n[user]\nhooksPath = no\n"),
-            Some("x y".into())
-        );
-        assert_eq!(hooks_path("[user]\nhooksPath = no\n"), None);
     }
 
     #[test]

@@ -76,6 +76,10 @@ pub struct Planned {
     pub repos: Option<crate::repos::Scan>,
     /// Where each deny-read and protected path comes from (`--explain`).
     pub origins: Vec<zot_policy::sandbox::Origin>,
+    /// The executables, at launch, of the caller's `PATH` directories that
+    /// must stay writable (a writable root, or `.`): what appears there
+    /// is renamed aside after the run.
+    pub path_watch: Vec<(PathBuf, crate::host::ExecSnapshot)>,
 }
 
 /// Resolve `policy` to a backend, plan it, and check that the mode is
@@ -89,7 +93,7 @@ pub fn prepare(
 ) -> Result<Planned, SupervisorError> {
     let resolved = resolve(policy, choice)?;
     let isolation = resolved.backend.kind().isolation();
-    let (policy, repos, path_dirs) = with_host_protections(policy, isolation, env);
+    let (policy, repos, path_dirs, path_watch) = with_host_protections(policy, isolation, env);
     let policy = &policy;
     let plan = plan::plan(policy, isolation, env, &RealFs).map_err(SupervisorError::Plan)?;
     let skipped = resolved
@@ -139,6 +143,13 @@ pub fn prepare(
         report.notes.push(Note::ScanIncomplete { dirs: s.dirs });
     }
     if plan.isolation == zot_launcher::plan::Isolation::Namespaces {
+        for v in plan::repo_views(policy, &plan.write_roots, &RealFs) {
+            report.notes.push(Note::RepoShown {
+                from: v.from,
+                work_tree: v.work_tree,
+                shown: v.git,
+            });
+        }
         for path in path_dirs {
             report.notes.push(Note::PathReadOnly { path });
         }
@@ -150,43 +161,68 @@ pub fn prepare(
         report,
         repos,
         origins: policy.origins.clone(),
+        path_watch,
     })
 }
 
+/// The directories a command's `PATH` lookups start from: the command's
+/// working directory and the caller's own (a relative `PATH` entry or an
+/// empty component resolves against either, in the sandbox or on the
+/// host).
+pub fn path_cwds(policy: &SandboxPolicy) -> Vec<PathBuf> {
+    let mut v = vec![std::fs::canonicalize(&policy.cwd).unwrap_or_else(|_| policy.cwd.clone())];
+    if let Ok(c) = std::env::current_dir() {
+        let c = std::fs::canonicalize(&c).unwrap_or(c);
+        if !v.contains(&c) {
+            v.push(c);
+        }
+    }
+    v
+}
+
+type HostProtections = (
+    SandboxPolicy,
+    Option<crate::repos::Scan>,
+    Vec<PathBuf>,
+    Vec<(PathBuf, crate::host::ExecSnapshot)>,
+);
+
 /// The policy plus what only the host can tell at launch: the git files of
-/// every repository inside the writable roots (a fresh scan) and the
-/// directories of the caller's `PATH` inside them (also returned, for the
-/// report).
+/// every repository inside the writable roots (a fresh scan, resolved the
+/// way git reads its configuration) and the directories of the caller's
+/// `PATH` inside them (also returned, for the report), and snapshots of
+/// the `PATH` directories that must stay writable.
 fn with_host_protections(
     policy: &SandboxPolicy,
     isolation: zot_launcher::plan::Isolation,
     env: &[(OsString, OsString)],
-) -> (SandboxPolicy, Option<crate::repos::Scan>, Vec<PathBuf>) {
+) -> HostProtections {
     use zot_launcher::plan::Isolation;
     if policy.mode == SandboxMode::DangerFullAccess
         || isolation == Isolation::None
         || policy.write_roots.is_empty()
     {
-        return (policy.clone(), None, Vec::new());
+        return (policy.clone(), None, Vec::new(), Vec::new());
     }
     let mut p = policy.clone();
-    let scan = crate::repos::scan(&p.write_roots, crate::repos::SCAN_BUDGET);
-    let home = crate::host::homes(env).into_iter().next();
-    let globals = crate::host::git_global_configs(env);
-    let inside = |x: &std::path::Path| p.write_roots.iter().any(|r| x.starts_with(r));
-    let mut add: Vec<(PathBuf, &str)> = Vec::new();
-    for g in scan.protected(&globals, home.as_deref()) {
-        if inside(&g) {
-            add.push((g, "git: read as configuration or run by git"));
-        }
-    }
-    let path_dirs = crate::host::exec_path_dirs(env, &p.write_roots);
+    let roots: Vec<PathBuf> = p
+        .write_roots
+        .iter()
+        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
+        .collect();
+    let scan = crate::repos::scan(&roots, crate::repos::SCAN_BUDGET);
+    let host = crate::gitconfig::HostGit::from_env(env);
+    let mut add: Vec<(PathBuf, &str)> = crate::gitconfig::protected_in(&scan, &host, &roots);
+    let cwds = path_cwds(policy);
+    let path_dirs = crate::host::exec_path_dirs(env, &roots, &cwds);
     for d in path_dirs.iter().cloned() {
         add.push((
             d,
             "PATH: a directory of the caller's PATH inside a writable root",
         ));
     }
+    let watched = crate::host::exec_path_watched(env, &roots, &cwds);
+    let path_watch = crate::host::snapshot_executables(&watched);
     for (path, from) in add {
         if !p.protected.contains(&path) {
             p.protected.push(path.clone());
@@ -199,7 +235,7 @@ fn with_host_protections(
             });
         }
     }
-    (p, Some(scan), path_dirs)
+    (p, Some(scan), path_dirs, path_watch)
 }
 
 /// Roots a trusted helper binary must not live in.

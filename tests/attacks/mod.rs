@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 
 use crate::common;
 
+mod git_path;
+pub use git_path::*;
+
 pub const NOBODY: u32 = 65534;
 pub const PYTHON: &str = "/usr/bin/python3";
 
@@ -2161,6 +2164,9 @@ macro_rules! attack_tests {
             report_is_printed, sanity_unconfined_escapes,
             credential_stores, git_everything, git_commit_and_status_work, new_repo_quarantined,
             placeholders_swept_after_sigkill, path_dirs_read_only, locale_env_filtered,
+            git_config_includes, git_hooks_path_missing, git_command_keys, git_worktree_config,
+            git_global_config_in_workspace, path_lookups_planted, control_toolchain_and_node_bin,
+            placeholder_races, views_enclosing_repository, views_repository_under_tmp,
         );
     };
 }

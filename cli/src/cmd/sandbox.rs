@@ -430,7 +430,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             }
             for (from, to) in &outcome.quarantined {
                 eprintln!(
-                    "zot: warning: {} appeared during the run (git would use it on the host); renamed to {}",
+                    "zot: warning: {} appeared during the run (git or a shell on the host would use it); renamed to {}",
                     from.display(),
                     to.display()
                 );
