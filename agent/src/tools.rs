@@ -700,6 +700,21 @@ fn bash(
     if out.truncated {
         text.push_str(&format!("\n[output truncated at {} bytes]", BASH_CAPTURE));
     }
+    // Repositories the command created are renamed aside (git on the host
+    // would run their hooks): the model is told, so it does not retry.
+    for n in out.report.notes.iter().filter(|n| {
+        matches!(
+            n,
+            zot_supervisor::Note::Quarantined { .. }
+                | zot_supervisor::Note::ScanIncomplete { .. }
+                | zot_supervisor::Note::IndexFallback { .. }
+        )
+    }) {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("[zot: {n}]"));
+    }
     let mut full_output = None;
     if text.len() > MODEL_OUTPUT {
         if let Some(dir) = &env.side_dir {
