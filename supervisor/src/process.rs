@@ -82,7 +82,13 @@ fn run_once(mut req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome,
     // The proxy's thread exists: the launcher is exec'd, never forked.
     debug_assert!(proxy.is_none() || zot_launcher::thread_count().map_or(true, |n| n > 1));
     let run = run_planned(&req, planned, host_env, start);
-    let records = proxy.map(|(p, _dir)| p.stop()).unwrap_or_default();
+    let records = proxy
+        .map(|(p, dir)| {
+            let records = p.stop();
+            dir.remove();
+            records
+        })
+        .unwrap_or_default();
     run.map(|mut o| {
         o.proxy = records;
         o
@@ -102,6 +108,20 @@ impl ProxyDir {
         match self {
             ProxyDir::Journaled(d) => d.path(),
             ProxyDir::Plain(d) => d.path(),
+        }
+    }
+
+    /// Remove it: the socket, then the empty directory (no walk of it).
+    fn remove(self) {
+        let _ = std::fs::remove_file(self.path().join(crate::plan::PROXY_SOCKET));
+        match self {
+            ProxyDir::Journaled(d) => drop(d),
+            ProxyDir::Plain(d) => {
+                let p = d.path().to_path_buf();
+                if std::fs::remove_dir(&p).is_ok() {
+                    let _ = d.keep();
+                }
+            }
         }
     }
 }
