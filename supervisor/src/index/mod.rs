@@ -103,7 +103,7 @@ impl Snapshot {
         let (tree, changed) = match path.as_deref().map(|p| cache::load(p, &tops)) {
             Some(Ok(mut t)) => {
                 let v = t.validate(budget);
-                (t, v.reread > 0)
+                (t, v.worth_saving())
             }
             other => {
                 if let Some(Err(e)) = other {
@@ -165,8 +165,8 @@ impl Snapshot {
         match &self.source {
             Source::OneShot { tree, cache: path } => {
                 let mut t = (**tree).clone();
-                t.validate(SCAN_BUDGET);
-                if t.complete {
+                let v = t.validate(SCAN_BUDGET);
+                if t.complete && v.worth_saving() {
                     if let Some(p) = path {
                         let _ = cache::save(p, &t);
                     }

@@ -118,6 +118,18 @@ pub struct Validation {
     pub checked: usize,
     /// Directories re-read (changed, new, or racily recent).
     pub reread: usize,
+    /// Directories appeared or went, or what git finds changed: the
+    /// persisted copy is stale (else re-reading the same few directories
+    /// next time costs less than writing it).
+    pub structure_changed: bool,
+}
+
+impl Validation {
+    /// Whether writing the persisted copy pays: the structure changed, or
+    /// many directories were re-read (each would be again next time).
+    pub fn worth_saving(&self) -> bool {
+        self.structure_changed || self.reread > 64
+    }
 }
 
 pub const NO_PARENT: u32 = u32::MAX;
@@ -234,6 +246,7 @@ struct Walk<'a> {
     read: usize,
     checked: usize,
     reread: usize,
+    structure_changed: bool,
     /// A stat not older than this is re-read (racy timestamps).
     racy_from: Stamp,
     /// Known children of a re-read directory keep their subtree when their
@@ -259,6 +272,7 @@ impl Walk<'_> {
         ) {
             Ok(d) => d,
             Err(e) => {
+                self.structure_changed = true;
                 let stat = stat_dir(&CString::new(path.clone()).unwrap_or_default());
                 let children = std::mem::take(&mut self.tree.nodes[idx as usize].children);
                 for c in children {
@@ -293,6 +307,9 @@ impl Walk<'_> {
         {
             let n = &mut self.tree.nodes[idx as usize];
             n.stat = stat;
+            if n.mark != listing.mark || n.unlistable {
+                self.structure_changed = true;
+            }
             n.mark = listing.mark;
             n.unlistable = false;
             n.children.clear();
@@ -326,6 +343,7 @@ impl Walk<'_> {
                     }
                 }
                 None => {
+                    self.structure_changed = true;
                     let c = self.tree.push(os, idx);
                     children.push(c);
                     self.fill(c, path, depth + 1);
@@ -335,6 +353,7 @@ impl Walk<'_> {
         }
         for c in old.values() {
             if !kept.contains(c) {
+                self.structure_changed = true;
                 self.tree.kill(*c);
             }
         }
@@ -351,6 +370,7 @@ impl Walk<'_> {
         let n = &self.tree.nodes[idx as usize];
         let Some(s) = now else {
             // Gone, or no longer a directory (its parent changed too).
+            self.structure_changed = true;
             self.tree.kill(idx);
             return;
         };
@@ -464,6 +484,7 @@ impl Tree {
             read: 0,
             checked: 0,
             reread: 0,
+            structure_changed: false,
             racy_from,
             shallow: false,
         };
@@ -479,6 +500,7 @@ impl Tree {
         let v = Validation {
             checked: w.checked,
             reread: w.reread,
+            structure_changed: w.structure_changed,
         };
         self.taken = taken;
         v
@@ -508,6 +530,7 @@ impl Tree {
             read: 0,
             checked: 0,
             reread: 0,
+            structure_changed: false,
             racy_from: Stamp::default(),
             shallow: true,
         };
