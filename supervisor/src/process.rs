@@ -267,8 +267,13 @@ fn run_planned(
     let server = if zot_launcher::seccomp::notifies(&planned.plan.seccomp) {
         match started.status.take() {
             Some(status) => {
-                let proxy: Vec<&std::path::Path> =
-                    planned.plan.network.proxy().map(|(s, _)| s).into_iter().collect();
+                let proxy: Vec<&std::path::Path> = planned
+                    .plan
+                    .network
+                    .proxy()
+                    .map(|(s, _)| s)
+                    .into_iter()
+                    .collect();
                 match crate::notify::Server::start(
                     status,
                     planned.plan.network == zot_launcher::plan::NetworkPlan::Host,
@@ -346,7 +351,11 @@ fn run_planned(
                 report.notes.push(Note::from(n));
             }
             let mut q = after.neutralised;
-            q.extend(crate::repos::quarantine(&after.created, before, &placeholders));
+            q.extend(crate::repos::quarantine(
+                &after.created,
+                before,
+                &placeholders,
+            ));
             q
         }
         None => Vec::new(),

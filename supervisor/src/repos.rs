@@ -135,7 +135,12 @@ fn submodules(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
 /// git directory's files, the `gitdir:` pointer file, and the directory
 /// named by `core.hooksPath` (of the repository's config or of the global
 /// ones, `global_hooks`) when it exists.
-pub fn control_files(r: &Repo, global_hooks: &[String], home: Option<&Path>, out: &mut Vec<PathBuf>) {
+pub fn control_files(
+    r: &Repo,
+    global_hooks: &[String],
+    home: Option<&Path>,
+    out: &mut Vec<PathBuf>,
+) {
     // Where a relative hooksPath resolves: the work tree, or a bare
     // repository itself.
     let base = if r.bare {
@@ -206,7 +211,9 @@ pub fn quarantine(created: &[Repo], before: &Snapshot, keep: &[PathBuf]) -> Quar
             continue;
         }
         let c = g.join("commondir");
-        if before.roots.iter().any(|root| c.starts_with(root)) && std::fs::symlink_metadata(&c).is_ok() {
+        if before.roots.iter().any(|root| c.starts_with(root))
+            && std::fs::symlink_metadata(&c).is_ok()
+        {
             if let Some(q) = aside(&c) {
                 out.push(q);
             }
@@ -221,9 +228,17 @@ pub fn aside(p: &Path) -> Option<(PathBuf, PathBuf)> {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let name = p.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let name = p
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
     for n in 0..100 {
-        let suffix = if n == 0 { String::new() } else { format!(".{n}") };
+        let suffix = if n == 0 {
+            String::new()
+        } else {
+            format!(".{n}")
+        };
         let to = p.with_file_name(format!("{name}.zot-quarantine-{stamp}{suffix}"));
         if std::fs::symlink_metadata(&to).is_ok() {
             continue;

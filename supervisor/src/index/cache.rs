@@ -246,11 +246,10 @@ pub fn save(path: &Path, tree: &Tree) -> Result<(), CacheError> {
         .map_err(io(format!("creating a file in {}", dir.display())))?;
     tmp.write_all(&body)
         .map_err(io(format!("writing {}", tmp.path().display())))?;
-    tmp.persist(path)
-        .map_err(|e| CacheError::Io {
-            what: format!("renaming into {}", path.display()),
-            source: e.error,
-        })?;
+    tmp.persist(path).map_err(|e| CacheError::Io {
+        what: format!("renaming into {}", path.display()),
+        source: e.error,
+    })?;
     Ok(())
 }
 
@@ -325,10 +324,12 @@ impl Reader<'_> {
         self.take(1).map(|b| b[0])
     }
     fn u32(&mut self) -> Option<u32> {
-        self.take(4).map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+        self.take(4)
+            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
     }
     fn u64(&mut self) -> Option<u64> {
-        self.take(8).map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+        self.take(8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
     }
     fn bytes(&mut self) -> Option<Vec<u8>> {
         let n = self.u32()? as usize;

@@ -163,8 +163,11 @@ impl Live {
             self.shared.resync(&mut st, None);
         }
         let (n0, notes0) = (since.neutralised, since.notes);
-        let neutralised: Vec<(PathBuf, PathBuf)> =
-            st.neutralised.get(n0..).map(<[_]>::to_vec).unwrap_or_default();
+        let neutralised: Vec<(PathBuf, PathBuf)> = st
+            .neutralised
+            .get(n0..)
+            .map(<[_]>::to_vec)
+            .unwrap_or_default();
         let gone: HashSet<&Path> = neutralised.iter().map(|(f, _)| f.as_path()).collect();
         let created = super::new_repos(before, &st.tree.repos())
             .into_iter()
@@ -173,7 +176,11 @@ impl Live {
         AfterRun {
             created,
             neutralised,
-            notes: st.notes.get(notes0..).map(<[_]>::to_vec).unwrap_or_default(),
+            notes: st
+                .notes
+                .get(notes0..)
+                .map(<[_]>::to_vec)
+                .unwrap_or_default(),
         }
     }
 
@@ -364,8 +371,12 @@ impl Shared {
                     st.wds.remove(&e.wd);
                     continue;
                 }
-                let Some(&i) = st.wds.get(&e.wd) else { continue };
-                if e.mask.intersects(AddWatchFlags::IN_DELETE_SELF | AddWatchFlags::IN_MOVE_SELF) {
+                let Some(&i) = st.wds.get(&e.wd) else {
+                    continue;
+                };
+                if e.mask
+                    .intersects(AddWatchFlags::IN_DELETE_SELF | AddWatchFlags::IN_MOVE_SELF)
+                {
                     // Its parent's event re-reads the parent.
                     let parent = st.tree.nodes[i as usize].parent;
                     dirty.push(if parent == tree::NO_PARENT { i } else { parent });
@@ -548,15 +559,17 @@ mod tests {
         let created: Vec<PathBuf> = after.created.iter().map(|x| x.dot_git.clone()).collect();
         assert_eq!(created, vec![r.join("tree/d9/e/x/.git")]);
         assert!(
-            after
-                .notes
-                .iter()
-                .any(|n| matches!(n, IndexNote::Fallback { reason } if reason.contains("overflow"))),
+            after.notes.iter().any(
+                |n| matches!(n, IndexNote::Fallback { reason } if reason.contains("overflow"))
+            ),
             "{after:?}"
         );
         // Events keep working after the resync.
         fs::create_dir_all(r.join("tree/d9/e/y/.git")).unwrap();
         let snap2 = super::super::Snapshot::live(&live);
-        assert!(snap2.repos.iter().any(|x| x.dot_git == r.join("tree/d9/e/y/.git")));
+        assert!(snap2
+            .repos
+            .iter()
+            .any(|x| x.dot_git == r.join("tree/d9/e/y/.git")));
     }
 }

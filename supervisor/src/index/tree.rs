@@ -137,7 +137,9 @@ pub const NO_PARENT: u32 = u32::MAX;
 /// `statx` of a path without following a final symlink. `None` when it
 /// is missing or not a directory.
 pub fn stat_dir(path: &CString) -> Option<DirStat> {
-    stat_at(libc::AT_FDCWD, path, libc::AT_SYMLINK_NOFOLLOW).filter(|(d, _)| *d).map(|(_, s)| s)
+    stat_at(libc::AT_FDCWD, path, libc::AT_SYMLINK_NOFOLLOW)
+        .filter(|(d, _)| *d)
+        .map(|(_, s)| s)
 }
 
 fn stat_at(fd: i32, path: &CString, flags: i32) -> Option<(bool, DirStat)> {
@@ -390,7 +392,10 @@ impl Walk<'_> {
         }
         if children.iter().any(|c| self.tree.nodes[*c as usize].dead) {
             let nodes = &self.tree.nodes;
-            let alive: Vec<u32> = children.into_iter().filter(|c| !nodes[*c as usize].dead).collect();
+            let alive: Vec<u32> = children
+                .into_iter()
+                .filter(|c| !nodes[*c as usize].dead)
+                .collect();
             self.tree.nodes[idx as usize].children = alive;
         }
     }
@@ -591,7 +596,12 @@ impl Tree {
             if n.parent != NO_PARENT {
                 n.parent = map[n.parent as usize];
             }
-            n.children = n.children.iter().map(|c| map[*c as usize]).filter(|c| *c != NO_PARENT).collect();
+            n.children = n
+                .children
+                .iter()
+                .map(|c| map[*c as usize])
+                .filter(|c| *c != NO_PARENT)
+                .collect();
             nodes.push(n);
         }
         self.nodes = nodes;
@@ -607,9 +617,24 @@ impl Tree {
             let Some(m) = n.mark else { continue };
             let dir = self.path(i as u32);
             out.push(match m {
-                Mark::DotGitDir(id) => Repo { dot_git: dir.join(".git"), id, is_dir: true, bare: false },
-                Mark::DotGitFile(id) => Repo { dot_git: dir.join(".git"), id, is_dir: false, bare: false },
-                Mark::Bare => Repo { dot_git: dir, id: n.stat.id, is_dir: true, bare: true },
+                Mark::DotGitDir(id) => Repo {
+                    dot_git: dir.join(".git"),
+                    id,
+                    is_dir: true,
+                    bare: false,
+                },
+                Mark::DotGitFile(id) => Repo {
+                    dot_git: dir.join(".git"),
+                    id,
+                    is_dir: false,
+                    bare: false,
+                },
+                Mark::Bare => Repo {
+                    dot_git: dir,
+                    id: n.stat.id,
+                    is_dir: true,
+                    bare: true,
+                },
             });
         }
         out.sort_by(|a, b| a.dot_git.cmp(&b.dot_git));
@@ -636,15 +661,18 @@ impl Tree {
 
     /// The node of a path inside the tree, if known.
     pub fn find(&self, path: &Path) -> Option<u32> {
-        let (r, root) = self.roots.iter().enumerate().find(|(_, r)| path.starts_with(r))?;
+        let (r, root) = self
+            .roots
+            .iter()
+            .enumerate()
+            .find(|(_, r)| path.starts_with(r))?;
         let rest = path.strip_prefix(root).ok()?;
         let mut i = r as u32;
         for comp in rest.components() {
             let name = comp.as_os_str();
-            i = *self.nodes[i as usize]
-                .children
-                .iter()
-                .find(|c| self.nodes[**c as usize].name == name && !self.nodes[**c as usize].dead)?;
+            i = *self.nodes[i as usize].children.iter().find(|c| {
+                self.nodes[**c as usize].name == name && !self.nodes[**c as usize].dead
+            })?;
         }
         Some(i)
     }
@@ -721,7 +749,11 @@ mod tests {
         assert_eq!(v.checked, 91);
         std::thread::sleep(std::time::Duration::from_millis(30));
         let v = t.validate(SCAN_BUDGET);
-        assert_eq!((v.checked, v.reread), (91, 0), "nothing changed: nothing read");
+        assert_eq!(
+            (v.checked, v.reread),
+            (91, 0),
+            "nothing changed: nothing read"
+        );
         fs::create_dir_all(r.join("d7/e/f/new/.git")).unwrap();
         let v = t.validate(SCAN_BUDGET);
         assert!(v.reread >= 1 && v.reread <= 3, "{v:?}");
@@ -739,7 +771,10 @@ mod tests {
         t.validate(SCAN_BUDGET);
         let new = new_repos(&before, &t.repos());
         let new: Vec<&Path> = new.iter().map(|r| r.dot_git.as_path()).collect();
-        assert!(new.contains(&r.join("vendor/lib/.git").as_path()), "{new:?}");
+        assert!(
+            new.contains(&r.join("vendor/lib/.git").as_path()),
+            "{new:?}"
+        );
     }
 
     #[test]
