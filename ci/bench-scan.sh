@@ -8,6 +8,9 @@
 #    from one `tool_result` event to the next. The session's index is built
 #    once in the background and kept current from inotify events.
 #    Target: median call in the big workspace within 1.3x the empty one.
+#    A third workspace holds the same 10 repositories and no tree: big
+#    against it is what the tree costs (discovery); it against empty is
+#    what protecting 10 more repositories costs (their read-only binds).
 # 2. One-shot `zot sandbox --mode workspace-write -- /bin/true` in the
 #    unchanged, warm big workspace (the persisted index, validated with one
 #    statx per directory) against `find WS -type d`, pairwise.
@@ -22,7 +25,11 @@ ZOT="${CARGO_TARGET_DIR:-$PWD/target}/release/zot"
 # Outside /tmp: the sandbox replaces the host's /tmp.
 BASE="$(mktemp -d "$PWD/target/bench-scan-XXXXXX")"
 trap 'rm -rf "$BASE"' EXIT
-mkdir -p "$BASE/empty/.git/hooks" "$BASE/big/.git/hooks" "$BASE/state" "$BASE/agent"
+mkdir -p "$BASE/empty/.git/hooks" "$BASE/big/.git/hooks" "$BASE/repos/.git/hooks" "$BASE/state" "$BASE/agent"
+for k in $(seq 0 9); do
+    mkdir -p "$BASE/repos/p$k/m$k/nested$k/.git/hooks"
+    echo "[core]" > "$BASE/repos/p$k/m$k/nested$k/.git/config"
+done
 python3 - "$BASE/big" <<'PY'
 import os, sys
 root = sys.argv[1]
@@ -88,12 +95,12 @@ def once(ws, argv):
 
 sandbox = [zot, "sandbox", "--backend", backend, "--mode", "workspace-write", "--", "/bin/true"]
 find = ["find", f"{base}/big", "-type", "d"]
-calls = {"empty": [], "big": []}
+calls = {"empty": [], "repos": [], "big": []}
 sessions = max(3, n // 10)
-for ws in ("empty", "big"):  # warm up (and the persisted indexes)
+for ws in calls:  # warm up (and the persisted indexes)
     session(f"{base}/{ws}")
 for _ in range(sessions):
-    for ws in ("empty", "big"):
+    for ws in calls:
         calls[ws] += session(f"{base}/{ws}")
 pairs = []
 for _ in range(3):
@@ -111,10 +118,14 @@ def pct(v, p):
 print(f"load average: {os.getloadavg()[0]:.2f} (2 cores shared: figures move with it)")
 print(f"zot run, {sessions} sessions of 20 bash calls each ({backend}):")
 print(f"  {'workspace':<38} {'p50 ms':>8} {'p90 ms':>8}")
-for ws, label in (("empty", "empty (one .git)"), ("big", "55k dirs + 10 nested repos")):
+for ws, label in (("empty", "empty (one .git)"), ("repos", "10 nested repos, no tree"),
+                  ("big", "55k dirs + 10 nested repos")):
     print(f"  {label:<38} {pct(calls[ws], .5):8.2f} {pct(calls[ws], .9):8.2f}")
 ratio = statistics.median(calls["big"]) / statistics.median(calls["empty"])
 print(f"  median call big/empty: {ratio:.2f}x (target <= 1.3x)")
+m = {k: statistics.median(v) for k, v in calls.items()}
+print(f"  of which the tree (big/repos): {m['big'] / m['repos']:.2f}x, "
+      f"protecting 10 more repositories (repos/empty): {m['repos'] / m['empty']:.2f}x")
 ratios = [s / f for s, f in pairs]
 print(f"one-shot zot sandbox ({backend}) -- /bin/true vs find WS -type d, warm, {n} pairs:")
 print(f"  zot sandbox p50 {pct([s for s, _ in pairs], .5):.2f} ms, find p50 {pct([f for _, f in pairs], .5):.2f} ms")

@@ -56,7 +56,8 @@ pub struct Snapshot {
 enum Source {
     /// The tree at launch and where it is persisted.
     OneShot {
-        tree: Box<Tree>,
+        /// Taken by [`Snapshot::after_run`] (shared by clones).
+        tree: Arc<std::sync::Mutex<Option<Box<Tree>>>>,
         cache: Option<PathBuf>,
     },
     /// A session's index and its event generation at launch.
@@ -127,7 +128,7 @@ impl Snapshot {
         let (complete, dirs) = (tree.complete, tree.dirs());
         Snapshot::from_parts(
             Source::OneShot {
-                tree: Box::new(tree),
+                tree: Arc::new(std::sync::Mutex::new(Some(Box::new(tree)))),
                 cache: path,
             },
             roots,
@@ -164,7 +165,13 @@ impl Snapshot {
     pub fn after_run(&self) -> AfterRun {
         match &self.source {
             Source::OneShot { tree, cache: path } => {
-                let mut t = (**tree).clone();
+                let taken = tree.lock().ok().and_then(|mut t| t.take());
+                // Asked twice: the second time walks (nothing to compare
+                // against is never an answer).
+                let mut t = match taken {
+                    Some(t) => *t,
+                    None => Tree::empty(&self.roots),
+                };
                 let v = t.validate(SCAN_BUDGET);
                 if t.complete && v.worth_saving() {
                     if let Some(p) = path {

@@ -255,6 +255,9 @@ struct Walk<'a> {
     /// identity is unchanged (a session's event-driven refresh: changes
     /// below them come as events of their own).
     shallow: bool,
+    /// Stats taken beforehand (in parallel) by node: `Some(None)` means
+    /// gone or not a directory.
+    pre: Vec<Option<Option<DirStat>>>,
 }
 
 impl Walk<'_> {
@@ -368,7 +371,10 @@ impl Walk<'_> {
     /// validate its known children.
     fn check(&mut self, idx: u32, path: &mut Vec<u8>, depth: usize) {
         self.checked += 1;
-        let now = stat_dir(&CString::new(path.clone()).unwrap_or_default());
+        let now = match self.pre.get(idx as usize) {
+            Some(Some(s)) => *s,
+            _ => stat_dir(&CString::new(path.clone()).unwrap_or_default()),
+        };
         let n = &self.tree.nodes[idx as usize];
         let Some(s) = now else {
             // Gone, or no longer a directory (its parent changed too).
@@ -399,6 +405,135 @@ impl Walk<'_> {
             self.tree.nodes[idx as usize].children = alive;
         }
     }
+}
+
+/// `statx` of every live known directory, in parallel (one thread per
+/// core, at most 4): the subtrees are split among the threads; below each
+/// subtree's top a directory is named relative to its parent's `O_PATH`
+/// descriptor (one lookup per name instead of a walk of the full path).
+fn prestat(tree: &Tree) -> Vec<Option<Option<DirStat>>> {
+    let mut out: Vec<Option<Option<DirStat>>> = vec![None; tree.nodes.len()];
+    // Tasks: subtrees, split breadth first until there are enough.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(4);
+    let mut tasks: Vec<u32> = (0..tree.roots.len() as u32)
+        .filter(|r| tree.nodes[*r as usize].stat != DirStat::default())
+        .collect();
+    let mut heads: Vec<u32> = Vec::new();
+    while !tasks.is_empty() && tasks.len() < threads * 16 {
+        let mut next = Vec::new();
+        for t in tasks {
+            let n = &tree.nodes[t as usize];
+            if n.children.is_empty() || n.dead || n.unlistable {
+                next.push(t);
+                continue;
+            }
+            heads.push(t);
+            next.extend(
+                n.children
+                    .iter()
+                    .copied()
+                    .filter(|c| !tree.nodes[*c as usize].dead),
+            );
+        }
+        if next
+            .iter()
+            .all(|t| tree.nodes[*t as usize].children.is_empty())
+        {
+            tasks = next;
+            break;
+        }
+        tasks = next;
+    }
+    // The split points themselves: by full path.
+    for h in &heads {
+        let c = CString::new(tree.path(*h).into_os_string().into_vec()).unwrap_or_default();
+        out[*h as usize] = Some(stat_dir(&c));
+    }
+    let chunks: Vec<Vec<u32>> = {
+        let mut v: Vec<Vec<u32>> = vec![Vec::new(); threads.max(1)];
+        for (i, t) in tasks.into_iter().enumerate() {
+            v[i % threads.max(1)].push(t);
+        }
+        v
+    };
+    let results: Vec<Vec<(u32, Option<DirStat>)>> = if threads <= 1 {
+        chunks.iter().map(|c| stat_tasks(tree, c)).collect()
+    } else {
+        std::thread::scope(|sc| {
+            let hs: Vec<_> = chunks
+                .iter()
+                .map(|c| sc.spawn(move || stat_tasks(tree, c)))
+                .collect();
+            hs.into_iter()
+                .map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
+    };
+    for r in results {
+        for (i, s) in r {
+            out[i as usize] = Some(s);
+        }
+    }
+    out
+}
+
+fn stat_tasks(tree: &Tree, tasks: &[u32]) -> Vec<(u32, Option<DirStat>)> {
+    let mut out = Vec::new();
+    for &t in tasks {
+        let c = CString::new(tree.path(t).into_os_string().into_vec()).unwrap_or_default();
+        stat_below(tree, t, libc::AT_FDCWD, &c, &mut out);
+    }
+    out
+}
+
+/// Stat node `idx` (named `name` relative to `dirfd`), then its known
+/// children relative to it.
+fn stat_below(
+    tree: &Tree,
+    idx: u32,
+    dirfd: i32,
+    name: &CString,
+    out: &mut Vec<(u32, Option<DirStat>)>,
+) {
+    let n = &tree.nodes[idx as usize];
+    if n.children.is_empty() || n.unlistable {
+        out.push((
+            idx,
+            stat_at(dirfd, name, libc::AT_SYMLINK_NOFOLLOW)
+                .filter(|(d, _)| *d)
+                .map(|(_, s)| s),
+        ));
+        return;
+    }
+    // SAFETY: a valid C string; the descriptor is closed below.
+    let fd = unsafe {
+        libc::openat(
+            dirfd,
+            name.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        out.push((idx, None)); // gone, or not a directory any more
+        return;
+    }
+    // The directory opened is the one whose children are named below.
+    let s = fstat(fd);
+    out.push((idx, s));
+    if s.is_some_and(|s| s.id == n.stat.id) {
+        for &c in &n.children {
+            let cn = &tree.nodes[c as usize];
+            if cn.dead {
+                continue;
+            }
+            let cname = CString::new(cn.name.as_bytes()).unwrap_or_default();
+            stat_below(tree, c, fd, &cname, out);
+        }
+    }
+    // SAFETY: our own descriptor.
+    unsafe { libc::close(fd) };
 }
 
 /// Keep only the roots that are not inside another root.
@@ -492,7 +627,9 @@ impl Tree {
             structure_changed: false,
             racy_from,
             shallow: false,
+            pre: Vec::new(),
         };
+        w.pre = prestat(w.tree);
         for r in 0..w.tree.roots.len() {
             let mut path = w.tree.roots[r].as_os_str().as_bytes().to_vec();
             w.tree.nodes[r].dead = false;
@@ -538,6 +675,7 @@ impl Tree {
             structure_changed: false,
             racy_from: Stamp::default(),
             shallow: true,
+            pre: Vec::new(),
         };
         w.fill(idx, &mut path, depth);
         first..self.nodes.len() as u32
