@@ -411,12 +411,15 @@ fn decode(body: &[u8]) -> Option<Tree> {
     if !r.0.is_empty() {
         return None;
     }
-    Some(Tree {
+    let mut tree = Tree {
         roots,
         nodes,
         taken,
         complete,
-    })
+        flagged: Vec::new(),
+    };
+    tree.reflag();
+    Some(tree)
 }
 
 #[cfg(test)]

@@ -135,7 +135,7 @@ impl Live {
             repos: st.tree.repos(),
             unlistable: st.tree.unlistable(),
             complete: st.tree.complete,
-            dirs: st.tree.dirs(),
+            dirs: if st.tree.complete { 0 } else { st.tree.dirs() },
             since: Since {
                 neutralised: st.neutralised.len(),
                 notes: st.notes.len(),

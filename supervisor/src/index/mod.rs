@@ -44,7 +44,8 @@ pub struct Snapshot {
     pub unlistable: Vec<PathBuf>,
     /// False when the scan budget or depth limit cut the walk short.
     pub complete: bool,
-    /// Directories known.
+    /// Directories known (counted for the report of an incomplete walk
+    /// only: 0 when complete).
     pub dirs: usize,
     /// Git directories of `repos` that had a `commondir` at launch.
     pub had_commondir: HashSet<PathBuf>,
@@ -125,7 +126,9 @@ impl Snapshot {
             }
         }
         let (roots, repos, unlistable) = (tree.roots.clone(), tree.repos(), tree.unlistable());
-        let (complete, dirs) = (tree.complete, tree.dirs());
+        // The count is for the report of an incomplete walk only.
+        let complete = tree.complete;
+        let dirs = if complete { 0 } else { tree.dirs() };
         Snapshot::from_parts(
             Source::OneShot {
                 tree: Arc::new(std::sync::Mutex::new(Some(Box::new(tree)))),

@@ -109,6 +109,10 @@ pub struct Tree {
     pub taken: Stamp,
     /// False when the budget or the depth limit cut the walk short.
     pub complete: bool,
+    /// Nodes that were given a mark or found unlistable (maybe since
+    /// cleared or removed): [`Tree::repos`] and [`Tree::unlistable`] look
+    /// only at these, not at every directory.
+    pub flagged: Vec<u32>,
 }
 
 /// What [`Tree::validate`] did.
@@ -295,6 +299,9 @@ impl Walk<'_> {
                         // what is inside: the caller fails closed.
                         n.unlistable = !matches!(e, Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP);
                         n.dead = !n.unlistable;
+                        if n.unlistable {
+                            self.tree.flagged.push(idx);
+                        }
                     }
                 }
                 return;
@@ -315,8 +322,12 @@ impl Walk<'_> {
             if n.mark != listing.mark || n.unlistable {
                 self.structure_changed = true;
             }
+            let flag = listing.mark.is_some() && n.mark.is_none();
             n.mark = listing.mark;
             n.unlistable = false;
+            if flag {
+                self.tree.flagged.push(idx);
+            }
             n.children.clear();
         }
         if depth >= MAX_DEPTH && !listing.subdirs.is_empty() {
@@ -569,6 +580,7 @@ impl Tree {
             nodes,
             taken: Stamp::default(),
             complete: true,
+            flagged: Vec::new(),
         }
     }
 
@@ -743,17 +755,37 @@ impl Tree {
             nodes.push(n);
         }
         self.nodes = nodes;
+        self.reflag();
+    }
+
+    /// Rebuild [`Tree::flagged`] from the nodes.
+    pub fn reflag(&mut self) {
+        self.flagged = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| !n.dead && (n.mark.is_some() || n.unlistable))
+            .map(|(i, _)| i as u32)
+            .collect();
+    }
+
+    fn flagged_live(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.flagged.clone();
+        v.sort_unstable();
+        v.dedup();
+        v
     }
 
     /// Every repository in the tree.
     pub fn repos(&self) -> Vec<Repo> {
         let mut out = Vec::new();
-        for (i, n) in self.nodes.iter().enumerate() {
+        for i in self.flagged_live() {
+            let n = &self.nodes[i as usize];
             if n.dead {
                 continue;
             }
             let Some(m) = n.mark else { continue };
-            let dir = self.path(i as u32);
+            let dir = self.path(i);
             out.push(match m {
                 Mark::DotGitDir(id) => Repo {
                     dot_git: dir.join(".git"),
@@ -782,11 +814,10 @@ impl Tree {
     /// Directories that could not be listed.
     pub fn unlistable(&self) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = self
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| n.unlistable && !n.dead)
-            .map(|(i, _)| self.path(i as u32))
+            .flagged_live()
+            .into_iter()
+            .filter(|i| self.nodes[*i as usize].unlistable && !self.nodes[*i as usize].dead)
+            .map(|i| self.path(i))
             .collect();
         v.sort();
         v
