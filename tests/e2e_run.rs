@@ -1869,13 +1869,18 @@ fn chown_tree(p: &Path) {
     }
 }
 
-/// Host git with hooks, as a user would run it after the session.
-fn host_git(dir: &Path, args: &[&str]) -> Output {
+/// Host git with hooks, as a user would run it after the session. Its
+/// discovery stops at `ceiling` (the test's world): never the repository
+/// the tests themselves run in.
+fn host_git(ceiling: &Path, dir: &Path, args: &[&str]) -> Output {
     Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "safe.directory=*"])
         .args(args)
         .current_dir(dir)
         .env("HOME", dir)
+        .env("GIT_CEILING_DIRECTORIES", ceiling)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
         .output()
         .unwrap()
 }
@@ -1895,7 +1900,7 @@ fn index_session(w: World) {
     // runs for the host's git.
     let ctl = w.root.join("control");
     std::fs::create_dir_all(&ctl).unwrap();
-    assert!(host_git(&ctl, &["init", "-q", "."]).status.success());
+    assert!(host_git(&w.root, &ctl, &["init", "-q", "."]).status.success());
     std::fs::copy(w.ws.join("hook.sh"), ctl.join(".git/hooks/post-commit")).unwrap();
     std::os::unix::fs::PermissionsExt::set_mode(
         &mut std::fs::metadata(ctl.join(".git/hooks/post-commit")).unwrap().permissions(),
@@ -1906,12 +1911,12 @@ fn index_session(w: World) {
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
-    host_git(&ctl, &["commit", "-q", "--allow-empty", "-m", "x"]);
+    host_git(&w.root, &ctl, &["commit", "-q", "--allow-empty", "-m", "x"]);
     assert!(marker.exists(), "control: the planted hook did not run unconfined");
     std::fs::remove_file(&marker).unwrap();
 
     std::fs::create_dir_all(w.ws.join("vendor/lib")).unwrap();
-    assert!(host_git(&w.ws.join("vendor/lib"), &["init", "-q", "."]).status.success());
+    assert!(host_git(&w.root, &w.ws.join("vendor/lib"), &["init", "-q", "."]).status.success());
     if w.nobody {
         chown_tree(&w.ws);
     }
@@ -1968,7 +1973,8 @@ fn index_session(w: World) {
     // Nothing git could use is left, and the host's git runs no hook.
     for d in ["made", "vendor/lib", "moved"] {
         assert!(!w.ws.join(d).join(".git").exists(), "{d}/.git survived");
-        host_git(&w.ws.join(d), &["commit", "-q", "--allow-empty", "-m", "x"]);
+        let o = host_git(&w.root, &w.ws.join(d), &["commit", "-q", "--allow-empty", "-m", "x"]);
+        assert!(!o.status.success(), "{d}: still a repository for git");
     }
     assert!(!marker.exists(), "a hook planted during the session ran on the host");
 }
