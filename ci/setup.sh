@@ -25,6 +25,8 @@ command -v minisign >/dev/null 2>&1 || need+=(minisign)
 command -v script >/dev/null 2>&1 || need+=(bsdutils)
 # The proxy tests drive a real client through it.
 command -v curl >/dev/null 2>&1 || need+=(curl)
+# The pipeline test counts the opens of one launch.
+command -v strace >/dev/null 2>&1 || need+=(strace)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -287,3 +287,79 @@ fn sandbox_command_without_dashes_and_json_report() {
     assert_eq!(v["report"]["filesystem"], "full");
     assert!(v["report"]["backend"].is_string() && v["duration_ms"].is_u64());
 }
+
+/// `zot ARGS` under `strace -f`, opens only: (exit ok, the trace).
+fn traced(w: &World, args: &[&str]) -> (bool, String) {
+    let log = w.root.join("strace.log");
+    let out = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=open,openat,openat2", "-o", s(&log)])
+        .arg(common::zot_bin())
+        .args(args)
+        .current_dir(&w.ws)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &w.home)
+        .env("ZOT_HOME", &w.zot_home)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let trace = std::fs::read_to_string(&log).unwrap_or_default();
+    (out.status.success(), trace)
+}
+
+/// One pipeline: the config file is opened once per `zot sandbox` and per
+/// `zot run` (args -> config -> policy -> plan -> launch), and a run with
+/// `--allow-host` opens no more directories than the same run without it
+/// (one preparation, proxy or not).
+#[test]
+fn one_config_read_and_no_extra_directories_for_allow_host() {
+    let have = Command::new("strace").arg("-V").output().is_ok_and(|o| o.status.success());
+    if !common::require("strace", have, "strace is not installed (ci/setup.sh)") {
+        return;
+    }
+    let w = World::new();
+    std::fs::create_dir_all(&w.zot_home).unwrap();
+    let config = w.zot_home.join("config.toml");
+    std::fs::write(&config, "[sandbox]\nmax_procs = 512\n").unwrap();
+    let opens_of_config =
+        |trace: &str| trace.lines().filter(|l| l.contains(s(&config))).count();
+    let sandbox = |extra: &[&str]| {
+        let mut a = vec!["sandbox", "--mode", "workspace-write"];
+        a.extend_from_slice(extra);
+        a.extend_from_slice(&["--", "/bin/true"]);
+        traced(&w, &a)
+    };
+    let (ok, trace) = sandbox(&[]);
+    if !common::require("a workspace-write sandbox", ok, &trace) {
+        return;
+    }
+    assert_eq!(opens_of_config(&trace), 1, "zot sandbox:\n{trace}");
+    let (ok, trace) = traced(
+        &w,
+        &["run", s(&common::run::fixture("true-runner")), "-y", "--no-session", "--print", "run: true"],
+    );
+    assert!(ok, "{trace}");
+    assert_eq!(opens_of_config(&trace), 1, "zot run:\n{trace}");
+    // Directories opened (successfully), once the persisted index is warm
+    // (a directory changed within the index's own clock tick is re-read).
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    sandbox(&[]);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let dirs = |trace: &str| {
+        trace
+            .lines()
+            .filter(|l| l.contains("O_DIRECTORY") && !l.contains("= -1"))
+            .count()
+    };
+    let (ok, plain) = sandbox(&[]);
+    assert!(ok, "{plain}");
+    let (ok, proxied) = sandbox(&["--allow-host", "example.com"]);
+    assert!(ok, "{proxied}");
+    assert_eq!(opens_of_config(&proxied), 1, "zot sandbox --allow-host:\n{proxied}");
+    assert!(
+        dirs(&proxied) <= dirs(&plain),
+        "--allow-host opened {} directories, without it {}:\n{proxied}\n---\n{plain}",
+        dirs(&proxied),
+        dirs(&plain)
+    );
+}

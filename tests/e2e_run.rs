@@ -1857,3 +1857,147 @@ fn net_allow_and_env_read_are_enforced() {
 fn net_allow_and_env_read_are_enforced_unprivileged() {
     net_and_env(World::unprivileged());
 }
+
+// ------------------------------------------------------ workspace index
+
+fn chown_tree(p: &Path) {
+    std::os::unix::fs::lchown(p, Some(65534), Some(65534)).unwrap();
+    if p.is_dir() && !p.is_symlink() {
+        for e in std::fs::read_dir(p).unwrap().flatten() {
+            chown_tree(&e.path());
+        }
+    }
+}
+
+/// Host git with hooks, as a user would run it after the session. Its
+/// discovery stops at `ceiling` (the test's world): never the repository
+/// the tests themselves run in.
+fn host_git(ceiling: &Path, dir: &Path, args: &[&str]) -> Output {
+    Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "safe.directory=*"])
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("GIT_CEILING_DIRECTORIES", ceiling)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .output()
+        .unwrap()
+}
+
+/// A session's workspace index: a repository created by call k (made in
+/// place, at the path of a renamed parent, or moved in from outside the
+/// workspace) is renamed aside before call k+1 runs, and a hook planted in
+/// it never runs for a host git, during or after the session.
+fn index_session(w: World) {
+    if !sandbox_works(&w) {
+        return;
+    }
+    let marker = w.root.join("HOST-RAN-A-HOOK");
+    let hook = format!("#!/bin/sh\ntouch '{}'\n", marker.display());
+    std::fs::write(w.ws.join("hook.sh"), &hook).unwrap();
+    // The attack works without zot: a hook planted in a new repository
+    // runs for the host's git.
+    let ctl = w.root.join("control");
+    std::fs::create_dir_all(&ctl).unwrap();
+    assert!(host_git(&w.root, &ctl, &["init", "-q", "."]).status.success());
+    std::fs::copy(w.ws.join("hook.sh"), ctl.join(".git/hooks/post-commit")).unwrap();
+    std::os::unix::fs::PermissionsExt::set_mode(
+        &mut std::fs::metadata(ctl.join(".git/hooks/post-commit")).unwrap().permissions(),
+        0o755,
+    );
+    std::fs::set_permissions(
+        ctl.join(".git/hooks/post-commit"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    host_git(&w.root, &ctl, &["commit", "-q", "--allow-empty", "-m", "x"]);
+    assert!(marker.exists(), "control: the planted hook did not run unconfined");
+    std::fs::remove_file(&marker).unwrap();
+
+    std::fs::create_dir_all(w.ws.join("vendor/lib")).unwrap();
+    assert!(host_git(&w.root, &w.ws.join("vendor/lib"), &["init", "-q", "."]).status.success());
+    if w.nobody {
+        chown_tree(&w.ws);
+    }
+    let agent = w.agent(
+        "indexer",
+        json!({
+            "permissions": {
+                "fs": {"read": ["${workspace}"], "write": ["${workspace}"]},
+                "bash": {"mode": "allowlist", "allow": ["git", "mkdir", "mv", "ls", "cp", "chmod"]}
+            }
+        }),
+    );
+    let cmds = [
+        "mkdir -p made/.git/hooks && cp hook.sh made/.git/hooks/post-commit && chmod +x made/.git/hooks/post-commit",
+        "ls -a made",
+        "mv vendor/lib vendor/lib.orig",
+        "mkdir -p vendor/lib/.git/hooks",
+        "ls -a vendor/lib",
+        // Each call has its own private /tmp: made there, moved in.
+        "git init -q /tmp/m && mv /tmp/m moved",
+        "ls -a moved",
+        "cp hook.sh made/.git/hooks/pre-commit",
+    ];
+    let turns: Vec<Value> = cmds
+        .iter()
+        .map(|c| json!({"tool_calls": [{"name": "bash", "arguments": {"command": c}}]}))
+        .chain([json!({"text": "done"})])
+        .collect();
+    let script = w.script("index.json", Value::Array(turns));
+    let ev = w.run_script(&agent, &script, "go");
+    let results = of_type(&ev, "tool_result");
+    assert_eq!(results.len(), cmds.len(), "{ev:?}");
+    let content = |i: usize| results[i]["content"].as_str().unwrap_or("").to_string();
+    let lines = |i: usize| -> Vec<String> { content(i).lines().map(str::to_string).collect() };
+    // Call k made a repository; call k+1 no longer finds it in place.
+    for (made, listing) in [(0, 1), (3, 4), (5, 6)] {
+        assert!(
+            !lines(listing).iter().any(|l| l == ".git"),
+            "call {made}'s repository still in place at call {listing}: {}",
+            content(listing)
+        );
+        assert!(
+            lines(listing).iter().any(|l| l.starts_with(".git.zot-quarantine-")),
+            "call {listing}: {}",
+            content(listing)
+        );
+    }
+    assert!(
+        results.iter().any(|r| r["content"].as_str().unwrap_or("").contains("zot-quarantine")),
+        "no call was told: {results:?}"
+    );
+    // The renamed parent kept its own repository.
+    assert!(w.ws.join("vendor/lib.orig").is_dir());
+    // Nothing git could use is left, and the host's git runs no hook.
+    for d in ["made", "vendor/lib", "moved"] {
+        assert!(!w.ws.join(d).join(".git").exists(), "{d}/.git survived");
+        let o = host_git(&w.root, &w.ws.join(d), &["commit", "-q", "--allow-empty", "-m", "x"]);
+        assert!(!o.status.success(), "{d}: still a repository for git");
+    }
+    assert!(!marker.exists(), "a hook planted during the session ran on the host");
+}
+
+#[test]
+fn index_session_repositories_are_handled_call_by_call() {
+    index_session(World::new());
+}
+
+#[test]
+fn index_session_repositories_are_handled_call_by_call_unprivileged() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let w = World::unprivileged();
+    let probe = w.run(&["--version"]);
+    if !common::require(
+        "zot binary readable by uid 65534",
+        probe.status.success(),
+        &text(&probe.stderr),
+    ) {
+        return;
+    }
+    index_session(w);
+}

@@ -275,6 +275,8 @@ pub struct AgentPolicyInput {
     pub net_allow: Vec<String>,
     /// Exact variable names passed into the commands' environment.
     pub env_read: Vec<String>,
+    /// The config file's `[sandbox]` limits.
+    pub limits: zot_policy::limits::Limits,
 }
 
 /// Compile the restricted-read policy an agent's bash runs under. The
@@ -298,30 +300,15 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
                 .into(),
         ));
     };
-    // What git reads or runs in every repository of the write scopes, and
-    // the caller's PATH directories inside them: in the policy, so that
-    // the file tools refuse them too (each sandboxed command adds a fresh
-    // scan of its own at launch).
-    let host_env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
-    let scan = zot_supervisor::repos::scan(&input.write, zot_supervisor::repos::SCAN_BUDGET);
-    let host_git = zot_supervisor::gitconfig::HostGit::from_env(&host_env);
-    let git_protected: Vec<PathBuf> =
-        zot_supervisor::gitconfig::protected_in(&scan, &host_git, &input.write)
-            .into_iter()
-            .map(|(p, _)| p)
-            .collect();
-    let mut path_cwds = vec![cwd.clone()];
-    if let Ok(c) = std::env::current_dir() {
-        path_cwds.push(std::fs::canonicalize(&c).unwrap_or(c));
-    }
+    // What git reads or runs in the repositories of the write scopes, and
+    // the caller's PATH directories inside them, are the workspace index's
+    // (see `start_index`): added at each launch, checked by the file tools.
     let opts = zot_policy::sandbox::AgentSandboxOptions {
         cwd,
         read_scopes: input.read.clone(),
         write_scopes: input.write.clone(),
         env_read: input.env_read.clone(),
         network: false,
-        git_protected,
-        exec_path: zot_supervisor::host::exec_path_dirs(&host_env, &input.write, &path_cwds),
         ..Default::default()
     };
     let mut policy =
@@ -334,11 +321,7 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
             socket_dir: None,
         };
     }
-    // The config file's `[sandbox]` limits (a broken file already failed
-    // the run when it was loaded first).
-    if let Ok(cfg) = crate::config::load() {
-        policy.limits = cfg.config.sandbox.limits();
-    }
+    policy.limits = input.limits.clone();
     let home = crate::perms::canonical_prefix(&input.zot_home);
     policy.protected.extend(input.read_only.iter().cloned());
     if input.write.iter().any(|r| home.starts_with(r)) {
@@ -373,6 +356,8 @@ pub struct RunLimits<'a> {
     pub cancel: Option<&'a zot_supervisor::Cancel>,
     /// Sees the output as it comes.
     pub live_output: Option<zot_supervisor::OutputSink>,
+    /// The session's workspace index.
+    pub index: Option<&'a std::sync::Arc<zot_supervisor::index::live::Live>>,
 }
 
 /// Run `argv` under `policy` with the supervisor: output captured, stdin
@@ -401,5 +386,40 @@ pub fn run_sandboxed(
         .ok()
         .map(|h| zot_supervisor::journal::for_process(&h));
     req.on_output = limits.live_output.clone();
+    req.index = limits.index.cloned();
     sv::run(req).map_err(RunError::Sandbox)
+}
+
+/// The session's workspace index of `policy`'s writable roots, built in
+/// the background from now on (while the first model request is in
+/// flight) and kept current from inotify events. `None` without writable
+/// roots.
+pub fn start_index(
+    policy: &Result<SandboxPolicy, String>,
+    zot_home: &Path,
+) -> Option<std::sync::Arc<zot_supervisor::index::live::Live>> {
+    let p = policy.as_ref().ok()?;
+    if p.write_roots.is_empty() || p.mode == zot_policy::sandbox::SandboxMode::DangerFullAccess {
+        return None;
+    }
+    Some(zot_supervisor::index::live::Live::start(
+        &p.write_roots,
+        Some(zot_home),
+    ))
+}
+
+/// What the host adds to `policy`'s protected paths (git files of every
+/// repository in the writable roots, unlistable directories, `PATH`
+/// directories), from the session's index: the same list each launch adds.
+pub fn host_protections(
+    policy: &SandboxPolicy,
+    index: Option<&std::sync::Arc<zot_supervisor::index::live::Live>>,
+) -> zot_supervisor::resolve::HostProtections {
+    let env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+    zot_supervisor::resolve::host_protections(
+        &policy.write_roots,
+        &env,
+        index,
+        &zot_supervisor::resolve::path_cwds(policy),
+    )
 }

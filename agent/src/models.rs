@@ -163,9 +163,8 @@ pub struct Registry {
 /// The variables holding zot's provider keys (built-in and configured
 /// providers): an `env.read` prefix never passes them into an agent's
 /// commands.
-pub fn provider_key_vars() -> Vec<String> {
-    let cfg = crate::config::load().map(|c| c.config).unwrap_or_default();
-    let mut keys: Vec<String> = Registry::new(&cfg, &|_| None)
+pub fn provider_key_vars(cfg: &zot_policy::config::Config) -> Vec<String> {
+    let mut keys: Vec<String> = Registry::new(cfg, &|_| None)
         .providers
         .into_iter()
         .filter_map(|p| p.key_env)

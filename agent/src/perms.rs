@@ -52,6 +52,7 @@ pub fn expand(
     spec: &AgentSpec,
     workspace: &Path,
     agent_data: &Path,
+    config: &zot_policy::config::Config,
 ) -> Result<Permissions, RunError> {
     let one = |field: &str, s: &String| {
         expand_one(s, workspace, agent_data)
@@ -84,7 +85,7 @@ pub fn expand(
                 .map_err(|e| RunError::Manifest(format!("permissions.env.read: {s:?}: {e}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let keys = crate::models::provider_key_vars();
+    let keys = crate::models::provider_key_vars(config);
     let present: Vec<String> = std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
         .collect();
@@ -219,7 +220,7 @@ mod tests {
             fs_write: vec!["${agent_data}/out".into()],
             ..Default::default()
         };
-        let p = expand(&spec, &ws, &data).unwrap();
+        let p = expand(&spec, &ws, &data, &Default::default()).unwrap();
         assert!(p.fs_read.contains(&ws));
         assert!(p.fs_read.contains(&ws.join("src")));
         assert!(p.fs_read.contains(&data));
@@ -229,7 +230,7 @@ mod tests {
                 fs_read: vec![bad.into()],
                 ..Default::default()
             };
-            assert!(expand(&spec, &ws, &data).is_err(), "{bad}");
+            assert!(expand(&spec, &ws, &data, &Default::default()).is_err(), "{bad}");
         }
         let other = d.path().canonicalize().unwrap();
         let spec = AgentSpec {
@@ -237,8 +238,8 @@ mod tests {
             ..Default::default()
         };
         assert_ne!(
-            expand(&spec, &ws, &data).unwrap().hash(),
-            expand(&spec, &other, &data).unwrap().hash()
+            expand(&spec, &ws, &data, &Default::default()).unwrap().hash(),
+            expand(&spec, &other, &data, &Default::default()).unwrap().hash()
         );
     }
 
@@ -253,7 +254,7 @@ mod tests {
             fs_read: vec!["${workspace}".into()],
             ..Default::default()
         };
-        let plain = expand(&base, &ws, &ws).unwrap();
+        let plain = expand(&base, &ws, &ws, &Default::default()).unwrap();
         let old = serde_json::json!({
             "fs_read": [ws], "fs_write": [], "bash_mode": "none", "bash_allow": []
         });
@@ -262,9 +263,9 @@ mod tests {
             net_allow: hosts.iter().map(|h| h.to_string()).collect(),
             ..base.clone()
         };
-        let a = expand(&net(&["example.com", "a.example"]), &ws, &ws).unwrap();
-        let b = expand(&net(&["A.Example", "Example.COM", "example.com"]), &ws, &ws).unwrap();
-        let c = expand(&net(&["example.org"]), &ws, &ws).unwrap();
+        let a = expand(&net(&["example.com", "a.example"]), &ws, &ws, &Default::default()).unwrap();
+        let b = expand(&net(&["A.Example", "Example.COM", "example.com"]), &ws, &ws, &Default::default()).unwrap();
+        let c = expand(&net(&["example.org"]), &ws, &ws, &Default::default()).unwrap();
         assert_eq!(a.hash(), b.hash(), "the same rules, written differently");
         assert_ne!(a.hash(), c.hash());
         assert_ne!(a.hash(), plain.hash());
@@ -272,14 +273,14 @@ mod tests {
             env_read: vec!["ZOT_PERMS_TEST_VAR".into()],
             ..base.clone()
         };
-        let e = expand(&env, &ws, &ws).unwrap();
+        let e = expand(&env, &ws, &ws, &Default::default()).unwrap();
         assert_eq!(e.env_read, ["ZOT_PERMS_TEST_VAR"]);
         assert_ne!(e.hash(), plain.hash());
         for (field, bad) in [("net.allow", "exa mple.com"), ("env.read", "1X")] {
             let spec = if field == "net.allow" { net(&[bad]) } else {
                 AgentSpec { env_read: vec![bad.into()], ..base.clone() }
             };
-            let err = expand(&spec, &ws, &ws).unwrap_err().to_string();
+            let err = expand(&spec, &ws, &ws, &Default::default()).unwrap_err().to_string();
             assert!(err.contains(field) && err.contains(bad), "{err}");
         }
     }
@@ -308,6 +309,7 @@ mod tests {
                 },
                 &ws,
                 &data,
+                &Default::default(),
             )
         };
         let expand_write = |s: &str| {
@@ -318,6 +320,7 @@ mod tests {
                 },
                 &ws,
                 &data,
+                &Default::default(),
             )
         };
         for (scope, points) in [

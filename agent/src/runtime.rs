@@ -75,8 +75,9 @@ fn policy_for(
     workspace: &Path,
     ah: &AgentHome,
     read_only: &[PathBuf],
+    config: &zot_policy::config::Config,
 ) -> Result<SandboxPolicy, String> {
-    compile(perms, workspace, ah, read_only).map_err(|e| ui::error_chain(&e))
+    compile(perms, workspace, ah, read_only, config).map_err(|e| ui::error_chain(&e))
 }
 
 fn compile(
@@ -84,6 +85,7 @@ fn compile(
     workspace: &Path,
     ah: &AgentHome,
     read_only: &[PathBuf],
+    config: &zot_policy::config::Config,
 ) -> Result<SandboxPolicy, RunError> {
     deps::agent_policy(&AgentPolicyInput {
         workspace: workspace.to_path_buf(),
@@ -94,6 +96,7 @@ fn compile(
         read_only: read_only.to_vec(),
         net_allow: perms.net_allow.clone(),
         env_read: perms.env_read.clone(),
+        limits: config.sandbox.limits(),
     })
 }
 
@@ -106,8 +109,9 @@ pub fn compile_policy(reference: &str, workspace: &Path) -> Result<SandboxPolicy
         .canonicalize()
         .map_err(|e| RunError::io(format!("workspace {}", workspace.display()), e))?;
     let ah = AgentHome::new(home::zot_home()?, &agent.spec.name);
-    let perms = perms::expand(&agent.spec, &ws, &ah.data_dir())?;
-    compile(&perms, &ws, &ah, &[])
+    let cfg = config::load()?;
+    let perms = perms::expand(&agent.spec, &ws, &ah.data_dir(), &cfg.config)?;
+    compile(&perms, &ws, &ah, &[], &cfg.config)
 }
 
 /// Run an agent, talking to the user through `ui`. Returns the exit code;
@@ -316,9 +320,9 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
             .sessions_dir()
             .join("<session>.d")
             .join(session::FILES_DIR);
-        perms::expand(&spec, &label, &data)?
+        perms::expand(&spec, &label, &data, &cfg.config)?
     } else {
-        perms::expand(&spec, &workspace, &data)?
+        perms::expand(&spec, &workspace, &data, &cfg.config)?
     };
     get_consent(&ah, &agent, &perms, bypass, ui)?;
     let (workspace, perms, read_only) = if seeded {
@@ -331,7 +335,7 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
                 tree
             }
         };
-        enter_tree(&agent, &tree, &data)?
+        enter_tree(&agent, &tree, &data, &cfg.config)?
     } else {
         (workspace, perms, Vec::new())
     };
@@ -350,7 +354,8 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
     for w in &loaded.warnings {
         ui.warn(w);
     }
-    let policy = policy_for(&perms, &workspace, &ah, &read_only);
+    let policy = policy_for(&perms, &workspace, &ah, &read_only, &cfg.config);
+    let index = deps::start_index(&policy, &ah.home);
     let side_dir = loaded.session.as_ref().map(Session::side_dir);
     let env = ToolEnv {
         workspace: workspace.clone(),
@@ -372,6 +377,7 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
         enabled,
         cancel: Some(cancel.clone()),
         live_output: None,
+        index,
     };
     let mut rt = Runtime {
         agent,
@@ -403,12 +409,13 @@ fn enter_tree(
     agent: &LoadedAgent,
     tree: &Path,
     data: &Path,
+    config: &zot_policy::config::Config,
 ) -> Result<(PathBuf, Permissions, Vec<PathBuf>), RunError> {
     let read_only = agent.seed(tree)?;
     let tree = tree
         .canonicalize()
         .map_err(|e| RunError::io(format!("session files {}", tree.display()), e))?;
-    let perms = perms::expand(&agent.spec, &tree, data)?;
+    let perms = perms::expand(&agent.spec, &tree, data, config)?;
     Ok((tree, perms, read_only))
 }
 
@@ -559,11 +566,12 @@ impl Runtime<'_> {
                 ws.display()
             )));
         }
-        let perms = perms::expand(&self.agent.spec, &ws, &self.ah.data_dir())?;
+        let perms = perms::expand(&self.agent.spec, &ws, &self.ah.data_dir(), &self.config)?;
         if perms != self.env.perms {
             get_consent(&self.ah, &self.agent, &perms, self.bypass, &mut *self.ui)?;
         }
-        self.env.policy = policy_for(&perms, &ws, &self.ah, &[]);
+        self.env.policy = policy_for(&perms, &ws, &self.ah, &[], &self.config);
+        self.env.index = deps::start_index(&self.env.policy, &self.ah.home);
         self.env.read_only.clear();
         self.env.perms = perms;
         self.env.workspace = ws.clone();

@@ -194,6 +194,9 @@ pub struct ToolEnv {
     pub live_output: Option<zot_supervisor::OutputSink>,
     /// Why each tool the manifest forbids is forbidden.
     pub refusals: Vec<(&'static str, String)>,
+    /// The workspace index of the policy's writable roots (see
+    /// [`deps::start_index`]).
+    pub index: Option<std::sync::Arc<zot_supervisor::index::live::Live>>,
 }
 
 impl ToolEnv {
@@ -219,11 +222,18 @@ impl ToolEnv {
                 s.full.display()
             )));
         }
+        let host = self
+            .policy
+            .as_ref()
+            .ok()
+            .filter(|pol| pol.write_roots.iter().any(|r| real.starts_with(r)))
+            .map(|pol| deps::host_protections(pol, self.index.as_ref()));
         let why = if let Some(p) = self
             .policy
             .as_ref()
             .ok()
             .and_then(|pol| pol.protected_at(real))
+            .or_else(|| host.as_ref().and_then(|h| h.covers(real)))
         {
             Some(format!(
                 "it is a protected path ({}) of the sandbox",
@@ -676,6 +686,7 @@ fn bash(
             backend: env.backend.as_deref(),
             cancel: env.cancel.as_ref(),
             live_output: env.live_output.clone(),
+            index: env.index.as_ref(),
         },
     )
     .map_err(|e| fail(format!("could not run the command: {}", crate::ui::error_chain(&e))))?;
@@ -688,6 +699,21 @@ fn bash(
     }
     if out.truncated {
         text.push_str(&format!("\n[output truncated at {} bytes]", BASH_CAPTURE));
+    }
+    // Repositories the command created are renamed aside (git on the host
+    // would run their hooks): the model is told, so it does not retry.
+    for n in out.report.notes.iter().filter(|n| {
+        matches!(
+            n,
+            zot_supervisor::Note::Quarantined { .. }
+                | zot_supervisor::Note::ScanIncomplete { .. }
+                | zot_supervisor::Note::IndexFallback { .. }
+        )
+    }) {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("[zot: {n}]"));
     }
     let mut full_output = None;
     if text.len() > MODEL_OUTPUT {
@@ -769,6 +795,7 @@ mod tests {
             tool_specs: vec![],
             cancel: None,
             live_output: None,
+            index: None,
             refusals: vec![(
                 "bash",
                 "bash is not permitted for this agent (permissions.bash.mode: none)".into(),

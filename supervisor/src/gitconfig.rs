@@ -743,11 +743,11 @@ pub fn control_files(git_dir: &Path, work_tree: Option<&Path>, host: &HostGit) -
 
 /// What git on the host reads or runs inside `roots`, with where each
 /// comes from: the files [`control_files`] resolves for every repository
-/// of `scan` (and their `gitdir:` pointer files), for the repository
+/// of `repos` (and their `gitdir:` pointer files), for the repository
 /// `GIT_DIR` names, and the host's own configuration files (also without
 /// any repository: one made later reads them).
 pub fn protected_in(
-    scan: &crate::repos::Scan,
+    repos: &[crate::index::Repo],
     host: &HostGit,
     roots: &[PathBuf],
 ) -> Vec<(PathBuf, &'static str)> {
@@ -762,7 +762,7 @@ pub fn protected_in(
             out.push((p, from));
         }
     };
-    for g in scan.protected(host) {
+    for g in crate::repos::protected(repos, host) {
         push(g, "git: read as configuration or run by git");
     }
     if let Some((g, w)) = &host.env_repo {

@@ -528,7 +528,8 @@ fn remove_entry(kind: Kind, path: &Path) -> bool {
         return false;
     }
     match kind {
-        Kind::TempDir => fs::remove_dir_all(path).is_ok(),
+        // An emptied directory needs no open to go.
+        Kind::TempDir => fs::remove_dir(path).is_ok() || fs::remove_dir_all(path).is_ok(),
         Kind::PlaceholderFile => fs::remove_file(path).is_ok(),
         Kind::PlaceholderDir => fs::remove_dir(path).is_ok(),
     }

@@ -24,6 +24,7 @@ pub mod check;
 pub mod explain;
 pub mod gitconfig;
 pub mod host;
+pub mod index;
 pub mod journal;
 mod notify;
 mod output;
@@ -36,7 +37,6 @@ mod spawn;
 mod supervise;
 
 pub use process::{exec_unconfined, run};
-pub use repos::find_nested_repos;
 pub use resolve::{prepare, Backend, Planned};
 pub use zot_launcher::{BackendKind, Level};
 pub use zot_process::Cancel;
@@ -156,6 +156,10 @@ pub struct RunRequest {
     pub cancel: Option<Cancel>,
     /// Sees the output as it comes (see [`OutputSink`]).
     pub on_output: Option<OutputSink>,
+    /// A session's workspace index (kept current from inotify events).
+    /// Without one, the persisted index of the writable roots is validated
+    /// at launch and again after the command.
+    pub index: Option<Arc<index::live::Live>>,
 }
 
 impl RunRequest {
@@ -179,6 +183,7 @@ impl RunRequest {
             journal: None,
             cancel: None,
             on_output: None,
+            index: None,
         }
     }
 }
@@ -217,7 +222,7 @@ pub enum Note {
     /// read-only.
     PathReadOnly { path: PathBuf },
     /// A repository (or `commondir`) that appeared during the run, renamed
-    /// aside after it.
+    /// aside (at once in a session, else after the run).
     Quarantined { from: PathBuf, to: PathBuf },
     /// The repository enclosing a scope or write root, hidden by the view,
     /// shown read-only so that git works there (see
@@ -230,6 +235,23 @@ pub enum Note {
     /// An executable that appeared during the run in a `PATH` directory
     /// that stays writable (a writable root, or `.`), renamed aside after it.
     ExecutableQuarantined { from: PathBuf, to: PathBuf },
+    /// A directory inside a writable root that cannot be listed: kept
+    /// read-only whole, since a repository inside it would be unseen.
+    Unlistable { path: PathBuf },
+    /// The persisted workspace index was not trusted and was rebuilt.
+    IndexCacheDiscarded { reason: String },
+    /// The session's index fell back from inotify events to validating
+    /// the tree (queue overflow, watch limit).
+    IndexFallback { reason: String },
+}
+
+impl From<index::IndexNote> for Note {
+    fn from(n: index::IndexNote) -> Note {
+        match n {
+            index::IndexNote::CacheDiscarded { reason } => Note::IndexCacheDiscarded { reason },
+            index::IndexNote::Fallback { reason } => Note::IndexFallback { reason },
+        }
+    }
 }
 
 impl std::fmt::Display for Note {
@@ -286,6 +308,15 @@ impl std::fmt::Display for Note {
                 from.display(),
                 to.display()
             ),
+            Note::Unlistable { path } => write!(
+                f,
+                "index: {} cannot be listed; kept read-only (a repository inside it would be unseen)",
+                path.display()
+            ),
+            Note::IndexCacheDiscarded { reason } => {
+                write!(f, "index: the persisted index was not used ({reason}); rebuilt")
+            }
+            Note::IndexFallback { reason } => write!(f, "index: {reason}"),
         }
     }
 }

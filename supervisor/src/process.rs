@@ -54,18 +54,22 @@ fn run_once(mut req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome,
     }
     let start = Instant::now();
     let host_env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    let proxy = if matches!(
-        req.policy.network,
-        zot_policy::sandbox::NetworkPolicy::Proxied { .. }
-    ) {
-        // Checked before the proxy starts: a policy no backend can run
-        // starts nothing.
-        resolve::prepare(&req.policy, req.backend, req.allow_degraded, &host_env)?;
-        start_proxy(&mut req)?
-    } else {
-        None
+    // One preparation, proxy or not: the proxy's private directory is made
+    // first (the plan names its socket), the proxy listens in it only
+    // once the plan is known to run here.
+    let proxy_dir = proxy_dir(&mut req)?;
+    let index = req.index.clone();
+    let planned = resolve::prepare_with(
+        &req.policy,
+        req.backend,
+        req.allow_degraded,
+        &host_env,
+        index.as_ref(),
+    )?;
+    let proxy = match proxy_dir {
+        Some(dir) => Some(start_proxy(&req, dir)?),
+        None => None,
     };
-    let planned = resolve::prepare(&req.policy, req.backend, req.allow_degraded, &host_env)?;
     *masks = planned
         .plan
         .mounts
@@ -78,7 +82,13 @@ fn run_once(mut req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome,
     // The proxy's thread exists: the launcher is exec'd, never forked.
     debug_assert!(proxy.is_none() || zot_launcher::thread_count().map_or(true, |n| n > 1));
     let run = run_planned(&req, planned, host_env, start);
-    let records = proxy.map(|(p, _dir)| p.stop()).unwrap_or_default();
+    let records = proxy
+        .map(|(p, dir)| {
+            let records = p.stop();
+            dir.remove();
+            records
+        })
+        .unwrap_or_default();
     run.map(|mut o| {
         o.proxy = records;
         o
@@ -100,14 +110,26 @@ impl ProxyDir {
             ProxyDir::Plain(d) => d.path(),
         }
     }
+
+    /// Remove it: the socket, then the empty directory (no walk of it).
+    fn remove(self) {
+        let _ = std::fs::remove_file(self.path().join(crate::plan::PROXY_SOCKET));
+        match self {
+            ProxyDir::Journaled(d) => drop(d),
+            ProxyDir::Plain(d) => {
+                let p = d.path().to_path_buf();
+                if std::fs::remove_dir(&p).is_ok() {
+                    let _ = d.keep();
+                }
+            }
+        }
+    }
 }
 
-/// With a proxied network: a private directory (0700, this user's), the
-/// proxy listening in it, and the policy pointing the plan at it.
-fn start_proxy(
-    req: &mut RunRequest,
-) -> Result<Option<(crate::proxy::Proxy, ProxyDir)>, SupervisorError> {
-    let zot_policy::sandbox::NetworkPolicy::Proxied { allow, socket_dir } = &mut req.policy.network
+/// With a proxied network: a private directory (0700, this user's), and
+/// the policy pointing the plan at it.
+fn proxy_dir(req: &mut RunRequest) -> Result<Option<ProxyDir>, SupervisorError> {
+    let zot_policy::sandbox::NetworkPolicy::Proxied { socket_dir, .. } = &mut req.policy.network
     else {
         return Ok(None);
     };
@@ -136,12 +158,27 @@ fn start_proxy(
         .path()
         .canonicalize()
         .map_err(SupervisorError::io("resolving the proxy's directory"))?;
+    *socket_dir = Some(dir_path);
+    Ok(Some(dir))
+}
+
+/// The proxy, listening in its directory.
+fn start_proxy(
+    req: &RunRequest,
+    dir: ProxyDir,
+) -> Result<(crate::proxy::Proxy, ProxyDir), SupervisorError> {
+    let zot_policy::sandbox::NetworkPolicy::Proxied {
+        allow,
+        socket_dir: Some(dir_path),
+    } = &req.policy.network
+    else {
+        unreachable!("proxy_dir set the socket directory");
+    };
     let mut cfg =
         crate::proxy::ProxyConfig::new(allow.clone(), dir_path.join(crate::plan::PROXY_SOCKET));
     cfg.audit_log = req.proxy_log.clone();
     let proxy = crate::proxy::Proxy::start(cfg).map_err(SupervisorError::Proxy)?;
-    *socket_dir = Some(dir_path);
-    Ok(Some((proxy, dir)))
+    Ok((proxy, dir))
 }
 
 fn run_planned(
@@ -193,6 +230,7 @@ fn run_planned(
     // Before the start: a signal while the sandbox starts is forwarded once
     // it runs, instead of killing this process.
     let _forwarding = req.forward_signals.then(zot_process::signals::forward);
+    let armed = planned.repos.as_ref().map(|i| i.arm(&placeholders));
     let started = match spawn::start(req, &planned, env, &host_env, out_pipes) {
         Ok(s) => s,
         Err(err) => {
@@ -306,13 +344,27 @@ fn run_planned(
         Some((o, e)) => (o.join().unwrap_or_default(), e.join().unwrap_or_default()),
         None => (Vec::new(), Vec::new()),
     };
-    drop(held);
     // A repository the command created (or moved into place) would run its
-    // hooks and config on the host next: renamed aside, reported.
+    // hooks and config on the host next: renamed aside, reported. The
+    // index says which (a session's events, or the validated rescan).
     let mut quarantined = match &planned.repos {
-        Some(before) => crate::repos::quarantine(&planned.plan.write_roots, before, &placeholders),
+        Some(before) => {
+            let after = before.after_run();
+            drop(armed);
+            for n in after.notes {
+                report.notes.push(Note::from(n));
+            }
+            let mut q = after.neutralised;
+            q.extend(crate::repos::quarantine(
+                &after.created,
+                before,
+                &placeholders,
+            ));
+            q
+        }
         None => Vec::new(),
     };
+    drop(held);
     for (from, to) in &quarantined {
         report.notes.push(Note::Quarantined {
             from: from.clone(),

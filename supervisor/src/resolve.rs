@@ -71,9 +71,9 @@ pub struct Planned {
     pub considered: Vec<Considered>,
     pub plan: LaunchPlan,
     pub report: EnforcementReport,
-    /// The launch-time repository scan of the writable roots (confined
-    /// write modes only): compared with a scan after the run.
-    pub repos: Option<crate::repos::Scan>,
+    /// The workspace index at launch (confined write modes only): what
+    /// the command created is told by it after the run.
+    pub repos: Option<crate::index::Snapshot>,
     /// Where each deny-read and protected path comes from (`--explain`).
     pub origins: Vec<zot_policy::sandbox::Origin>,
     /// The executables, at launch, of the caller's `PATH` directories that
@@ -91,9 +91,22 @@ pub fn prepare(
     allow_degraded: bool,
     env: &[(OsString, OsString)],
 ) -> Result<Planned, SupervisorError> {
+    prepare_with(policy, choice, allow_degraded, env, None)
+}
+
+/// [`prepare`] with a session's workspace index (`None`: the persisted
+/// index of the writable roots, validated).
+pub fn prepare_with(
+    policy: &SandboxPolicy,
+    choice: BackendChoice,
+    allow_degraded: bool,
+    env: &[(OsString, OsString)],
+    index: Option<&std::sync::Arc<crate::index::live::Live>>,
+) -> Result<Planned, SupervisorError> {
     let resolved = resolve(policy, choice)?;
     let isolation = resolved.backend.kind().isolation();
-    let (policy, repos, path_dirs, path_watch) = with_host_protections(policy, isolation, env);
+    let (policy, repos, path_dirs, path_watch) =
+        with_host_protections(policy, isolation, env, index);
     let policy = &policy;
     let plan = plan::plan(policy, isolation, env, &RealFs).map_err(SupervisorError::Plan)?;
     let skipped = resolved
@@ -139,8 +152,16 @@ pub fn prepare(
             backend: resolved.backend.kind(),
         });
     }
-    if let Some(s) = repos.as_ref().filter(|s| !s.complete) {
-        report.notes.push(Note::ScanIncomplete { dirs: s.dirs });
+    if let Some(s) = &repos {
+        if !s.complete {
+            report.notes.push(Note::ScanIncomplete { dirs: s.dirs });
+        }
+        for path in &s.unlistable {
+            report.notes.push(Note::Unlistable { path: path.clone() });
+        }
+        for n in &s.notes {
+            report.notes.push(Note::from(n.clone()));
+        }
     }
     if plan.isolation == zot_launcher::plan::Isolation::Namespaces {
         for v in plan::repo_views(policy, &plan.write_roots, &RealFs) {
@@ -180,23 +201,94 @@ pub fn path_cwds(policy: &SandboxPolicy) -> Vec<PathBuf> {
     v
 }
 
-type HostProtections = (
-    SandboxPolicy,
-    Option<crate::repos::Scan>,
-    Vec<PathBuf>,
-    Vec<(PathBuf, crate::host::ExecSnapshot)>,
-);
+/// What only the host can tell about the writable roots: the git files of
+/// every repository inside them (from the workspace index), the
+/// directories the index could not list (read-only whole: what is inside
+/// is unknown), and the directories of the caller's `PATH` inside them.
+/// The launch protects them; the agent's file tools refuse them.
+#[derive(Debug, Clone)]
+pub struct HostProtections {
+    /// Each path and why it is protected.
+    pub paths: Vec<(PathBuf, &'static str)>,
+    /// The index as this launch saw it.
+    pub snapshot: crate::index::Snapshot,
+    /// The `PATH` directories among `paths` (for the report).
+    pub path_dirs: Vec<PathBuf>,
+}
 
-/// The policy plus what only the host can tell at launch: the git files of
-/// every repository inside the writable roots (a fresh scan, resolved the
-/// way git reads its configuration) and the directories of the caller's
-/// `PATH` inside them (also returned, for the report), and snapshots of
-/// the `PATH` directories that must stay writable.
+impl HostProtections {
+    /// Whether `real` (a canonical path) is, or is inside, one of them.
+    pub fn covers(&self, real: &std::path::Path) -> Option<&std::path::Path> {
+        self.paths
+            .iter()
+            .find(|(p, _)| real.starts_with(p))
+            .map(|(p, _)| p.as_path())
+    }
+}
+
+/// The [`HostProtections`] of `write_roots`, from a session's `index`, or
+/// else from the persisted index (validated).
+///
+/// Git files are resolved the way git reads its configuration (see
+/// [`crate::gitconfig`]); `PATH` entries the way a shell looks them up
+/// from each of `cwds` (see [`path_cwds`]).
+pub fn host_protections(
+    write_roots: &[PathBuf],
+    env: &[(OsString, OsString)],
+    index: Option<&std::sync::Arc<crate::index::live::Live>>,
+    cwds: &[PathBuf],
+) -> HostProtections {
+    let roots: Vec<PathBuf> = write_roots
+        .iter()
+        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
+        .collect();
+    let write_roots = roots.as_slice();
+    let tops = crate::index::tree::top_roots(write_roots);
+    let snapshot = match index.filter(|l| l.roots() == tops.as_slice()) {
+        Some(live) => crate::index::Snapshot::live(live),
+        None => {
+            let state = crate::journal::state_dir_from(|k| {
+                env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+            })
+            .ok();
+            crate::index::Snapshot::one_shot(&tops, state.as_deref(), crate::index::SCAN_BUDGET)
+        }
+    };
+    let host = crate::gitconfig::HostGit::from_env(env);
+    let mut paths: Vec<(PathBuf, &'static str)> =
+        crate::gitconfig::protected_in(&snapshot.repos, &host, write_roots);
+    for d in &snapshot.unlistable {
+        paths.push((
+            d.clone(),
+            "index: a directory that cannot be listed (what is inside is unknown)",
+        ));
+    }
+    let path_dirs = crate::host::exec_path_dirs(env, write_roots, cwds);
+    for d in path_dirs.iter().cloned() {
+        paths.push((
+            d,
+            "PATH: a directory of the caller's PATH inside a writable root",
+        ));
+    }
+    HostProtections {
+        paths,
+        snapshot,
+        path_dirs,
+    }
+}
+
+/// The policy plus its [`HostProtections`] (confined write modes only).
 fn with_host_protections(
     policy: &SandboxPolicy,
     isolation: zot_launcher::plan::Isolation,
     env: &[(OsString, OsString)],
-) -> HostProtections {
+    index: Option<&std::sync::Arc<crate::index::live::Live>>,
+) -> (
+    SandboxPolicy,
+    Option<crate::index::Snapshot>,
+    Vec<PathBuf>,
+    Vec<(PathBuf, crate::host::ExecSnapshot)>,
+) {
     use zot_launcher::plan::Isolation;
     if policy.mode == SandboxMode::DangerFullAccess
         || isolation == Isolation::None
@@ -205,25 +297,16 @@ fn with_host_protections(
         return (policy.clone(), None, Vec::new(), Vec::new());
     }
     let mut p = policy.clone();
+    let cwds = path_cwds(policy);
+    let host = host_protections(&p.write_roots, env, index, &cwds);
     let roots: Vec<PathBuf> = p
         .write_roots
         .iter()
         .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
         .collect();
-    let scan = crate::repos::scan(&roots, crate::repos::SCAN_BUDGET);
-    let host = crate::gitconfig::HostGit::from_env(env);
-    let mut add: Vec<(PathBuf, &str)> = crate::gitconfig::protected_in(&scan, &host, &roots);
-    let cwds = path_cwds(policy);
-    let path_dirs = crate::host::exec_path_dirs(env, &roots, &cwds);
-    for d in path_dirs.iter().cloned() {
-        add.push((
-            d,
-            "PATH: a directory of the caller's PATH inside a writable root",
-        ));
-    }
     let watched = crate::host::exec_path_watched(env, &roots, &cwds);
     let path_watch = crate::host::snapshot_executables(&watched);
-    for (path, from) in add {
+    for (path, from) in host.paths {
         if !p.protected.contains(&path) {
             p.protected.push(path.clone());
         }
@@ -235,7 +318,7 @@ fn with_host_protections(
             });
         }
     }
-    (p, Some(scan), path_dirs, path_watch)
+    (p, Some(host.snapshot), host.path_dirs, path_watch)
 }
 
 /// Roots a trusted helper binary must not live in.

@@ -2050,6 +2050,133 @@ pub fn new_repo_quarantined(ctx: &Ctx) {
     );
 }
 
+/// A bare repository (HEAD + objects + refs, as git's discovery sees one)
+/// inside the workspace: its hooks run on push, its config on any use.
+pub fn bare_repo_hooks(ctx: &Ctx) {
+    let bare = ctx.ws.join("remotes/x.git");
+    for d in ["objects", "refs/heads", "hooks"] {
+        std::fs::create_dir_all(bare.join(d)).unwrap();
+    }
+    std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(bare.join("config"), "[core]\n\tbare = true\n").unwrap();
+    if ctx.unpriv && is_root() {
+        chown_r(&ctx.ws, NOBODY);
+    }
+    let script = "echo evil > remotes/x.git/hooks/pre-receive && echo ESCAPED; \
+                  echo x >> remotes/x.git/config && echo ESCAPED; echo BLOCKED";
+    let o = ctx.sh("workspace-write", &[], script);
+    expect_blocked(ctx, "plant a hook in a bare repository", &o);
+    assert!(!bare.join("hooks/pre-receive").exists());
+    // The attack works unconfined.
+    let o = ctx.sh("danger-full-access", &[], script);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("ESCAPED"), "{}", text(&o));
+}
+
+/// A repository inside a directory that can be entered and written but
+/// not listed (mode 0333) is not hidden by it: the directory is kept
+/// read-only whole, and the report says so.
+pub fn unlistable_dir_fails_closed(ctx: &Ctx) {
+    let wx = ctx.ws.join("wx");
+    std::fs::create_dir_all(wx.join("repo/.git/hooks")).unwrap();
+    std::fs::write(wx.join("repo/.git/config"), "[core]\n").unwrap();
+    if ctx.unpriv && is_root() {
+        chown_r(&ctx.ws, NOBODY);
+    }
+    std::fs::set_permissions(&wx, std::fs::Permissions::from_mode(0o333)).unwrap();
+    let script = "echo evil > wx/repo/.git/hooks/pre-commit && echo ESCAPED; \
+                  echo x >> wx/repo/.git/config && echo ESCAPED; echo BLOCKED";
+    let o = ctx.sh("workspace-write", &["--report"], script);
+    let restore = || std::fs::set_permissions(&wx, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let written = wx.join("repo/.git/hooks/pre-commit").exists();
+    let listable_for_zot = !ctx.unpriv;
+    restore();
+    expect_blocked(ctx, "plant a hook in a repository of an unlistable directory", &o);
+    assert!(!written);
+    if !listable_for_zot {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("cannot be listed"), "{}", text(&o));
+    }
+    std::fs::set_permissions(&wx, std::fs::Permissions::from_mode(0o333)).unwrap();
+    let o = ctx.sh("danger-full-access", &[], script);
+    restore();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("ESCAPED"), "{}", text(&o));
+}
+
+/// A renamed parent and a new repository at its old path is a new
+/// repository (identity, not path): renamed aside after the run.
+pub fn renamed_parent_new_repo(ctx: &Ctx) {
+    std::fs::create_dir_all(ctx.ws.join("vendor/lib/.git/hooks")).unwrap();
+    std::fs::write(ctx.ws.join("vendor/lib/.git/config"), "[core]\n").unwrap();
+    make_open(&ctx.ws.join("vendor"));
+    if ctx.unpriv && is_root() {
+        chown_r(&ctx.ws, NOBODY);
+    }
+    let o = ctx.sh(
+        "workspace-write",
+        &[],
+        "mv vendor/lib vendor/lib.orig; mkdir -p vendor/lib/.git/hooks && echo x > vendor/lib/.git/hooks/post-checkout; echo BLOCKED",
+    );
+    expect_blocked(ctx, "a new repository at a renamed parent's path", &o);
+    assert!(
+        !ctx.ws.join("vendor/lib/.git").exists(),
+        "vendor/lib/.git survived the run:\n{}",
+        text(&o)
+    );
+}
+
+/// The persisted workspace index is trusted only when it is intact and
+/// this user's: an edited one (or another user's) is discarded, and the
+/// repositories it would have hidden stay protected.
+pub fn index_cache_untrusted(ctx: &Ctx) {
+    std::fs::create_dir_all(ctx.ws.join("r/.git/hooks")).unwrap();
+    std::fs::write(ctx.ws.join("r/.git/config"), "[core]\n").unwrap();
+    if ctx.unpriv && is_root() {
+        chown_r(&ctx.ws, NOBODY);
+    }
+    let o = ctx.sh("workspace-write", &[], "true");
+    expect_ok(ctx, "a run that writes the index", &o);
+    let dir = ctx.home.join(".local/state/zot/cache/index");
+    let cache = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "idx"))
+        .expect("no persisted index");
+    let script = "echo evil > r/.git/hooks/pre-commit && echo ESCAPED; echo BLOCKED";
+    let mut bytes = std::fs::read(&cache).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x01;
+    std::fs::write(&cache, &bytes).unwrap();
+    let o = ctx.sh("workspace-write", &["--report"], script);
+    expect_blocked(ctx, "write hooks with an edited index", &o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("persisted index was not used"), "{}", text(&o));
+    if is_root() && !ctx.unpriv {
+        std::os::unix::fs::lchown(&cache, Some(NOBODY), Some(NOBODY)).unwrap();
+        let o = ctx.sh("workspace-write", &["--report"], script);
+        expect_blocked(ctx, "write hooks with another user's index", &o);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("owned by another user"), "{}", text(&o));
+    }
+    assert!(!ctx.ws.join("r/.git/hooks/pre-commit").exists());
+}
+
+/// A tree deeper than the scan goes says so in the report.
+pub fn deep_tree_is_reported(ctx: &Ctx) {
+    let mut p = ctx.ws.join("deep");
+    for i in 0..205 {
+        p.push(format!("{}", i % 10));
+    }
+    std::fs::create_dir_all(&p).unwrap();
+    if ctx.unpriv && is_root() {
+        chown_r(&ctx.ws, NOBODY);
+    }
+    let o = ctx.sh("workspace-write", &["--report"], "true");
+    expect_ok(ctx, "a run in a deep tree", &o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("scan stopped"), "{}", text(&o));
+}
+
 /// Placeholders of a run killed with SIGKILL are removed by the next zot
 /// invocation.
 pub fn placeholders_swept_after_sigkill(ctx: &Ctx) {
@@ -2163,6 +2290,8 @@ macro_rules! attack_tests {
             signals_reach_the_process_group, exit_code_mapping,
             report_is_printed, sanity_unconfined_escapes,
             credential_stores, git_everything, git_commit_and_status_work, new_repo_quarantined,
+            bare_repo_hooks, unlistable_dir_fails_closed, renamed_parent_new_repo,
+            index_cache_untrusted, deep_tree_is_reported,
             placeholders_swept_after_sigkill, path_dirs_read_only, locale_env_filtered,
             git_config_includes, git_hooks_path_missing, git_command_keys, git_worktree_config,
             git_global_config_in_workspace, path_lookups_planted, control_toolchain_and_node_bin,

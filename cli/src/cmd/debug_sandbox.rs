@@ -151,6 +151,10 @@ fn check_text(r: &CheckReport) -> String {
 }
 
 fn run_explain(args: &Args) -> anyhow::Result<u8> {
+    let config = match &args.reference {
+        Some(_) => None,
+        None => Some(super::sandbox::load_config()?),
+    };
     let policy = match &args.reference {
         Some(reference) => {
             let here = std::env::current_dir().context("cannot read the current directory")?;
@@ -161,6 +165,7 @@ fn run_explain(args: &Args) -> anyhow::Result<u8> {
                 .with_context(|| format!("agent {reference}"))?
         }
         None => super::sandbox::policy_from_args(
+            config.as_ref().expect("loaded without a reference"),
             args.mode.unwrap_or(SandboxMode::ReadOnly),
             args.cwd.as_deref(),
             &[],
@@ -171,8 +176,8 @@ fn run_explain(args: &Args) -> anyhow::Result<u8> {
         )?,
     };
     let mut policy = policy;
-    if args.reference.is_none() {
-        policy.limits = super::sandbox::limits(None, None, None)?;
+    if let Some(config) = &config {
+        policy.limits = super::sandbox::limits(config, None, None, None);
         match super::sandbox::proxied_network(policy.mode, &args.allow_hosts) {
             Ok(Some(n)) => policy.network = n,
             Ok(None) => {}

@@ -128,30 +128,34 @@ fn parse_max_procs(s: &str) -> Result<u64, String> {
         .and_then(zot_policy::limits::check_max_procs)
 }
 
+/// The config file, read once per command. A file this user cannot read
+/// (HOME pointing at another user's home) is not theirs: as if absent. Any
+/// other failure (a broken file) is an error.
+pub fn load_config() -> anyhow::Result<zot_agent::config::Loaded> {
+    match zot_agent::config::load() {
+        Err(zot_agent::RunError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::PermissionDenied =>
+        {
+            Ok(zot_agent::config::Loaded::default())
+        }
+        r => Ok(r?),
+    }
+}
+
 /// The limits of a sandbox: the flags, else the config file's `[sandbox]`,
-/// else the defaults. An invalid config file is an error.
+/// else the defaults.
 pub fn limits(
+    config: &zot_agent::config::Loaded,
     tmp_size: Option<u64>,
     max_procs: Option<u64>,
     max_file_size: Option<u64>,
-) -> anyhow::Result<zot_policy::limits::Limits> {
-    let base = match zot_agent::config::load() {
-        Ok(cfg) => cfg.config.sandbox.limits(),
-        // Someone else's file (HOME of another user): not ours to apply.
-        Err(_) if config_unreadable() => zot_policy::limits::Limits::default(),
-        Err(e) => return Err(e.into()),
-    };
-    Ok(zot_policy::limits::Limits {
+) -> zot_policy::limits::Limits {
+    let base = config.config.sandbox.limits();
+    zot_policy::limits::Limits {
         tmp_size: tmp_size.unwrap_or(base.tmp_size),
         max_procs: max_procs.unwrap_or(base.max_procs),
         max_file_size: max_file_size.unwrap_or(base.max_file_size),
-    })
-}
-
-fn config_unreadable() -> bool {
-    zot_policy::config::path_from(|k| std::env::var_os(k)).is_some_and(|p| {
-        std::fs::File::open(p).is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
-    })
+    }
 }
 
 /// `path` made absolute (against `base`) and canonical as far as it exists;
@@ -211,7 +215,9 @@ pub fn proxied_network(
     }))
 }
 
+#[allow(clippy::too_many_arguments)]
 pub fn policy_from_args(
+    loaded: &zot_agent::config::Loaded,
     mode: SandboxMode,
     cwd: Option<&Path>,
     writable_roots: &[PathBuf],
@@ -246,16 +252,6 @@ pub fn policy_from_args(
     // pointing elsewhere keeps the protection of their real home.
     let user_home =
         zot_supervisor::host::passwd_home().map(|h| std::fs::canonicalize(&h).unwrap_or(h));
-    // A config file this user cannot read (HOME pointing at another
-    // user's home) is not theirs: as if absent.
-    let loaded = match zot_agent::config::load() {
-        Err(zot_agent::RunError::Io { source, .. })
-            if source.kind() == std::io::ErrorKind::PermissionDenied =>
-        {
-            zot_agent::config::Loaded::default()
-        }
-        r => r?,
-    };
     let mut config_deny = Vec::new();
     for p in &loaded.config.sandbox.deny_read {
         let s = p.to_string_lossy();
@@ -283,7 +279,7 @@ pub fn policy_from_args(
         nested_repos: Vec::new(),
         user_home,
         config_deny_read: config_deny,
-        config_file: loaded.path.filter(|_| loaded.exists),
+        config_file: loaded.path.clone().filter(|_| loaded.exists),
         git_protected: Vec::new(),
         exec_path: Vec::new(),
     };
@@ -323,10 +319,13 @@ fn agent_view(args: &Args) -> anyhow::Result<SandboxPolicy> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
+    // args -> config (read once) -> policy -> plan -> launch
+    let config = load_config();
     let policy = if args.agent_view {
         agent_view(&args)
     } else {
-        policy_from_args(
+        config.as_ref().map_err(|e| anyhow::anyhow!("{e:#}")).and_then(|config| policy_from_args(
+            config,
             args.mode,
             args.cwd.as_deref(),
             &args.writable_roots,
@@ -334,10 +333,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             &args.deny_read,
             args.net,
             &args.env_allow,
-        )
+        ))
     };
     let policy = policy.and_then(|mut p| {
-        p.limits = limits(args.tmp_size, args.max_procs, args.max_file_size)?;
+        let config = config.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
+        p.limits = limits(config, args.tmp_size, args.max_procs, args.max_file_size);
         Ok(p)
     });
     let mut policy = match policy {
@@ -394,6 +394,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .map(|h| zot_supervisor::journal::for_process(&h)),
         cancel: None,
         on_output: None,
+        index: None,
     };
     // Unconfined and unsupervised: become the command (like `env`).
     if req.policy.mode == SandboxMode::DangerFullAccess
