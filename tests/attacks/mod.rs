@@ -1731,15 +1731,31 @@ pub fn planted_bwrap_ignored(ctx: &Ctx) {
 /// The restricted-read view of zotfile agents (`--agent-view`, what
 /// `zot run` builds from a manifest): only platform dirs and scopes exist.
 pub fn agent_view_restricted(ctx: &Ctx) {
+    // zot's own state inside the read scope: `zot run` hides its sessions
+    // and other agents' files, and the agent view is built the same way.
+    use std::os::unix::fs::PermissionsExt;
+    let zot_home = ctx.outside.join("zot-state");
+    for d in ["", "sessions", "agents", "agents/other"] {
+        std::fs::create_dir_all(zot_home.join(d)).unwrap();
+        std::fs::set_permissions(zot_home.join(d), std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    for f in ["sessions/s1.jsonl", "agents/other/secret"] {
+        std::fs::write(zot_home.join(f), "ZOT-STATE-SECRET\n").unwrap();
+        std::fs::set_permissions(zot_home.join(f), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
     let script = format!(
         "echo w > new && cat new || exit 9; cat {ref_} || exit 8; cat /etc/os-release >/dev/null || exit 7; \
          echo x > {ref_} && echo ESCAPED-write-read-scope; cat /etc/shadow 2>/dev/null && echo ESCAPED-shadow; \
          ls {home} 2>/dev/null && echo ESCAPED-home; ls /root 2>/dev/null && echo ESCAPED-root; \
-         [ \"$HOME\" = /tmp ] || echo ESCAPED-HOME=$HOME; echo BLOCKED",
+         [ \"$HOME\" = /tmp ] || echo ESCAPED-HOME=$HOME; \
+         cat {state}/sessions/s1.jsonl {state}/agents/other/secret 2>/dev/null | grep -q SECRET && echo ESCAPED-zot-state; \
+         echo BLOCKED",
         ref_ = q(&ctx.outside.join("victim")),
-        home = q(&ctx.home)
+        home = q(&ctx.home),
+        state = q(&zot_home)
     );
     let mut cmd = ctx.zot();
+    cmd.env("ZOT_HOME", &zot_home);
     cmd.arg("sandbox")
         .args(ctx.backend_args())
         .args(["--agent-view", "--read-scope"])

@@ -307,15 +307,25 @@ fn agent_view(args: &Args) -> anyhow::Result<SandboxPolicy> {
         .iter()
         .map(|r| canon(r, "--read-scope"))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let opts = zot_policy::sandbox::AgentSandboxOptions {
-        cwd,
-        read_scopes,
-        write_scopes,
+    // The one agent-policy builder `zot run` uses: zot's own state is
+    // protected here exactly as for a real agent (no agent of this name
+    // exists, so every installed agent's directory is out of reach).
+    let input = zot_agent::deps::AgentPolicyInput {
+        workspace: cwd,
+        read: read_scopes,
+        write: write_scopes,
+        zot_home: zot_agent::home::zot_home()?,
+        agent: String::new(),
+        read_only: Vec::new(),
+        net_allow: Vec::new(),
         env_read: args.env_allow.clone(),
-        network: args.net,
-        ..Default::default()
+        limits: Default::default(),
     };
-    Ok(zot_policy::sandbox::agent_policy(&opts)?)
+    let mut policy = zot_agent::deps::agent_policy(&input)?;
+    if args.net {
+        policy.network = zot_policy::sandbox::NetworkPolicy::On;
+    }
+    Ok(policy)
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
