@@ -503,7 +503,7 @@ fn allowed_name_resolving_to_a_private_address_is_refused_unless_listed() {
 #[test]
 fn ipv6_literals() {
     if std::net::TcpListener::bind("[::1]:0").is_err() {
-        if std::env::var_os("ZOT_TEST_MUST_WORK").is_some() {
+        if std::env::var("ZOT_TEST_MUST_WORK").as_deref() == Ok("1") {
             panic!("no IPv6 loopback");
         }
         eprintln!("skipped: no IPv6 loopback");
@@ -719,7 +719,7 @@ fn curl() -> Option<std::process::Command> {
         .output()
         .is_err()
     {
-        if std::env::var_os("ZOT_TEST_MUST_WORK").is_some() {
+        if std::env::var("ZOT_TEST_MUST_WORK").as_deref() == Ok("1") {
             panic!("curl is not installed");
         }
         eprintln!("skipped: curl is not installed");
