@@ -137,8 +137,11 @@ pub(crate) fn start(
             let image = launcher_image(req.zot_as_launcher)?;
             let (info_r, info_w) = pipe()?;
             let mut argv: Vec<OsString> = vec![path.as_os_str().into()];
-            let fresh = bwrap::without_vanished_sockets(&planned.plan);
-            argv.extend(bwrap::render(fresh.as_ref().unwrap_or(&planned.plan)));
+            // One plan for bwrap's arguments and the launcher's tail: the
+            // planned one, less the socket masks whose socket is gone.
+            let plan = bwrap::without_vanished_sockets(&planned.plan)
+                .unwrap_or_else(|| planned.plan.clone());
+            argv.extend(bwrap::render(&plan));
             argv.extend(["--info-fd".into(), INFO_FD.to_string().into(), "--".into()]);
             argv.extend([
                 format!("/proc/self/fd/{EXE_FD}").into(),
@@ -167,7 +170,7 @@ pub(crate) fn start(
                 init: AtomicI32::new(0),
                 info: Mutex::new(Some(std::fs::File::from(info_r))),
             };
-            let prep = match Prepared::new(kind, planned.plan.clone(), &req.argv, &env) {
+            let prep = match Prepared::new(kind, plan, &req.argv, &env) {
                 Ok(p) => p,
                 Err(e) => {
                     target.kill_all();
