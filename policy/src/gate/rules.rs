@@ -291,13 +291,25 @@ pub(crate) fn is_code_var(name: &str) -> bool {
     ) || name.starts_with("BASH_FUNC_")
 }
 
-pub(crate) fn check_assignment(ctx: &mut Ctx, name: &str) {
+/// An assignment of `name` (to `value`, None when it depends on an
+/// expansion): in every mode, variables the shell or the loader runs as
+/// code; in allowlist mode, every variable that is not known to be inert;
+/// in ask mode, variables that make a program run another program.
+pub(crate) fn check_assignment(ctx: &mut Ctx, name: &str, value: Option<&str>) {
     if is_code_var(name) {
         ctx.risky(format!(
             "assignment to `{name}` makes the shell or the loader run code"
         ));
-    } else if ctx.allowlist() && is_dangerous_var(name) {
-        ctx.restrict(format!("assignment to `{name}` can change which code runs"));
+    } else if ctx.allowlist() {
+        let base = name.split('[').next().unwrap_or(name);
+        if is_dangerous_var(name) {
+            ctx.restrict(format!("assignment to `{name}` can change which code runs"));
+        }
+        if !super::vars::is_inert(base) {
+            ctx.unknown(super::vars::not_inert_reason(name));
+        }
+    } else if let Some(why) = super::vars::runs_command(name, value) {
+        ctx.danger(why);
     }
 }
 
@@ -424,7 +436,16 @@ pub(crate) fn check_command(ctx: &mut Ctx, words: &[Word], open: bool) -> Rules 
             ctx.restrict(format!("brace expansion `{}`", w.text));
         }
     }
+    super::progs::targets(ctx, &base, args);
     let rules = program_rules(ctx, &base, args, open);
+    if rules == Rules::None && !super::wrappers::is_wrapper(&base) && !base.starts_with('-') {
+        if ctx.allowlist() {
+            if let Some(why) = super::progs::exec_option(args) {
+                ctx.unknown(format!("`{base}`: {why}"));
+            }
+        }
+        super::progs::embedded(ctx, &base, args);
+    }
     if rules == Rules::Grammar && ctx.allowlist() {
         if open {
             ctx.restrict(format!("`{base}` run by xargs gets options from stdin"));
@@ -456,6 +477,47 @@ pub(crate) fn check_command(ctx: &mut Ctx, words: &[Word], open: bool) -> Rules 
     rules
 }
 
+/// The danger list alone, for `words` (program first).
+pub(crate) fn danger_of(ctx: &mut Ctx, words: &[Word]) {
+    if let Some((prog, args)) = words.split_first() {
+        danger(ctx, basename(&prog.text), args, false);
+    }
+}
+
+/// `t` as seen from the directory of the last absolute `cd`, when it is
+/// relative.
+pub(crate) fn in_cwd(ctx: &Ctx, t: &str) -> String {
+    match &ctx.cwd {
+        Some(dir) if !t.starts_with('/') && !t.starts_with('~') && !t.starts_with('$') => {
+            format!("{}/{}", dir.trim_end_matches('/'), t)
+        }
+        _ => t.to_string(),
+    }
+}
+
+pub(crate) fn operands_of(args: &[Word]) -> Vec<&Word> {
+    operands(args)
+}
+
+/// Programs with an entry in the danger list (by their name).
+pub(crate) fn on_danger_list(base: &str) -> bool {
+    matches!(
+        base,
+        "rm" | "unlink" | "shred" | "chmod" | "chown" | "chgrp" | "chattr" | "setfacl" | "mkswap"
+            | "wipefs" | "blkdiscard" | "sfdisk" | "fdisk" | "cfdisk" | "parted" | "sgdisk"
+            | "gdisk" | "mformat" | "sg_format" | "sg_sanitize" | "flashrom" | "killall5"
+            | "cryptsetup" | "nvme" | "hdparm" | "badblocks" | "zpool" | "zfs" | "lvremove"
+            | "vgremove" | "pvremove" | "dmsetup" | "mdadm" | "dd" | "cp" | "mv" | "install" | "ln"
+            | "tee" | "truncate" | "touch" | "git" | "shutdown" | "reboot" | "halt" | "poweroff"
+            | "kexec" | "init" | "telinit" | "systemctl" | "loginctl" | "kill" | "pkill"
+            | "killall" | "sysctl" | "rsync" | "ip" | "iptables" | "ip6tables" | "nft"
+            | "ebtables" | "ufw" | "firewall-cmd" | "ifconfig" | "route" | "find" | "fallocate"
+            | "ddrescue" | "curl" | "wget" | "tar"
+    ) || base.starts_with("mkfs")
+        || base.starts_with("mke2fs")
+        || base.starts_with("newfs")
+}
+
 fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
     if base == "cd" {
         // `cd` alone goes home; `..`-only paths may climb to `/`.
@@ -467,6 +529,18 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
         if risky {
             ctx.cd_danger = Some(target.map_or("~".to_string(), |w| w.text.clone()));
         }
+        // Where relative paths now point (`cd /dev; ... > sda`).
+        ctx.cwd = match target {
+            Some(w) if w.is_static() && w.text.starts_with('/') => Some(w.text.clone()),
+            Some(w) if w.is_static() && !w.text.starts_with('-') => ctx
+                .cwd
+                .take()
+                .map(|c| format!("{}/{}", c.trim_end_matches('/'), w.text)),
+            _ => None,
+        };
+    }
+    if base == "hash" && args.iter().any(|w| w.text.starts_with("-p") || w.text.starts_with('-') && w.text.contains('p')) {
+        ctx.unknown("`hash -p` makes a command name run another program");
     }
     // `rm -rf {/,x}` is `rm -rf / x`: the checks below see one word.
     let checked = matches!(
@@ -614,7 +688,7 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
         "dd" => {
             for w in args {
                 if let Some(target) = w.text.strip_prefix("of=") {
-                    if let Some(why) = paths::write_target_danger(target) {
+                    if let Some(why) = paths::write_target_danger(&in_cwd(ctx, target)) {
                         ctx.danger(format!("`dd` {why}"));
                     } else if w.dynamic {
                         ctx.danger(format!("`dd` output `{target}` depends on expansion"));
@@ -641,11 +715,7 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
                 }
             }
             for t in targets {
-                let probe = if base == "tee" || base == "truncate" || base == "touch" {
-                    t.to_string()
-                } else {
-                    t.to_string()
-                };
+                let probe = in_cwd(ctx, t);
                 if let Some(why) = paths::write_target_danger(&probe) {
                     ctx.danger(format!("`{base}` {why}"));
                 }
@@ -841,11 +911,11 @@ fn program_rules(ctx: &mut Ctx, base: &str, args: &[Word], _open: bool) -> Rules
             while let Some(w) = args.get(i) {
                 if w.text == "-v" {
                     if let Some(v) = args.get(i + 1) {
-                        check_assignment(ctx, &v.text);
+                        check_assignment(ctx, &v.text, None);
                     }
                     i += 2;
                 } else if let Some(v) = w.text.strip_prefix("-v") {
-                    check_assignment(ctx, v);
+                    check_assignment(ctx, v, None);
                     i += 1;
                 } else {
                     break;
@@ -892,7 +962,7 @@ fn program_rules(ctx: &mut Ctx, base: &str, args: &[Word], _open: bool) -> Rules
                 _ => names.extend(ops.last()),
             }
             for n in names {
-                check_assignment(ctx, n);
+                check_assignment(ctx, n, None);
             }
             Rules::Builtin
         }
@@ -905,37 +975,18 @@ fn program_rules(ctx: &mut Ctx, base: &str, args: &[Word], _open: bool) -> Rules
             }
             Rules::RunsCode
         }
-        _ if family_of(base) == "sqlite" => {
-            let dot = args.iter().find(|w| {
-                w.text.trim_start().starts_with('.')
-                    && w.text.len() > 1
-                    && !w.text.starts_with("./")
-            });
-            if let Some(w) = dot {
-                ctx.risky(format!("`{base}` dot-command `{}` (`.shell`, `.system`, `.output` run programs or write files)", w.text));
-            } else if args.iter().any(|w| w.text == "-cmd" || w.text == "-init") {
-                ctx.risky(format!("`{base} -cmd`/`-init` runs dot-commands"));
-            } else if operands(args).len() < 2 {
-                ctx.unknown(format!(
-                    "`{base}` reads commands from stdin (`.shell` runs programs)"
-                ));
-            }
-            Rules::RunsCode
-        }
         "ed" | "red" => {
             ctx.unknown(format!(
                 "`{base}` reads commands from stdin (`!` runs programs)"
             ));
             Rules::RunsCode
         }
+        _ if super::progs::program_rules(ctx, base, args).is_some() => Rules::Grammar,
         _ if runs_code_by_design(base) => Rules::RunsCode,
         _ => Rules::None,
     }
 }
 
-fn family_of(base: &str) -> &str {
-    base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.')
-}
 
 /// `host:path`, `user@host:path`, `host::module`, `rsync://`: the remote
 /// side of an rsync or scp transfer.

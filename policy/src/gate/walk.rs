@@ -116,9 +116,56 @@ pub(crate) fn check_text(ctx: &mut Ctx, src: &str) {
         if src.contains("$(") {
             ctx.restrict("command substitution `$(...)`");
         }
-        if src.contains('<') || src.contains('>') {
-            ctx.restrict("`<` and `>` (redirection)");
-        }
+    }
+}
+
+/// Checks on the raw text after the walk: the spec's allowlist rejects `<`
+/// and `>` anywhere, even quoted; a redirection the walker reported is not
+/// reported again.
+pub(crate) fn check_text_after(ctx: &mut Ctx, src: &str) {
+    if ctx.allowlist() && !ctx.redirect_seen && (src.contains('<') || src.contains('>')) {
+        ctx.restrict("`<` and `>` (redirection)");
+    }
+}
+
+/// Does `node` hold a command run in the background (`&`)?
+fn has_background(node: Node, depth: usize) -> bool {
+    if depth > 64 {
+        return true;
+    }
+    node.children().any(|c| {
+        (!c.is_named() && c.kind() == K::Amp) || (c.child_count() > 0 && has_background(c, depth + 1))
+    })
+}
+
+/// Is the condition of a `while` (or, with `until`, of an `until`) loop
+/// always true (false): `:`, `true`, `[ 1 ]`, `((1))`, `sleep 1`, ...?
+fn endless_condition(cond: &str, until: bool) -> bool {
+    let c: String = cond
+        .trim()
+        .trim_end_matches([';', '\n', ' ', '\t'])
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let (negated, c) = match c.strip_prefix("! ") {
+        Some(rest) => (true, rest.to_string()),
+        None => (false, c),
+    };
+    let truthy = matches!(
+        c.as_str(),
+        ":" | "true" | "/bin/true" | "/usr/bin/true" | "[ 1 ]" | "[ 1 = 1 ]" | "[ 1 -eq 1 ]"
+            | "((1))" | "(( 1 ))" | "test 1" | "[[ 1 ]]" | "[ x ]" | "[ true ]" | "builtin true"
+            | "command true" | "let 1" | "[[ 1 -eq 1 ]]" | "[ : ]"
+    ) || c.starts_with("sleep ");
+    let falsy = matches!(
+        c.as_str(),
+        "false" | "/bin/false" | "/usr/bin/false" | "((0))" | "(( 0 ))" | "[ ]" | "[ \"\" ]"
+            | "test" | "[[ 0 -eq 1 ]]" | "[ 0 -eq 1 ]" | "[ 1 = 0 ]"
+    );
+    if until {
+        (falsy && !negated) || (truthy && negated)
+    } else {
+        (truthy && !negated) || (falsy && negated)
     }
 }
 
@@ -484,6 +531,16 @@ impl Walker<'_, '_, '_, '_> {
             && !self.restricted.contains(&node.name())
         {
             self.restricted.push(node.name());
+            if matches!(
+                kind,
+                K::FileRedirect
+                    | K::RedirectedStatement
+                    | K::HeredocRedirect
+                    | K::HerestringRedirect
+                    | K::ProcessSubstitution
+            ) {
+                self.ctx.redirect_seen = true;
+            }
             self.ctx.restrict(describe(node.name()));
         }
         // Bash only reads `{`, `!` and `[[` as keywords when a blank follows
@@ -526,6 +583,10 @@ impl Walker<'_, '_, '_, '_> {
                 self.walk_children(node, depth)
             }
             K::FunctionDefinition => self.function(node, depth),
+            K::WhileStatement | K::CStyleForStatement => {
+                self.fork_loop(node);
+                self.walk_children(node, depth)
+            }
             K::VariableAssignment => self.assignment(node, depth),
             K::DeclarationCommand | K::UnsetCommand => self.declaration(node, depth),
             K::TestCommand => {
@@ -682,12 +743,48 @@ impl Walker<'_, '_, '_, '_> {
         if writes {
             for dest in node.children().filter(|c| c.field() == Field::Destination) {
                 let w = decode(dest, self.src);
-                if let Some(why) = super::paths::write_target_danger(&w.text) {
+                let target = rules::in_cwd(self.ctx, &w.text);
+                if let Some(why) = super::paths::write_target_danger(&target) {
                     self.ctx.danger(format!("a redirection {why}"));
                 }
             }
         }
         self.walk_children(node, depth);
+    }
+
+    /// `while :; do CMD & done` and its variants: an endless loop that
+    /// starts a background job each time round (and never waits).
+    fn fork_loop(&mut self, node: Node) {
+        let Some(body) = node.children().find(|c| c.kind() == K::DoGroup) else {
+            return;
+        };
+        let endless = if node.kind() == K::CStyleForStatement {
+            let t = self.text(node);
+            let header = t
+                .split_once("((")
+                .and_then(|(_, r)| r.split_once("))"))
+                .map(|(h, _)| h)
+                .unwrap_or("");
+            let cond = header.split(';').nth(1).unwrap_or("x").trim();
+            cond.is_empty() || cond == "1" || cond == "true"
+        } else {
+            let until = node.first_child().is_some_and(|k| self.text(k) == "until");
+            let start = node.first_child().map_or(0, |k| k.end_byte());
+            let cond = self.src.get(start..body.start_byte()).unwrap_or("");
+            let cond = cond.trim().strip_suffix("do").unwrap_or(cond);
+            endless_condition(cond, until)
+        };
+        if !endless || !has_background(body, 0) {
+            return;
+        }
+        let waits = self
+            .text(body)
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .any(|w| w == "wait");
+        if !waits {
+            self.ctx
+                .danger("an endless loop starts a background job each time round (fork bomb pattern)");
+        }
     }
 
     fn function(&mut self, node: Node, depth: usize) {
@@ -696,6 +793,10 @@ impl Walker<'_, '_, '_, '_> {
             .map(|n| self.text(n).to_string());
         let before = self.ctx.commands.len();
         self.walk_children(node, depth);
+        if name.as_deref() == Some("command_not_found_handle") {
+            self.ctx
+                .unknown("`command_not_found_handle` runs for every program name that is not found");
+        }
         if let Some(name) = name {
             let calls: Vec<String> = self.ctx.commands[before..]
                 .iter()
@@ -726,8 +827,17 @@ impl Walker<'_, '_, '_, '_> {
                     self.text(name)
                 ));
             }
+            let name_id = name.start_byte();
             let name = self.text(name).to_string();
-            rules::check_assignment(self.ctx, &name);
+            let value = node
+                .named_children()
+                .find(|c| c.start_byte() != name_id)
+                .map(|v| decode(v, self.src));
+            let value = match &value {
+                Some(w) => w.value(),
+                None => Some(""),
+            };
+            rules::check_assignment(self.ctx, &name, value);
         }
         self.walk_children(node, depth);
     }

@@ -554,8 +554,8 @@ impl Ctx<'_> {
         while let Some(w) = words.get(i) {
             let Some(v) = w.value() else { break };
             match v.split_once('=') {
-                Some((name, _)) if rules::is_var_name(name) => {
-                    rules::check_assignment(self, name);
+                Some((name, value)) if rules::is_var_name(name) => {
+                    rules::check_assignment(self, name, Some(value));
                     i += 1;
                 }
                 _ => break,
@@ -585,8 +585,8 @@ impl Ctx<'_> {
         let mut i = i;
         while let Some(v) = words.get(i).and_then(|w| w.value()) {
             match v.split_once('=') {
-                Some((name, _)) if rules::is_var_name(name) => {
-                    rules::check_assignment(self, name);
+                Some((name, value)) if rules::is_var_name(name) => {
+                    rules::check_assignment(self, name, Some(value));
                     i += 1;
                 }
                 _ => break,
