@@ -12,6 +12,7 @@
 
 mod budget;
 mod grammars;
+mod launchers;
 mod opts;
 mod paths;
 mod rules;

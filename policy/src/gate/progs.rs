@@ -427,8 +427,7 @@ pub(crate) fn targets(ctx: &mut Ctx, base: &str, args: &[Word]) {
 
 fn is_home_like(v: &str) -> bool {
     let n = paths::normalize(v);
-    !n.relative
-        && (n.parts.len() <= 2 || n.parts.first().is_some_and(|p| p == "root") && n.parts.len() <= 1)
+    !n.relative && n.from_home && n.parts.len() <= 2
 }
 
 /// Program rules for the programs agents use most. None: not one of them.

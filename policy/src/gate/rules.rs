@@ -145,8 +145,6 @@ pub(crate) fn runs_code_by_design(base: &str) -> bool {
                 | "psql"
                 | "dc"
                 | "m"
-                | "tmux"
-                | "screen"
                 | "xdg-open"
                 | "sensible-editor"
                 | "sensible-pager"

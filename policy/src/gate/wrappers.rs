@@ -20,6 +20,8 @@ pub(crate) enum Step {
     Replace { rest: Vec<Word>, open: bool },
     /// It runs a shell string.
     Shell(String),
+    /// It runs several shell strings (`hyperfine`, `tmux`).
+    Shells(Vec<String>),
     /// `find`: runs itself, plus one command per `-exec` group.
     Find(Vec<Vec<Word>>),
     /// The gate cannot tell what it runs.
@@ -93,7 +95,6 @@ const OPAQUE: &[&str] = &[
     "x86_64",
     "uname26",
     "perf",
-    "ssh",
     "mosh",
     "sshpass",
     "schroot",
@@ -164,6 +165,7 @@ pub(crate) fn is_wrapper(base: &str) -> bool {
                 | "busybox"
                 | "watch"
         )
+        || super::launchers::is_launcher(base)
 }
 
 impl Ctx<'_> {
@@ -220,7 +222,7 @@ impl Ctx<'_> {
             }
             let step = self.unwrap(&base, cmd);
             if via.len() >= MAX_WRAPPERS
-                && matches!(step, Step::Wrap { .. } | Step::Replace { .. } | Step::Shell(_) | Step::Find(_))
+                && matches!(step, Step::Wrap { .. } | Step::Replace { .. } | Step::Shell(_) | Step::Shells(_) | Step::Find(_))
             {
                 self.unknown(format!("more than {MAX_WRAPPERS} wrappers in a row"));
                 self.push(tail(words, start), &via, open, false);
@@ -262,6 +264,9 @@ impl Ctx<'_> {
                         super::walk::check_text(self, &script);
                     }
                     parse_and_walk(self, &script, &via, reparse + 1);
+                    if self.allowlist() {
+                        super::walk::check_text_after(self, &script);
+                    }
                     if self.commands.len() == before {
                         // An empty string still runs the shell.
                         self.commands.push(ParsedCommand {
@@ -270,6 +275,26 @@ impl Ctx<'_> {
                             via,
                             rules: Rules::Wrapper,
                         });
+                    }
+                    return;
+                }
+                Step::Shells(scripts) => {
+                    rules::check_wrapper_listed(self, &name);
+                    // The launcher itself runs too.
+                    self.push_as(tail(words.clone(), start), &via, open, false, Rules::Wrapper);
+                    via.push(name);
+                    if reparse >= MAX_REPARSE {
+                        self.unknown("shell strings nested too deeply");
+                        return;
+                    }
+                    for script in scripts {
+                        if self.allowlist() {
+                            super::walk::check_text(self, &script);
+                        }
+                        parse_and_walk(self, &script, &via, reparse + 1);
+                        if self.allowlist() {
+                            super::walk::check_text_after(self, &script);
+                        }
                     }
                     return;
                 }
@@ -434,6 +459,11 @@ impl Ctx<'_> {
                 _ => Step::Run,
             }),
             "watch" => watch(words),
+            "sudo-rs" => {
+                self.danger("privilege escalation (`sudo-rs`)");
+                self.sudo(words)
+            }
+            b if super::launchers::is_launcher(b) => self.launcher(b, words),
             "ip" => {
                 // `ip netns exec NS CMD`, `ip vrf exec VRF CMD`, `ip -batch F`.
                 if words.iter().any(|w| {
@@ -786,12 +816,12 @@ fn texts(words: Vec<Word>) -> Vec<String> {
     words.into_iter().map(|w| w.text).collect()
 }
 
-fn static_arg<'w>(w: &'w Word, prog: &str) -> Result<&'w str, String> {
+pub(crate) fn static_arg<'w>(w: &'w Word, prog: &str) -> Result<&'w str, String> {
     w.value()
         .ok_or_else(|| format!("argument `{}` of `{prog}` depends on expansion", w.text))
 }
 
-fn wrap_at(words: &[Word], i: usize) -> Step {
+pub(crate) fn wrap_at(words: &[Word], i: usize) -> Step {
     if i >= words.len() {
         Step::Run
     } else {
