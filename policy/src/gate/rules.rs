@@ -23,8 +23,57 @@ pub(crate) fn basename(program: &str) -> &str {
 pub(crate) fn is_downloader(base: &str) -> bool {
     matches!(
         base,
-        "curl" | "wget" | "fetch" | "aria2c" | "http" | "https" | "xh" | "lwp-request" | "GET"
+        "curl"
+            | "wget"
+            | "wget2"
+            | "fetch"
+            | "aria2c"
+            | "http"
+            | "https"
+            | "xh"
+            | "lwp-request"
+            | "lwp-download"
+            | "GET"
+            | "lynx"
+            | "w3m"
+            | "links"
+            | "elinks"
+            | "nc"
+            | "ncat"
+            | "netcat"
+            | "socat"
+            | "tftp"
+            | "ftp"
+            | "gh"
+            | "httpie"
+            | "curlie"
     )
+}
+
+/// Does this command run code it reads from stdin (a shell, an
+/// interpreter, `make -f -`, `awk -f -`, a database shell)?
+pub(crate) fn reads_code(cmd: &ParsedCommand) -> bool {
+    let base = basename(&cmd.program);
+    let family = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+    let stdin_file = |names: &[&str]| {
+        cmd.argv.windows(2).any(|w| {
+            names.contains(&w[0].as_str()) && matches!(w[1].as_str(), "-" | "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")
+        }) || cmd.argv.iter().any(|a| {
+            names.iter().any(|n| n.starts_with("--") && a.strip_prefix(n).is_some_and(|v| matches!(v, "=-" | "=/dev/stdin")))
+                || (a.starts_with("-f") && matches!(&a[2..], "-" | "/dev/stdin"))
+        })
+    };
+    runs_code(base)
+        || matches!(
+            family,
+            "tclsh" | "wish" | "expect" | "sqlite" | "irb" | "jshell" | "ghci" | "swipl" | "guile"
+                | "racket" | "sbcl" | "R" | "Rscript" | "julia" | "gdb" | "octave" | "m4" | "dc"
+                | "bc" | "ed" | "ex" | "vim" | "nvim"
+        )
+        || (matches!(family, "make" | "gmake" | "bmake") && stdin_file(&["-f", "--file", "--makefile"]))
+        || (matches!(family, "awk" | "gawk" | "mawk" | "nawk" | "sed" | "gsed") && stdin_file(&["-f", "--file"]))
+        || (family == "cmake" && stdin_file(&["-P"]))
+        || cmd.argv.iter().skip(1).any(|a| matches!(a.as_str(), "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0") && runs_code_by_design(base))
 }
 
 /// Shells and interpreters that run code read from stdin or a string
@@ -789,6 +838,40 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
                 ctx.danger(format!("`{base}` of init or of every process"));
             }
         }
+        "ip" => {
+            if let Some(why) = ip_change(args) {
+                ctx.danger(why);
+            }
+        }
+        "iptables" | "ip6tables" | "iptables-nft" | "iptables-legacy" | "ip6tables-nft"
+        | "ebtables" | "arptables" | "iptables-restore" | "ip6tables-restore" | "nft" | "ufw"
+        | "firewall-cmd" => {
+            let listing = args.iter().all(|w| {
+                matches!(
+                    w.text.as_str(),
+                    "-L" | "--list" | "-S" | "--list-rules" | "-n" | "--numeric" | "-v" | "--verbose"
+                        | "-t" | "nat" | "filter" | "mangle" | "raw" | "security" | "--line-numbers"
+                        | "-x" | "list" | "ruleset" | "tables" | "-a" | "status" | "--state"
+                        | "--list-all" | "--version" | "-V" | "--help" | "-h" | "show" | "verbose"
+                        | "numbered" | "-nL" | "-vnL" | "-nvL" | "-Ln" | "-Lnv"
+                ) || (w.text.starts_with("--get-") || w.text.starts_with("--query-"))
+            });
+            if !listing || args.is_empty() && base == "ufw" {
+                ctx.danger(format!("`{base}` changes the firewall"));
+            }
+        }
+        "ifconfig" if args.len() >= 2 => {
+            ctx.danger("`ifconfig` changes a network interface")
+        }
+        "route" if args.iter().any(|w| matches!(w.text.as_str(), "add" | "del" | "delete" | "flush" | "change")) => {
+            ctx.danger("`route` changes the routing table")
+        }
+        "nmcli" if args.iter().any(|w| matches!(w.text.as_str(), "down" | "delete" | "modify" | "off" | "disconnect" | "reload")) => {
+            ctx.danger("`nmcli` changes the network configuration")
+        }
+        "tc" if args.iter().any(|w| matches!(w.text.as_str(), "add" | "del" | "delete" | "change" | "replace")) => {
+            ctx.danger("`tc` changes network traffic control")
+        }
         "sysctl" => {
             if short_flag(args, 'w')
                 || short_flag(args, 'p')
@@ -811,6 +894,53 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
         _ if family == "su" || base == "runuser" => {}
         _ => {}
     }
+}
+
+/// `ip OBJECT VERB ...` that changes interfaces, addresses, routes,
+/// rules or neighbours (iproute2 matches both by prefix).
+fn ip_change(args: &[Word]) -> Option<String> {
+    let mut words = args.iter().map(|w| w.text.as_str()).peekable();
+    // Global options (`-4`, `-6`, `-n NS`, `-j`, `-d`, `-s`, ...).
+    while let Some(w) = words.peek() {
+        if !w.starts_with('-') {
+            break;
+        }
+        let takes = matches!(*w, "-n" | "-netns" | "-f" | "-family" | "-l" | "-loops" | "-rc" | "-rcvbuf");
+        words.next();
+        if takes {
+            words.next();
+        }
+    }
+    let object = words.next()?;
+    let objects = [
+        "link", "address", "addr", "route", "rule", "neighbour", "neighbor", "tunnel", "tuntap",
+        "maddress", "mroute", "nexthop", "xfrm", "netconf", "vrf", "mptcp", "ioam", "token",
+        "l2tp", "fou", "macsec", "tcp_metrics", "netns", "ntable", "sr", "stats", "monitor",
+        "neigh", "r", "ro", "rou", "a", "ad", "l", "li", "lin", "n", "ne", "nei", "ru", "tu",
+    ];
+    if !objects.iter().any(|o| o.starts_with(object)) {
+        return None;
+    }
+    let verb = words.next().unwrap_or("");
+    if verb.is_empty() || verb.starts_with('-') {
+        return None;
+    }
+    let is_link = "link".starts_with(object);
+    let reads = ["show", "list", "lst", "get", "help", "ls", "monitor", "save", "showdump", "identify", "pids"];
+    if verb != "s" && reads.iter().any(|r| r.starts_with(verb)) {
+        return None;
+    }
+    if verb == "s" && !is_link {
+        return None; // `ip a s` is `addr show`; `ip l s` is `link set`.
+    }
+    let changes = [
+        "add", "delete", "del", "set", "change", "chg", "replace", "flush", "append", "prepend",
+        "restore", "attach", "detach", "exec",
+    ];
+    if changes.iter().any(|c| c.starts_with(verb)) {
+        return Some(format!("`ip {object} {verb}` changes the network configuration"));
+    }
+    None
 }
 
 fn git_danger(ctx: &mut Ctx, args: &[Word]) {
@@ -849,6 +979,24 @@ fn git_danger(ctx: &mut Ctx, args: &[Word]) {
             {
                 ctx.danger("`git push --delete` (or `:branch`, `--prune`) deletes remote branches");
             }
+        }
+        "checkout" if !p.has("b") && !p.has("B") && !p.has("orphan") && !p.has("detach") && {
+            // `git checkout -- PATHS`, `git checkout .`, `git checkout REV PATHS`:
+            // the work tree's changes to those paths are discarded.
+            let dash = rest.iter().any(|w| w.text == "--");
+            let whole = p.operands.iter().any(|w| matches!(w.text.as_str(), "." | "./" | ":/" | ":/:" | "*" | ":(top)" | ":(glob)*"));
+            dash && !p.operands.is_empty() || whole || p.operands.len() >= 2 || p.has("patch")
+        } => ctx.danger("`git checkout` of paths discards their uncommitted changes"),
+        "restore" if !p.has("staged") || p.has("worktree") => {
+            if !p.operands.is_empty() || p.has("patch") {
+                ctx.danger("`git restore` of paths discards their uncommitted changes")
+            }
+        }
+        "switch" if p.has("discard-changes") => {
+            ctx.danger("`git switch --discard-changes` discards uncommitted work")
+        }
+        "stash" if p.operands.first().is_some_and(|w| w.text == "drop") => {
+            ctx.danger("`git stash drop` deletes a stash for good")
         }
         "reset" if p.has("hard") || p.has("merge") || p.has("keep") => {
             ctx.danger("`git reset --hard` discards uncommitted work")
@@ -904,11 +1052,26 @@ fn program_rules(ctx: &mut Ctx, base: &str, args: &[Word], _open: bool) -> Rules
             }
             Rules::Grammar
         }
+        "let" => {
+            if let Some(w) = args.iter().find(|w| w.dynamic && w.text.contains('[')) {
+                ctx.unknown(format!(
+                    "`let {}` evaluates a subscript that depends on an expansion",
+                    w.text
+                ));
+            }
+            Rules::Builtin
+        }
         "printf" => {
             let mut i = 0;
             while let Some(w) = args.get(i) {
                 if w.text == "-v" {
                     if let Some(v) = args.get(i + 1) {
+                        if v.dynamic {
+                            ctx.unknown(format!(
+                                "`printf -v {}` assigns to a name that depends on an expansion",
+                                v.text
+                            ));
+                        }
                         check_assignment(ctx, &v.text, None);
                     }
                     i += 2;

@@ -237,6 +237,13 @@ fn check_coverage(ctx: &mut Ctx, tree: &syntax::Syntax, src: &str) {
                     "`${x@P}` expands the value as a prompt, running any substitution in it",
                 );
             }
+            K::Subscript if arithmetic_subscript(node, src) => {
+                ctx.evaluator = true;
+                ctx.unknown(format!(
+                    "the array subscript `{}` depends on an expansion and is evaluated as arithmetic (a value such as `a[$(cmd)]` runs `cmd`)",
+                    node.text(src)
+                ));
+            }
             K::ArithmeticExpansion
             | K::CStyleForStatement
             | K::Subscript
@@ -340,6 +347,39 @@ fn check_coverage(ctx: &mut Ctx, tree: &syntax::Syntax, src: &str) {
             "the parser's words differ from bash's (escaped blank or newline inside a word)",
         );
     }
+}
+
+/// A subscript with an expansion in its index (`a[$i]`) inside arithmetic
+/// (`(( ))`, `$(( ))`, `for (( ))`, `[[ -eq ]]`): bash expands `$i`, then
+/// evaluates the result, so `i='$(cmd)'` runs `cmd`.
+fn arithmetic_subscript(node: Node, src: &str) -> bool {
+    let text = node.text(src);
+    let Some((_, index)) = text.split_once('[') else {
+        return false;
+    };
+    if !index.contains('$') && !index.contains('`') {
+        return false;
+    }
+    let mut up = node.parent();
+    let mut n = 0;
+    while let Some(p) = up {
+        match p.kind() {
+            K::ArithmeticExpansion | K::CStyleForStatement | K::TestCommand => return true,
+            K::CompoundStatement
+                if p.first_child().is_some_and(|c| c.kind() == K::DoubleParen) =>
+            {
+                return true
+            }
+            K::Command | K::Program | K::List | K::Pipeline => return false,
+            _ => {}
+        }
+        n += 1;
+        if n > 64 {
+            return true;
+        }
+        up = p.parent();
+    }
+    false
 }
 
 fn has_unescaped_newline(gap: &[u8]) -> bool {
@@ -711,10 +751,7 @@ impl Walker<'_, '_, '_, '_> {
         let mut downloaded = false;
         for stage in stages {
             let cmds = &self.ctx.commands[stage];
-            if downloaded
-                && cmds
-                    .iter()
-                    .any(|c| rules::runs_code(rules::basename(&c.program)))
+            if downloaded && cmds.iter().any(rules::reads_code)
             {
                 self.ctx
                     .danger("downloaded content is piped into a shell or interpreter");
@@ -847,6 +884,25 @@ impl Walker<'_, '_, '_, '_> {
             .first_child()
             .map(|n| self.text(n).to_string())
             .unwrap_or_default();
+        // `declare -i n=$x` evaluates the value as arithmetic.
+        let integer = node.named_children().any(|c| {
+            c.kind() == K::Word && {
+                let t = self.text(c);
+                t.starts_with('-') && t.contains('i')
+            }
+        });
+        if integer
+            && node.named_children().any(|c| {
+                c.kind() == K::VariableAssignment && {
+                    let t = self.text(c);
+                    t.split_once('=').is_some_and(|(_, v)| v.contains('$') || v.contains('`'))
+                }
+            })
+        {
+            self.ctx.unknown(format!(
+                "`{keyword} -i` evaluates a value that depends on an expansion as arithmetic"
+            ));
+        }
         self.record_builtin(node, &keyword);
         self.walk_children(node, depth);
     }

@@ -767,6 +767,27 @@ impl Ctx<'_> {
             prev = t;
             i += 1;
         }
+        // `find ~ -exec rm {} +`: a destructive command over every file of a
+        // home or system directory.
+        if starts.iter().any(|w| rules::is_dangerous_path(w) || super::paths::normalize(&w.text).from_home) {
+            if let Some(g) = groups.iter().find(|g| {
+                g.first().is_some_and(|p| {
+                    matches!(
+                        rules::basename(&p.text),
+                        "rm" | "shred" | "unlink" | "truncate" | "mv" | "chmod" | "chown" | "chgrp"
+                            | "dd" | "wipe" | "srm" | "chattr" | "setfacl"
+                    ) || (rules::basename(&p.text) == "sed" && g.iter().any(|w| w.text.starts_with("-i")))
+                        || (rules::basename(&p.text) == "perl" && g.iter().any(|w| w.text.starts_with("-i") || w.text.starts_with("-pi")))
+                })
+            }) {
+                let shown: Vec<&str> = g.iter().map(|w| w.text.as_str()).collect();
+                self.danger(format!(
+                    "`find {} -exec {}` changes or removes every file there",
+                    starts.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" "),
+                    shown.join(" ")
+                ));
+            }
+        }
         Ok(if groups.is_empty() {
             Step::Run
         } else {
