@@ -202,7 +202,7 @@ fn try_commands() {
         Err(_) => DEFAULT_ALLOW.iter().map(|s| s.to_string()).collect(),
     };
     for cmd in text.split('\n').filter(|l| !l.trim().is_empty()) {
-        let cmd = cmd.replace("\\n", "\n");
+        let cmd = cmd.replace("\\n", "\n").replace("\\t", "\t");
         for mode in [GateMode::Ask, GateMode::Allowlist] {
             let v = evaluate(&cmd, mode, &allow);
             println!("{:?} {mode:?}: {} {:?}", cmd, v.decision.as_str(), v.reasons);

@@ -379,7 +379,7 @@ pub(crate) fn evaluate_with(
                 reasons.push("the allowlist is empty".into());
             }
             reasons.extend(findings.into_reasons());
-            if commands.is_empty() {
+            if commands.is_empty() && reasons.is_empty() {
                 reasons.push("no command to run".into());
             }
             if reasons.is_empty() {

@@ -267,7 +267,9 @@ fn check_coverage(ctx: &mut Ctx, tree: &syntax::Syntax, src: &str) {
                 };
                 // A literal `$` can be joined with `(cmd)` at run time
                 // (`a='$'; b="${a}(id)"`) and then evaluated.
-                let quoted_dollar = kind != K::Word && text.contains('$')
+                // (Not in here-document text: a lone `$` there is data fed
+                // to a command, and `$a` in an unquoted one is an expansion.)
+                let quoted_dollar = kind != K::Word && kind != K::HeredocContent && text.contains('$')
                     || raw.contains("\\$")
                     || (kind == K::AnsiCString
                         && ["\\x24", "\\044", "\\u0024", "\\U00000024"]
@@ -276,6 +278,19 @@ fn check_coverage(ctx: &mut Ctx, tree: &syntax::Syntax, src: &str) {
                 if text.contains("$(") || text.contains('`') || quoted_dollar {
                     ctx.code_text = Some(text.chars().take(60).collect());
                 }
+            }
+            // tree-sitter-bash 0.25 reads the body of a `<<-` here-document
+            // whose lines start with tabs as one leaf: its substitutions
+            // (which bash runs when the delimiter is unquoted) are not seen.
+            K::HeredocBody
+                if node.child_count() == 0 && {
+                    let t = node.text(src);
+                    t.contains("$(") || t.contains('`') || t.contains("${") || t.contains("$[")
+                } && !heredoc_quoted(node, src) =>
+            {
+                ctx.unknown(
+                    "a here-document whose substitutions the parser did not read (`<<-` with tab-indented lines)",
+                );
             }
             // tree-sitter-bash reads the pattern of `${v#...}`, `${v%...}`,
             // `${v,,...}` as one leaf: a substitution there is invisible.
@@ -380,6 +395,14 @@ fn arithmetic_subscript(node: Node, src: &str) -> bool {
         up = p.parent();
     }
     false
+}
+
+/// Is the delimiter of the here-document `body` belongs to quoted (its
+/// text is then literal)?
+fn heredoc_quoted(body: Node, src: &str) -> bool {
+    body.parent()
+        .and_then(|r| r.children().find(|c| c.kind() == K::HeredocStart))
+        .is_some_and(|s| s.text(src).contains(['\'', '"', '\\']))
 }
 
 fn has_unescaped_newline(gap: &[u8]) -> bool {
