@@ -20,7 +20,10 @@ use super::{Ctx, Kind, Rules};
 
 /// Words in an option's name (or a `KEY=` in its value) that say it takes
 /// a program or a command line.
-const EXEC_WORDS: &[&str] = &["exec", "wrapper", "askpass", "shell", "command", "toolexec"];
+const EXEC_WORDS: &[&str] = &[
+    "exec", "wrapper", "askpass", "shell", "command", "toolexec", "editor", "pager", "runner",
+    "launcher", "interpreter",
+];
 
 fn says_exec(name: &str) -> Option<&'static str> {
     let n = name.to_ascii_lowercase();
@@ -181,11 +184,17 @@ pub(crate) fn embedded(ctx: &mut Ctx, base: &str, args: &[Word]) {
     let mut starts = 0;
     for (i, w) in args.iter().enumerate() {
         let Some(t) = w.value() else { continue };
+        // `--cmd='rm -rf ~'`: the value.
+        let t = match t.split_once('=') {
+            Some((o, v)) if o.starts_with('-') => v,
+            _ => t,
+        };
         if t.starts_with('-') || t.is_empty() {
             continue;
         }
         let b = basename(t);
         if starts < 4
+            && t == w.text
             && rules::check_program_name(w).is_ok()
             && (super::wrappers::is_wrapper(b) || rules::on_danger_list(b))
         {
@@ -367,6 +376,15 @@ pub(crate) fn targets(ctx: &mut Ctx, base: &str, args: &[Word]) {
         return; // `of=` has its own rule; `if=` only reads.
     }
     let reads = reads_disks(base, args);
+    // Every user's home through a glob (`/home/*/.ssh`).
+    if let Some(w) = args.iter().find(|w| {
+        w.multi && {
+            let n = paths::normalize(&w.text);
+            !n.relative && n.parts.len() >= 2 && n.parts[0] == "home" && n.parts[1].contains(['*', '?', '['])
+        }
+    }) {
+        ctx.danger(format!("`{base}` reaches every user's home directory through `{}`", w.text));
+    }
     let mut i = 0;
     while i < args.len() {
         let w = &args[i];
@@ -588,11 +606,9 @@ fn go(ctx: &mut Ctx, args: &[Word]) -> Rules {
     Rules::Grammar
 }
 
-fn cc(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
-    let mut prev_x = "";
-    for w in args {
-        let t = w.text.as_str();
-        let bad = t == "-wrapper"
+/// A compiler option that runs or loads another program.
+fn cc_bad(t: &str, prev_x: &str) -> bool {
+    t == "-wrapper"
             || t.starts_with("-B")
             || t.starts_with("-fplugin")
             || t.starts_with("-specs")
@@ -604,7 +620,14 @@ fn cc(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
             || t.starts_with('@')
             || (t.starts_with("-Wl,") && t.contains("plugin"))
             || (prev_x == "-Xclang" && matches!(t, "-load" | "-plugin" | "-add-plugin"))
-            || (prev_x == "-Xlinker" && t.contains("plugin"));
+            || (prev_x == "-Xlinker" && t.contains("plugin"))
+}
+
+fn cc(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
+    let mut prev_x = "";
+    for w in args {
+        let t = w.text.as_str();
+        let bad = cc_bad(t, prev_x);
         if bad {
             ctx.risky(format!("`{base} {t}` runs or loads another program"));
         }
@@ -635,6 +658,14 @@ fn make(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
             if !t.starts_with('-') && rules::is_var_name(k) {
                 if let Some(m) = says_exec(k) {
                     ctx.risky(format!("`{base} {t}` sets the {m} make runs recipes with"));
+                } else if MAKE_PROGRAM_VARS.contains(&k)
+                    || ["_CMD", "PROG", "WRAPPER", "LAUNCHER"].iter().any(|m| k.contains(m))
+                {
+                    ctx.risky(format!("`{base} {t}` names a program make runs"));
+                } else if k.ends_with("FLAGS")
+                    && (v.split_whitespace().any(|f| cc_bad(f, "")) || exec_option(&[Word::literal(v)]).is_some())
+                {
+                    ctx.risky(format!("`{base} {t}` passes an option that runs another program"));
                 } else if k == "MAKEFLAGS" || k == "MFLAGS" {
                     if v.contains("-E") || v.contains("eval") {
                         ctx.risky(format!("`{base} {t}` evaluates make code"));
@@ -645,6 +676,14 @@ fn make(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
     }
     Rules::Grammar
 }
+
+/// Make variables that name a program (GNU make's built-in rules run them).
+const MAKE_PROGRAM_VARS: &[&str] = &[
+    "CC", "CXX", "CPP", "LD", "AR", "AS", "FC", "F77", "PC", "CO", "GET", "LEX", "YACC", "LINT",
+    "M2C", "MAKEINFO", "TEX", "TEXI2DVI", "WEAVE", "CWEAVE", "TANGLE", "CTANGLE", "RM", "RANLIB",
+    "STRIP", "OBJCOPY", "OBJDUMP", "NM", "INSTALL", "MAKE", "PYTHON", "PERL", "GO", "CARGO",
+    "RUSTC", "NVCC", "MKDIR", "CP", "MV", "SED", "AWK", "LN", "PKG_CONFIG", "DOXYGEN", "CCACHE",
+];
 
 /// `cmake -E` tools that run no other program.
 const CMAKE_TOOLS: &[&str] = &[
@@ -689,9 +728,12 @@ fn cmake(ctx: &mut Ctx, args: &[Word]) -> Rules {
         };
         if let Some(d) = def {
             let name = d.split(['=', ':']).next().unwrap_or(d).to_ascii_uppercase();
-            if ["LAUNCHER", "TOOLCHAIN", "INCLUDE", "OVERRIDE", "EMULATOR", "WRAPPER", "COMMAND", "SHELL", "EXEC", "CLANG_TIDY", "CPPCHECK", "CPPLINT", "IWYU", "LINKER"]
+            let value = d.split_once('=').map_or("", |(_, v)| v);
+            if ["LAUNCHER", "TOOLCHAIN", "INCLUDE", "OVERRIDE", "EMULATOR", "WRAPPER", "COMMAND", "SHELL", "EXEC", "CLANG_TIDY", "CPPCHECK", "CPPLINT", "IWYU", "LINKER", "_PROGRAM", "_EXECUTABLE"]
                 .iter()
                 .any(|m| name.contains(m))
+                || (name.contains("COMPILER") && value.contains('/'))
+                || (name.ends_with("FLAGS") && value.split_whitespace().any(|f| cc_bad(f, "")))
             {
                 ctx.risky(format!("`cmake -D{d}` names a program or script cmake runs"));
             }

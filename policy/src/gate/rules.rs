@@ -335,6 +335,8 @@ pub(crate) fn is_code_var(name: &str) -> bool {
             | "LD_AUDIT"
             | "LD_LIBRARY_PATH"
             | "GCONV_PATH"
+            | "BASH_CMDS"
+            | "BASH_ALIASES"
     ) || name.starts_with("BASH_FUNC_")
 }
 
@@ -484,6 +486,7 @@ pub(crate) fn check_command(ctx: &mut Ctx, words: &[Word], open: bool) -> Rules 
         }
     }
     super::progs::targets(ctx, &base, args);
+    downloaded_code(ctx, &words[0].text, &base, args);
     let rules = program_rules(ctx, &base, args, open);
     if rules == Rules::None && !super::wrappers::is_wrapper(&base) && !base.starts_with('-') {
         if ctx.allowlist() {
@@ -522,6 +525,58 @@ pub(crate) fn check_command(ctx: &mut Ctx, words: &[Word], open: bool) -> Rules 
         }
     }
     rules
+}
+
+/// A downloader's output files are recorded; running one later in the
+/// command (`curl -o x.sh URL && ./x.sh`, `wget URL; sh install.sh`) is
+/// running downloaded code.
+fn downloaded_code(ctx: &mut Ctx, prog: &str, base: &str, args: &[Word]) {
+    let norm = |t: &str| t.trim_start_matches("./").to_string();
+    if is_downloader(base) {
+        let mut i = 0;
+        let mut named = false;
+        while i < args.len() {
+            let t = args[i].text.as_str();
+            let out = match t {
+                "-o" | "--output" | "-O" | "--output-document" if !(base == "curl" && t == "-O") => {
+                    i += 1;
+                    args.get(i).map(|w| w.text.clone())
+                }
+                _ => t
+                    .strip_prefix("--output=")
+                    .or_else(|| t.strip_prefix("--output-document="))
+                    .or_else(|| t.strip_prefix("-o").filter(|v| !v.is_empty() && !t.starts_with("--")))
+                    .map(str::to_string),
+            };
+            if let Some(o) = out {
+                named = true;
+                if o != "-" {
+                    ctx.downloads.push(norm(&o));
+                }
+            }
+            i += 1;
+        }
+        if !named {
+            // `curl -O URL`, `wget URL`: the URL's last path component.
+            for w in args.iter().filter(|w| w.text.contains("://")) {
+                if let Some(name) = w.text.split(['?', '#']).next().and_then(|u| u.rsplit('/').next()) {
+                    if !name.is_empty() && !name.contains(':') {
+                        ctx.downloads.push(name.to_string());
+                    }
+                }
+            }
+        }
+        return;
+    }
+    if ctx.downloads.is_empty() {
+        return;
+    }
+    let runs_file = ctx.downloads.iter().any(|d| norm(prog) == *d || basename(prog) == d && prog.contains('/'));
+    let feeds_file = (runs_code(base) || runs_code_by_design(base))
+        && args.iter().any(|a| ctx.downloads.iter().any(|d| norm(&a.text) == *d));
+    if runs_file || feeds_file {
+        ctx.danger(format!("`{prog}` runs a file downloaded earlier in the command"));
+    }
 }
 
 /// The danger list alone, for `words` (program first).
@@ -860,7 +915,7 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
                 ctx.danger(format!("`{base}` changes the firewall"));
             }
         }
-        "ifconfig" if args.len() >= 2 => {
+        "ifdown" | "ifup" | "ifconfig" if base != "ifconfig" || args.len() >= 2 => {
             ctx.danger("`ifconfig` changes a network interface")
         }
         "route" if args.iter().any(|w| matches!(w.text.as_str(), "add" | "del" | "delete" | "flush" | "change")) => {
@@ -994,6 +1049,11 @@ fn git_danger(ctx: &mut Ctx, args: &[Word]) {
         }
         "switch" if p.has("discard-changes") => {
             ctx.danger("`git switch --discard-changes` discards uncommitted work")
+        }
+        "rm" if !p.has("cached")
+            && p.operands.iter().any(|w| matches!(w.text.as_str(), "." | "./" | ":/" | "*" | ":(top)")) =>
+        {
+            ctx.danger("`git rm` of the whole tree deletes the work tree's files")
         }
         "stash" if p.operands.first().is_some_and(|w| w.text == "drop") => {
             ctx.danger("`git stash drop` deletes a stash for good")

@@ -128,6 +128,43 @@ pub(crate) fn check_text_after(ctx: &mut Ctx, src: &str) {
     }
 }
 
+/// The value of a test on literals: `[ 1 ]`, `[ 1 -eq 0 ]`, `[[ a == a ]]`,
+/// `test 2 -gt 1`, `(( 3 ))`.
+fn simple_test(c: &str) -> Option<bool> {
+    let inner = c
+        .strip_prefix("[[ ")
+        .and_then(|r| r.strip_suffix(" ]]"))
+        .or_else(|| c.strip_prefix("[ ").and_then(|r| r.strip_suffix(" ]")))
+        .or_else(|| c.strip_prefix("test "))
+        .or_else(|| c.strip_prefix("((").and_then(|r| r.strip_suffix("))")));
+    let inner = inner?.trim();
+    if inner.contains(['$', '`', '(', '\\']) {
+        return None;
+    }
+    let t: Vec<&str> = inner.split_whitespace().collect();
+    let num = |s: &str| s.trim_matches(['"', '\'']).parse::<i64>().ok();
+    let lit = |s: &'static str| s;
+    let _ = lit;
+    match t.as_slice() {
+        [one] => Some(if c.starts_with("((") { num(one)? != 0 } else { !one.trim_matches(['"', '\'']).is_empty() }),
+        [a, op, b] => {
+            let (x, y) = (a.trim_matches(['"', '\'']), b.trim_matches(['"', '\'']));
+            Some(match *op {
+                "=" | "==" => x == y,
+                "!=" => x != y,
+                "-eq" => num(x)? == num(y)?,
+                "-ne" => num(x)? != num(y)?,
+                "-lt" | "<" => num(x)? < num(y)?,
+                "-gt" | ">" => num(x)? > num(y)?,
+                "-le" | "<=" => num(x)? <= num(y)?,
+                "-ge" | ">=" => num(x)? >= num(y)?,
+                _ => return None,
+            })
+        }
+        _ => None,
+    }
+}
+
 /// Does `node` hold a command run in the background (`&`)?
 fn has_background(node: Node, depth: usize) -> bool {
     if depth > 64 {
@@ -151,6 +188,10 @@ fn endless_condition(cond: &str, until: bool) -> bool {
         Some(rest) => (true, rest.to_string()),
         None => (false, c),
     };
+    if let Some(v) = simple_test(&c) {
+        let v = v != negated;
+        return if until { !v } else { v };
+    }
     let truthy = matches!(
         c.as_str(),
         ":" | "true" | "/bin/true" | "/usr/bin/true" | "[ 1 ]" | "[ 1 = 1 ]" | "[ 1 -eq 1 ]"
@@ -626,7 +667,22 @@ impl Walker<'_, '_, '_, '_> {
         match kind {
             K::Command => self.command(node, depth),
             K::Pipeline => self.pipeline(node, depth),
-            K::RedirectedStatement => self.walk_children(node, depth),
+            K::RedirectedStatement => {
+                let before = self.ctx.commands.len();
+                self.walk_children(node, depth);
+                // `curl URL > x.sh`: the file holds downloaded content.
+                if self.ctx.commands[before..]
+                    .iter()
+                    .any(|c| rules::is_downloader(rules::basename(&c.program)))
+                {
+                    for r in node.children().filter(|c| c.kind() == K::FileRedirect) {
+                        for d in r.children().filter(|c| c.field() == Field::Destination) {
+                            let t = decode(d, self.src).text;
+                            self.ctx.downloads.push(t.trim_start_matches("./").to_string());
+                        }
+                    }
+                }
+            }
             K::FileRedirect => self.redirect(node, depth),
             K::HeredocRedirect | K::HerestringRedirect => {
                 // Words after `<<END` or after the `<<<` word are arguments
@@ -653,6 +709,15 @@ impl Walker<'_, '_, '_, '_> {
             K::VariableAssignment => self.assignment(node, depth),
             K::DeclarationCommand | K::UnsetCommand => self.declaration(node, depth),
             K::TestCommand => {
+                // `[[ -v "a[$x]" ]]` evaluates the subscript.
+                let t = self.text(node);
+                if let Some(after) = t.split_once("-v ").map(|(_, a)| a) {
+                    if after.contains('[') && (after.contains('$') || after.contains('`')) {
+                        self.ctx.unknown(
+                            "`[[ -v ]]` of a subscript that depends on an expansion (evaluated as arithmetic)",
+                        );
+                    }
+                }
                 let open = node
                     .first_child()
                     .map(|n| self.text(n).to_string())
