@@ -285,7 +285,7 @@ impl Ctx<'_> {
             }
             "envdir" => {
                 if self.allowlist() {
-                    return Err("`envdir` sets variables from files the gate cannot read".into());
+                    self.unknown("`envdir` sets variables from files the gate cannot read");
                 }
                 if words.len() < 3 {
                     return Err("`envdir` without a command".into());

@@ -514,19 +514,7 @@ fn cargo(ctx: &mut Ctx, args: &[Word]) -> Rules {
     while let Some(w) = args.get(i) {
         let t = w.text.as_str();
         if t == "--config" || t.starts_with("--config=") {
-            let v = opt_value(args, i).unwrap_or("");
-            let key = v.split('=').next().unwrap_or("").trim();
-            let safe = v.contains('=')
-                && (key.starts_with("term.")
-                    || key == "build.jobs"
-                    || key == "build.incremental"
-                    || key.starts_with("net.")
-                    || (key.starts_with("profile.")
-                        && !key.contains("rustflags")
-                        && !key.contains("build-override")));
-            if !safe {
-                ctx.risky(format!("`cargo --config {v}` can set a program cargo runs (wrapper, runner, linker) or read a file the gate cannot see"));
-            }
+            cargo_config(ctx, opt_value(args, i).unwrap_or(""));
             i += if t.contains('=') { 1 } else { 2 };
             continue;
         }
@@ -558,12 +546,29 @@ fn cargo(ctx: &mut Ctx, args: &[Word]) -> Rules {
                 ctx.risky(format!("`cargo {sub} -- {}` names a program for rustc to run", w.text));
             }
         }
-        if let Some(k) = has_opt(rest, &["--config"]) {
-            let v = opt_value(rest, k).unwrap_or("");
-            ctx.risky(format!("`cargo --config {v}` can set a program cargo runs"));
+        for (k, w) in rest.iter().enumerate().take_while(|(_, w)| w.text != "--") {
+            if w.text == "--config" || w.text.starts_with("--config=") {
+                cargo_config(ctx, opt_value(rest, k).unwrap_or(""));
+            }
         }
     }
     Rules::Grammar
+}
+
+/// `cargo --config KEY=VALUE` (or a file): only keys that set no program.
+fn cargo_config(ctx: &mut Ctx, v: &str) {
+    let key = v.split('=').next().unwrap_or("").trim();
+    let safe = v.contains('=')
+        && (key.starts_with("term.")
+            || key == "build.jobs"
+            || key == "build.incremental"
+            || key.starts_with("net.")
+            || (key.starts_with("profile.")
+                && !key.contains("rustflags")
+                && !key.contains("build-override")));
+    if !safe {
+        ctx.risky(format!("`cargo --config {v}` can set a program cargo runs (wrapper, runner, linker) or read a file the gate cannot see"));
+    }
 }
 
 fn go(ctx: &mut Ctx, args: &[Word]) -> Rules {
@@ -578,7 +583,10 @@ fn go(ctx: &mut Ctx, args: &[Word]) -> Rules {
                 ctx.risky(format!("`go {}` runs a program", w.text))
             }
             "ldflags" => {
-                let v = opt_value(args, i).unwrap_or("");
+                let v = match w.text.split_once('=') {
+                    Some((_, v)) => v,
+                    None => args.get(i + 1).map_or("", |w| w.text.as_str()),
+                };
                 if v.contains("extld") || v.contains("-linkmode") || v.contains("tmpdir") {
                     ctx.risky(format!("`go -ldflags {v}` names a linker to run"));
                 }

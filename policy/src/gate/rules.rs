@@ -818,7 +818,14 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
             }
             for t in targets {
                 let probe = in_cwd(ctx, t);
-                if let Some(why) = paths::write_target_danger(&probe) {
+                // The target may be a directory: judge a file in it too.
+                let inside = format!("{}/x", probe.trim_end_matches('/'));
+                let why = paths::write_target_danger(&probe).or_else(|| {
+                    (base != "tee" && base != "truncate" && base != "touch")
+                        .then(|| paths::write_target_danger(&inside))
+                        .flatten()
+                });
+                if let Some(why) = why {
                     ctx.danger(format!("`{base}` {why}"));
                 }
             }
