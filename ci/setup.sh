@@ -23,6 +23,20 @@ command -v ed >/dev/null 2>&1 || need+=(ed)
 command -v flock >/dev/null 2>&1 || need+=(util-linux)
 command -v minisign >/dev/null 2>&1 || need+=(minisign)
 command -v script >/dev/null 2>&1 || need+=(bsdutils)
+# The risk gate's attack tests for launchers, build tools and network tools
+# (issue 24) run these real programs.
+command -v make >/dev/null 2>&1 || need+=(make)
+command -v gcc >/dev/null 2>&1 || need+=(gcc)
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
+command -v screen >/dev/null 2>&1 || need+=(screen)
+command -v dtach >/dev/null 2>&1 || need+=(dtach)
+command -v eatmydata >/dev/null 2>&1 || need+=(eatmydata)
+command -v envdir >/dev/null 2>&1 || need+=(daemontools)
+command -v socat >/dev/null 2>&1 || need+=(socat)
+command -v ncat >/dev/null 2>&1 || need+=(ncat)
+command -v rsync >/dev/null 2>&1 || need+=(rsync)
+command -v hyperfine >/dev/null 2>&1 || need+=(hyperfine)
+command -v wget >/dev/null 2>&1 || need+=(wget)
 # The proxy tests drive a real client through it.
 command -v curl >/dev/null 2>&1 || need+=(curl)
 # The pipeline test counts the opens of one launch.

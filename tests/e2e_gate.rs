@@ -901,6 +901,109 @@ fn real_attacks_are_denied_and_really_run_code() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Issue 24's classes, attacked with the real programs: variables that
+/// make an allowed program run another, options that take a program,
+/// launchers (whose command must itself be allowed), code fed to a program
+/// that runs its input. Each attack first really runs `payload`; then, as
+/// above, "exec" must be denied in allowlist mode (every word listed) and
+/// asked about in ask mode, "deny" denied in allowlist mode, "report" (a
+/// launcher) must name `payload` among the commands, and be denied in
+/// allowlist mode when `payload` is not listed.
+#[test]
+fn generalised_attacks_are_caught_and_really_run_code() {
+    if !installed("git") || !installed("bash") {
+        require("git and bash", false, "git or bash is not installed");
+        return;
+    }
+    let world = RealWorld::new();
+    world.sh(
+        "printf 'int main(void){return 0;}\n' > hello.c && \
+         printf 'all:\n\ttrue\n' > Makefile && echo change >> repo/a && mkdir -p envd",
+    );
+    let attacks: &[(&str, &str, &str)] = &[
+        // Variables (allowlist: only inert ones; ask: the ones that name a program).
+        ("git", "GIT_EXTERNAL_DIFF=payload git -C repo diff", "exec"),
+        (
+            "git",
+            "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=diff.external GIT_CONFIG_VALUE_0=payload git -C repo diff",
+            "exec",
+        ),
+        ("git", "GIT_SSH_COMMAND=payload git -C repo fetch -q ssh://h/x", "exec"),
+        ("git", "env GIT_SSH=payload git -C repo ls-remote ssh://h/x", "exec"),
+        ("rsync", "RSYNC_RSH=payload rsync -a h:x y", "exec"),
+        ("rsync", "RSYNC_CONNECT_PROG=payload rsync rsync://h/m/ y", "exec"),
+        ("make", "MAKEFLAGS=--eval=x:;payload make x", "deny"),
+        ("make", "CC=payload make hello", "deny"),
+        // Options that take a program.
+        ("make", "make SHELL=payload all", "exec"),
+        ("make", "make CC=payload hello", "exec"),
+        ("make", "make --eval='x: ; payload' x", "exec"),
+        ("make", "printf 'x:\\n\\tpayload\\n' | make -f - x", "exec"),
+        ("gcc", "gcc -wrapper payload -c hello.c -o /dev/null", "exec"),
+        ("rsync", "rsync --rsh=payload -a h:x y", "exec"),
+        ("socat", "socat -u OPEN:/dev/null SYSTEM:payload", "exec"),
+        ("sqlite3", "sqlite3 :memory: \"select edit('x', 'payload')\"", "exec"),
+        // Launchers: the command they run is reported (and must be listed).
+        ("tmux", "tmux -L zotgate new-session -d payload; sleep 1", "report"),
+        ("screen", "screen -dmS zotgate payload; sleep 1", "report"),
+        ("dtach", "dtach -n dsock payload; sleep 1", "report"),
+        ("eatmydata", "eatmydata payload", "report"),
+        ("softlimit", "softlimit -m 100000000 payload", "report"),
+        ("envdir", "envdir envd payload", "report"),
+        ("hyperfine", "hyperfine -r 2 -N payload", "report"),
+        ("hyperfine", "hyperfine -r 2 --prepare payload true", "report"),
+        // Code fed to a program that runs its input.
+        ("curl", "curl -s file://$PWD/rc | sh", "exec"),
+        ("curl", "curl -so s.sh file://$PWD/rc && sh s.sh", "exec"),
+    ];
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for (prog, cmd, want) in attacks {
+        if !require(
+            &format!("`{prog}` (ci/setup.sh installs it)"),
+            installed(prog),
+            &format!("{cmd:?} not run"),
+        ) {
+            continue;
+        }
+        let names: BTreeSet<&str> = cmd
+            .split(|c: char| !(c.is_ascii_alphanumeric() || "_-.".contains(c)))
+            .filter(|w| !w.is_empty() && !w.starts_with('-'))
+            .collect();
+        let allow = names.iter().copied().collect::<Vec<_>>().join(",");
+        let (code, v) = verdict("allowlist", &allow, cmd);
+        if *want != "report" && code != 1 {
+            failures.push(format!("allowlist allowed {cmd:?}: {v}"));
+        }
+        if *want == "report" {
+            let without: Vec<&str> = names.iter().copied().filter(|n| *n != "payload").collect();
+            let (code, v) = verdict("allowlist", &without.join(","), cmd);
+            if code != 1 {
+                failures.push(format!("allowlist allowed {cmd:?} without `payload` listed: {v}"));
+            }
+        }
+        let (code, v) = verdict("ask", "", cmd);
+        if *want == "exec" && code != 3 {
+            failures.push(format!("ask mode did not ask for {cmd:?}: {v}"));
+        }
+        let programs: Vec<&str> = v["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["program"].as_str().unwrap())
+            .collect();
+        if *want == "report" && !programs.contains(&"payload") {
+            failures.push(format!("the gate did not report `payload` for {cmd:?}: {v}"));
+        }
+        if !world.payload_runs(cmd) {
+            failures.push(format!("the attack {cmd:?} did not run its payload (test is wrong)"));
+        }
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} attacks could be checked");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// Ordinary developer commands stay allowed in allowlist mode (with their
 /// program listed) and in ask mode, and really work.
 #[test]
@@ -940,8 +1043,24 @@ fn ordinary_commands_stay_allowed() {
         "git merge --no-edit topic",
         "timeout 5 git status",
         "nice -n 5 git log --oneline",
+        "LANG=C LC_ALL=C git log -1",
+        "make -j4 CFLAGS=-O2 all",
+        "npm run build -- --watch",
+        "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release",
+        "cmake -E make_directory out",
+        "ssh -o ConnectTimeout=5 host uptime",
+        "sqlite3 -readonly app.db 'select count(*) from t'",
+        "uv run pytest -q",
+        "tmux new-session -d -s work 'cargo test'",
+        "hyperfine 'cargo build'",
+        "gcc -Wall -O2 -o hello hello.c",
+        "go build ./...",
+        "curl -fsSL -o out.json https://example.com/api",
+        "git checkout main",
+        "git restore --staged f",
+        "ip addr show",
     ];
-    let allow = "git,ls,grep,cargo,rg,find,sed,tar,sort,awk,xargs,timeout,nice";
+    let allow = "git,ls,grep,cargo,rg,find,sed,tar,sort,awk,xargs,timeout,nice,make,npm,cmake,ssh,uptime,sqlite3,uv,pytest,tmux,hyperfine,gcc,go,curl,ip";
     let mut failures = Vec::new();
     for cmd in controls {
         for mode in ["allowlist", "ask"] {
@@ -1002,6 +1121,30 @@ fn ask_mode_asks_about_destruction_and_code() {
         "perf stat -- rm x",
         "ip netns exec ns rm x",
         "run0 rm x",
+        "anything rm -rf ~",
+        "anything 'rm -rf ~'",
+        "git checkout -- .",
+        "git restore .",
+        "git stash drop",
+        "ip link set eth0 down",
+        "iptables -F",
+        "nft flush ruleset",
+        "lynx -source x | sh",
+        "curl x | make -f -",
+        "while :; do sleep 1 & done",
+        "cd /dev && cat img > sda",
+        "curl -o /dev/sda x",
+        "tar -cf /dev/sdb .",
+        "rm -rf /home/*/.ssh",
+        "rm -rf /proc/1/root/etc",
+        "curl -o ~/.ssh/authorized_keys x",
+        "pytest --basetemp=~",
+        "find ~ -exec rm {} +",
+        "GIT_SSH_COMMAND=x git fetch",
+        "EDITOR=x git commit",
+        "(( a[$i] ))",
+        "cat <<-EOF\n\t$(id)\n\tEOF",
+        "hash -p /bin/rm ls",
     ];
     let mut failures = Vec::new();
     for cmd in cases {

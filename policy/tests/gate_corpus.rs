@@ -187,3 +187,25 @@ fn megabyte_inputs_are_bounded() {
     );
     assert!(t.elapsed() < std::time::Duration::from_secs(1));
 }
+
+/// Prints the verdicts of the commands in `ZOT_GATE_TRY` (one a line) in
+/// both modes, with `ZOT_GATE_ALLOW` (comma-separated) as the allowlist:
+/// `ZOT_GATE_TRY='git log' cargo test -p zot-policy --test gate_corpus try -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn try_commands() {
+    let Ok(text) = std::env::var("ZOT_GATE_TRY") else {
+        return;
+    };
+    let allow: Vec<String> = match std::env::var("ZOT_GATE_ALLOW") {
+        Ok(a) => a.split(',').map(str::to_string).collect(),
+        Err(_) => DEFAULT_ALLOW.iter().map(|s| s.to_string()).collect(),
+    };
+    for cmd in text.split('\n').filter(|l| !l.trim().is_empty()) {
+        let cmd = cmd.replace("\\n", "\n").replace("\\t", "\t");
+        for mode in [GateMode::Ask, GateMode::Allowlist] {
+            let v = evaluate(&cmd, mode, &allow);
+            println!("{:?} {mode:?}: {} {:?}", cmd, v.decision.as_str(), v.reasons);
+        }
+    }
+}

@@ -97,7 +97,7 @@ impl Limits {
 /// Which bound a command is over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Exceeded {
-    /// More `|` than [`Limits::pipes`] (the count found).
+    /// A pipeline of more `|` than [`Limits::pipes`] (the count found).
     Pipes(usize),
     Steps,
     Lexed,
@@ -215,7 +215,7 @@ impl Budget {
         const TOO: &str = "the command is too complex to check";
         match e {
             Exceeded::Pipes(n) => format!(
-                "{TOO}: it has {n} `|`, more than the {} the gate parses (a long pipeline makes the parser's time and memory grow with the square of its length; counted before parsing, quoted ones included)",
+                "{TOO}: a pipeline of it has {n} `|`, more than the {} the gate parses (a long pipeline makes the parser's time and memory grow with the square of its length; counted before parsing)",
                 self.limits.pipes
             ),
             Exceeded::Steps => format!(
@@ -252,23 +252,143 @@ fn clock() -> Duration {
     START.get_or_init(Instant::now).elapsed()
 }
 
-/// The `|` in `src` that can be pipe operators (`|` and `|&`): all of them
-/// but the two of a `||` (a list operator, which does not make the parser
-/// slow). A longer run counts in full (`|||` is `||` then `|`).
+/// The most `|` that can be pipe operators in one pipeline of `src`
+/// (`|` and `|&`; not the two of a `||`, a list operator), counted on the
+/// raw bytes before parsing, quote-aware: a `|` in `'...'`, `"..."` or
+/// `$'...'` is text, a `;`, `&`, `&&`, `||` or newline ends a pipeline (a
+/// newline right after a `|` does not), and each `$( )` or backtick
+/// substitution counts its own pipelines, with the pipeline around it
+/// going on after it. When in doubt it counts more: a newline ends any
+/// quote (a line with an unbalanced quote does not hide the pipes of the
+/// next), so text the parser reads differently can only make more
+/// commands not understood, never let a long pipeline through.
 pub(crate) fn pipes(src: &[u8]) -> usize {
-    let mut n = 0;
-    let mut run = 0;
-    for &b in src.iter().chain(std::iter::once(&0)) {
-        if b == b'|' {
-            run += 1;
-        } else {
-            if run != 2 {
-                n += run;
+    #[derive(Clone, Copy, PartialEq)]
+    enum C {
+        /// Top level or inside `$( )` (with its open parentheses).
+        Code(u32),
+        Backtick,
+        Single,
+        DollarSingle,
+        Double,
+    }
+    // Each open context with its pipeline's count so far.
+    let mut stack: Vec<(C, usize)> = vec![(C::Code(0), 0)];
+    let mut max = 0usize;
+    let mut last_sig = 0u8; // last non-blank byte in code
+    let mut i = 0;
+    while i < src.len() {
+        let b = src[i];
+        let top = stack.len() - 1;
+        let (ctx, _) = stack[top];
+        if b == b'\n' {
+            let quoted = !matches!(ctx, C::Code(_) | C::Backtick);
+            if quoted {
+                // Keep counting as if the quote had ended.
+                let (_, n) = stack[top];
+                stack.truncate(top.max(1));
+                let t = stack.len() - 1;
+                stack[t].1 = stack[t].1.max(n);
+            } else if last_sig != b'|' {
+                stack[top].1 = 0;
             }
-            run = 0;
+            i += 1;
+            continue;
+        }
+        match ctx {
+            C::Single => {
+                if b == b'\'' {
+                    stack.pop();
+                }
+                i += 1;
+            }
+            C::DollarSingle => {
+                match b {
+                    b'\\' => i += 1,
+                    b'\'' => {
+                        stack.pop();
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            C::Double => {
+                match b {
+                    b'\\' => i += 1,
+                    b'"' => {
+                        stack.pop();
+                    }
+                    b'`' => stack.push((C::Backtick, 0)),
+                    b'$' if src.get(i + 1) == Some(&b'(') => {
+                        stack.push((C::Code(0), 0));
+                        i += 1;
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            C::Code(_) | C::Backtick => {
+                match b {
+                    b'\\' => {
+                        i += 2;
+                        last_sig = b'\\';
+                        continue;
+                    }
+                    b'\'' => stack.push((C::Single, 0)),
+                    b'"' => stack.push((C::Double, 0)),
+                    b'$' if src.get(i + 1) == Some(&b'\'') => {
+                        stack.push((C::DollarSingle, 0));
+                        i += 1;
+                    }
+                    b'$' if src.get(i + 1) == Some(&b'(') => {
+                        stack.push((C::Code(0), 0));
+                        i += 1;
+                    }
+                    b'`' if ctx == C::Backtick => {
+                        stack.pop();
+                    }
+                    b'`' => stack.push((C::Backtick, 0)),
+                    b'(' => {
+                        if let C::Code(d) = ctx {
+                            stack[top].0 = C::Code(d + 1);
+                        }
+                    }
+                    b')' => match ctx {
+                        C::Code(0) if top > 0 => {
+                            stack.pop();
+                        }
+                        C::Code(d) if d > 0 => stack[top].0 = C::Code(d - 1),
+                        _ => {}
+                    },
+                    b'|' => {
+                        if src.get(i + 1) == Some(&b'|') {
+                            // `||` ends the pipeline; `|||` is `||` then `|`.
+                            stack[top].1 = 0;
+                            i += 2;
+                            last_sig = b'o';
+                            continue;
+                        }
+                        stack[top].1 += 1;
+                        max = max.max(stack[top].1);
+                    }
+                    b';' | b'&' => {
+                        // `|&` is a pipe (counted at its `|`); `&>` a redirection.
+                        if !(b == b'&' && (last_sig == b'|' || src.get(i + 1) == Some(&b'>')))
+                            && !(b == b'&' && i > 0 && matches!(src[i - 1], b'>' | b'<'))
+                        {
+                            stack[top].1 = 0;
+                        }
+                    }
+                    _ => {}
+                }
+                if !b.is_ascii_whitespace() {
+                    last_sig = b;
+                }
+                i += 1;
+            }
         }
     }
-    n
+    max
 }
 
 #[cfg(test)]
@@ -307,7 +427,7 @@ mod tests {
         );
         let r = reasons("a|a|a", Limits { pipes: 1, ..NO_CLOCK });
         assert_eq!(r.len(), 1);
-        assert!(r[0].starts_with("not understood: the command is too complex to check: it has 2 `|`, more than the 1"));
+        assert!(r[0].starts_with("not understood: the command is too complex to check: a pipeline of it has 2 `|`, more than the 1"));
     }
 
     #[test]
@@ -341,12 +461,19 @@ mod tests {
             ("a|b", 1),
             ("a|&b", 1),
             ("a||b", 0),
-            ("a|||b", 3),
-            ("a||||b", 4),
+            ("a|||b", 1),
+            ("a||||b", 0),
             ("|", 1),
             ("||", 0),
-            ("a|b||c|d", 2),
-            ("echo '|' \"|\" \\|", 3),
+            ("a|b||c|d", 1),
+            ("a|b|c; d|e", 2),
+            ("a|b|c\nd|e", 2),
+            ("a|b|\nc|d", 3),
+            ("echo '|' \"|\" $'\\'|' x", 0),
+            ("echo \"$(a|b|c)\" | d", 2),
+            ("a | $(b; c|d) | e", 2),
+            ("\\|a|b", 1),
+            ("echo 'x\n|a|b|c", 3),
             ("case x in a|b) ;; esac", 1),
         ] {
             assert_eq!(pipes(src.as_bytes()), n, "{src:?}");
@@ -376,7 +503,7 @@ mod tests {
         assert_eq!(b.admit("a|b|c"), Ok(()));
         assert_eq!(b.admit("a|b|c|d"), Err(Exceeded::Pipes(3)));
         assert_eq!(b.admit("a|b"), Ok(()));
-        assert!(b.reason(Exceeded::Pipes(3)).contains("it has 3 `|`, more than the 2"));
+        assert!(b.reason(Exceeded::Pipes(3)).contains("has 3 `|`, more than the 2"));
     }
 
     #[test]

@@ -12,9 +12,12 @@
 
 mod budget;
 mod grammars;
+mod launchers;
 mod opts;
 mod paths;
 mod rules;
+mod progs;
+mod vars;
 mod syntax;
 mod walk;
 mod word;
@@ -165,6 +168,20 @@ pub(crate) struct Ctx<'a> {
     pub budget: budget::Budget,
     /// `env -S` strings split so far.
     pub env_splits: usize,
+    /// Above 0 while the arguments of a program are analysed as a command
+    /// line (`anything rm -rf ~`): that analysis does not nest.
+    pub embedded_depth: usize,
+    /// Arguments parsed as command lines so far.
+    pub embedded_parses: usize,
+    /// The directory of the last `cd` to an absolute path (relative
+    /// write targets after it are judged there: `cd /dev; ... > sda`).
+    pub cwd: Option<String>,
+    /// Files a downloader wrote (`curl -o f`, `wget -O f`, `curl ... > f`):
+    /// running one later is running downloaded code.
+    pub downloads: Vec<String>,
+    /// A redirection was reported in allowlist mode (so the raw-text check
+    /// of `<`/`>` does not report it a second time).
+    pub redirect_seen: bool,
 }
 
 impl Ctx<'_> {
@@ -222,6 +239,18 @@ impl Findings {
         };
         let next = self.map.len();
         self.map.entry(reason).or_insert((next, kind));
+    }
+
+    /// The reasons of one kind, in the order they were first found.
+    fn of_kind(&self, kind: Kind) -> Vec<String> {
+        let mut all: Vec<(usize, &str)> = self
+            .map
+            .iter()
+            .filter(|(_, (_, k))| *k == kind)
+            .map(|(reason, (order, _))| (*order, reason.text.as_str()))
+            .collect();
+        all.sort_unstable_by_key(|(order, _)| *order);
+        all.into_iter().map(|(_, text)| text.to_string()).collect()
     }
 
     /// The reasons, in the order they were first found.
@@ -302,6 +331,11 @@ pub(crate) fn evaluate_with(
         evaluator: false,
         budget: budget::Budget::new(limits),
         env_splits: 0,
+        embedded_depth: 0,
+        embedded_parses: 0,
+        cwd: None,
+        downloads: Vec::new(),
+        redirect_seen: false,
     };
     let empty = command.trim().is_empty();
     if command.len() > MAX_INPUT_BYTES {
@@ -309,6 +343,7 @@ pub(crate) fn evaluate_with(
     } else if !empty {
         walk::check_text(&mut ctx, command);
         walk::parse_and_walk(&mut ctx, command, &[], 0);
+        walk::check_text_after(&mut ctx, command);
         walk::check_recursion(&mut ctx);
         if ctx.evaluator {
             if let Some(text) = ctx.code_text.take() {

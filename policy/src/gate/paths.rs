@@ -148,6 +148,11 @@ fn normalize_unquoted(t: &str) -> NormPath<'_> {
             p => parts.push(Cow::Borrowed(p)),
         }
     }
+    // `/proc/PID/root` (and `/proc/self/root`, `/proc/*/root`) is `/` seen
+    // through that process.
+    while !relative && parts.len() >= 3 && parts[0] == "proc" && parts[2] == "root" {
+        parts.drain(..3);
+    }
     let only_up = relative && climbed > 0 && parts.is_empty();
     if relative && climbed >= 3 {
         // Deep enough to reach `/` from most working directories.
@@ -187,6 +192,8 @@ pub(crate) fn is_dangerous_path(w: &Word) -> bool {
         [] => true,
         [one] => sys(one),
         [one, two] => (sys(one) && glob(two)) || is_home(p),
+        // Every user's files (`/home/*/.ssh`).
+        [one, two, ..] if one == "home" && glob(two) => true,
         [one, _, three] if one == "home" => glob(three) || three == "." || three == "..",
         _ => false,
     }

@@ -23,8 +23,57 @@ pub(crate) fn basename(program: &str) -> &str {
 pub(crate) fn is_downloader(base: &str) -> bool {
     matches!(
         base,
-        "curl" | "wget" | "fetch" | "aria2c" | "http" | "https" | "xh" | "lwp-request" | "GET"
+        "curl"
+            | "wget"
+            | "wget2"
+            | "fetch"
+            | "aria2c"
+            | "http"
+            | "https"
+            | "xh"
+            | "lwp-request"
+            | "lwp-download"
+            | "GET"
+            | "lynx"
+            | "w3m"
+            | "links"
+            | "elinks"
+            | "nc"
+            | "ncat"
+            | "netcat"
+            | "socat"
+            | "tftp"
+            | "ftp"
+            | "gh"
+            | "httpie"
+            | "curlie"
     )
+}
+
+/// Does this command run code it reads from stdin (a shell, an
+/// interpreter, `make -f -`, `awk -f -`, a database shell)?
+pub(crate) fn reads_code(cmd: &ParsedCommand) -> bool {
+    let base = basename(&cmd.program);
+    let family = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+    let stdin_file = |names: &[&str]| {
+        cmd.argv.windows(2).any(|w| {
+            names.contains(&w[0].as_str()) && matches!(w[1].as_str(), "-" | "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")
+        }) || cmd.argv.iter().any(|a| {
+            names.iter().any(|n| n.starts_with("--") && a.strip_prefix(n).is_some_and(|v| matches!(v, "=-" | "=/dev/stdin")))
+                || (a.starts_with("-f") && matches!(&a[2..], "-" | "/dev/stdin"))
+        })
+    };
+    runs_code(base)
+        || matches!(
+            family,
+            "tclsh" | "wish" | "expect" | "sqlite" | "irb" | "jshell" | "ghci" | "swipl" | "guile"
+                | "racket" | "sbcl" | "R" | "Rscript" | "julia" | "gdb" | "octave" | "m4" | "dc"
+                | "bc" | "ed" | "ex" | "vim" | "nvim"
+        )
+        || (matches!(family, "make" | "gmake" | "bmake") && stdin_file(&["-f", "--file", "--makefile"]))
+        || (matches!(family, "awk" | "gawk" | "mawk" | "nawk" | "sed" | "gsed") && stdin_file(&["-f", "--file"]))
+        || (family == "cmake" && stdin_file(&["-P"]))
+        || cmd.argv.iter().skip(1).any(|a| matches!(a.as_str(), "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0") && runs_code_by_design(base))
 }
 
 /// Shells and interpreters that run code read from stdin or a string
@@ -145,8 +194,6 @@ pub(crate) fn runs_code_by_design(base: &str) -> bool {
                 | "psql"
                 | "dc"
                 | "m"
-                | "tmux"
-                | "screen"
                 | "xdg-open"
                 | "sensible-editor"
                 | "sensible-pager"
@@ -288,16 +335,30 @@ pub(crate) fn is_code_var(name: &str) -> bool {
             | "LD_AUDIT"
             | "LD_LIBRARY_PATH"
             | "GCONV_PATH"
+            | "BASH_CMDS"
+            | "BASH_ALIASES"
     ) || name.starts_with("BASH_FUNC_")
 }
 
-pub(crate) fn check_assignment(ctx: &mut Ctx, name: &str) {
+/// An assignment of `name` (to `value`, None when it depends on an
+/// expansion): in every mode, variables the shell or the loader runs as
+/// code; in allowlist mode, every variable that is not known to be inert;
+/// in ask mode, variables that make a program run another program.
+pub(crate) fn check_assignment(ctx: &mut Ctx, name: &str, value: Option<&str>) {
     if is_code_var(name) {
         ctx.risky(format!(
             "assignment to `{name}` makes the shell or the loader run code"
         ));
-    } else if ctx.allowlist() && is_dangerous_var(name) {
-        ctx.restrict(format!("assignment to `{name}` can change which code runs"));
+    } else if ctx.allowlist() {
+        let base = name.split('[').next().unwrap_or(name);
+        if is_dangerous_var(name) {
+            ctx.restrict(format!("assignment to `{name}` can change which code runs"));
+        }
+        if !super::vars::is_inert(base) {
+            ctx.unknown(super::vars::not_inert_reason(name));
+        }
+    } else if let Some(why) = super::vars::runs_command(name, value) {
+        ctx.danger(why);
     }
 }
 
@@ -424,7 +485,17 @@ pub(crate) fn check_command(ctx: &mut Ctx, words: &[Word], open: bool) -> Rules 
             ctx.restrict(format!("brace expansion `{}`", w.text));
         }
     }
+    super::progs::targets(ctx, &base, args);
+    downloaded_code(ctx, &words[0].text, &base, args);
     let rules = program_rules(ctx, &base, args, open);
+    if rules == Rules::None && !super::wrappers::is_wrapper(&base) && !base.starts_with('-') {
+        if ctx.allowlist() {
+            if let Some(why) = super::progs::exec_option(args) {
+                ctx.unknown(format!("`{base}`: {why}"));
+            }
+        }
+        super::progs::embedded(ctx, &base, args);
+    }
     if rules == Rules::Grammar && ctx.allowlist() {
         if open {
             ctx.restrict(format!("`{base}` run by xargs gets options from stdin"));
@@ -456,6 +527,99 @@ pub(crate) fn check_command(ctx: &mut Ctx, words: &[Word], open: bool) -> Rules 
     rules
 }
 
+/// A downloader's output files are recorded; running one later in the
+/// command (`curl -o x.sh URL && ./x.sh`, `wget URL; sh install.sh`) is
+/// running downloaded code.
+fn downloaded_code(ctx: &mut Ctx, prog: &str, base: &str, args: &[Word]) {
+    let norm = |t: &str| t.trim_start_matches("./").to_string();
+    if is_downloader(base) {
+        let mut i = 0;
+        let mut named = false;
+        while i < args.len() {
+            let t = args[i].text.as_str();
+            let out = match t {
+                "-o" | "--output" | "-O" | "--output-document" if !(base == "curl" && t == "-O") => {
+                    i += 1;
+                    args.get(i).map(|w| w.text.clone())
+                }
+                _ => t
+                    .strip_prefix("--output=")
+                    .or_else(|| t.strip_prefix("--output-document="))
+                    .or_else(|| t.strip_prefix("-o").filter(|v| !v.is_empty() && !t.starts_with("--")))
+                    .map(str::to_string),
+            };
+            if let Some(o) = out {
+                named = true;
+                if o != "-" {
+                    ctx.downloads.push(norm(&o));
+                }
+            }
+            i += 1;
+        }
+        if !named {
+            // `curl -O URL`, `wget URL`: the URL's last path component.
+            for w in args.iter().filter(|w| w.text.contains("://")) {
+                if let Some(name) = w.text.split(['?', '#']).next().and_then(|u| u.rsplit('/').next()) {
+                    if !name.is_empty() && !name.contains(':') {
+                        ctx.downloads.push(name.to_string());
+                    }
+                }
+            }
+        }
+        return;
+    }
+    if ctx.downloads.is_empty() {
+        return;
+    }
+    let runs_file = ctx.downloads.iter().any(|d| norm(prog) == *d || basename(prog) == d && prog.contains('/'));
+    let feeds_file = (runs_code(base) || runs_code_by_design(base))
+        && args.iter().any(|a| ctx.downloads.iter().any(|d| norm(&a.text) == *d));
+    if runs_file || feeds_file {
+        ctx.danger(format!("`{prog}` runs a file downloaded earlier in the command"));
+    }
+}
+
+/// The danger list alone, for `words` (program first).
+pub(crate) fn danger_of(ctx: &mut Ctx, words: &[Word]) {
+    if let Some((prog, args)) = words.split_first() {
+        danger(ctx, basename(&prog.text), args, false);
+    }
+}
+
+/// `t` as seen from the directory of the last absolute `cd`, when it is
+/// relative.
+pub(crate) fn in_cwd(ctx: &Ctx, t: &str) -> String {
+    match &ctx.cwd {
+        Some(dir) if !t.starts_with('/') && !t.starts_with('~') && !t.starts_with('$') => {
+            format!("{}/{}", dir.trim_end_matches('/'), t)
+        }
+        _ => t.to_string(),
+    }
+}
+
+pub(crate) fn operands_of(args: &[Word]) -> Vec<&Word> {
+    operands(args)
+}
+
+/// Programs with an entry in the danger list (by their name).
+pub(crate) fn on_danger_list(base: &str) -> bool {
+    matches!(
+        base,
+        "rm" | "unlink" | "shred" | "chmod" | "chown" | "chgrp" | "chattr" | "setfacl" | "mkswap"
+            | "wipefs" | "blkdiscard" | "sfdisk" | "fdisk" | "cfdisk" | "parted" | "sgdisk"
+            | "gdisk" | "mformat" | "sg_format" | "sg_sanitize" | "flashrom" | "killall5"
+            | "cryptsetup" | "nvme" | "hdparm" | "badblocks" | "zpool" | "zfs" | "lvremove"
+            | "vgremove" | "pvremove" | "dmsetup" | "mdadm" | "dd" | "cp" | "mv" | "install" | "ln"
+            | "tee" | "truncate" | "touch" | "git" | "shutdown" | "reboot" | "halt" | "poweroff"
+            | "kexec" | "init" | "telinit" | "systemctl" | "loginctl" | "kill" | "pkill"
+            | "killall" | "sysctl" | "rsync" | "ip" | "iptables" | "ip6tables" | "nft"
+            | "ebtables" | "ufw" | "firewall-cmd" | "ifconfig" | "route" | "find" | "fallocate"
+            | "ddrescue" | "curl" | "wget" | "tar"
+    ) || base.starts_with("mkfs")
+        || base.starts_with("mke2fs")
+        || base.starts_with("newfs")
+}
+
 fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
     if base == "cd" {
         // `cd` alone goes home; `..`-only paths may climb to `/`.
@@ -467,6 +631,18 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
         if risky {
             ctx.cd_danger = Some(target.map_or("~".to_string(), |w| w.text.clone()));
         }
+        // Where relative paths now point (`cd /dev; ... > sda`).
+        ctx.cwd = match target {
+            Some(w) if w.is_static() && w.text.starts_with('/') => Some(w.text.clone()),
+            Some(w) if w.is_static() && !w.text.starts_with('-') => ctx
+                .cwd
+                .take()
+                .map(|c| format!("{}/{}", c.trim_end_matches('/'), w.text)),
+            _ => None,
+        };
+    }
+    if base == "hash" && args.iter().any(|w| w.text.starts_with("-p") || w.text.starts_with('-') && w.text.contains('p')) {
+        ctx.unknown("`hash -p` makes a command name run another program");
     }
     // `rm -rf {/,x}` is `rm -rf / x`: the checks below see one word.
     let checked = matches!(
@@ -614,7 +790,7 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
         "dd" => {
             for w in args {
                 if let Some(target) = w.text.strip_prefix("of=") {
-                    if let Some(why) = paths::write_target_danger(target) {
+                    if let Some(why) = paths::write_target_danger(&in_cwd(ctx, target)) {
                         ctx.danger(format!("`dd` {why}"));
                     } else if w.dynamic {
                         ctx.danger(format!("`dd` output `{target}` depends on expansion"));
@@ -641,12 +817,15 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
                 }
             }
             for t in targets {
-                let probe = if base == "tee" || base == "truncate" || base == "touch" {
-                    t.to_string()
-                } else {
-                    t.to_string()
-                };
-                if let Some(why) = paths::write_target_danger(&probe) {
+                let probe = in_cwd(ctx, t);
+                // The target may be a directory: judge a file in it too.
+                let inside = format!("{}/x", probe.trim_end_matches('/'));
+                let why = paths::write_target_danger(&probe).or_else(|| {
+                    (base != "tee" && base != "truncate" && base != "touch")
+                        .then(|| paths::write_target_danger(&inside))
+                        .flatten()
+                });
+                if let Some(why) = why {
                     ctx.danger(format!("`{base}` {why}"));
                 }
             }
@@ -721,6 +900,40 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
                 ctx.danger(format!("`{base}` of init or of every process"));
             }
         }
+        "ip" => {
+            if let Some(why) = ip_change(args) {
+                ctx.danger(why);
+            }
+        }
+        "iptables" | "ip6tables" | "iptables-nft" | "iptables-legacy" | "ip6tables-nft"
+        | "ebtables" | "arptables" | "iptables-restore" | "ip6tables-restore" | "nft" | "ufw"
+        | "firewall-cmd" => {
+            let listing = args.iter().all(|w| {
+                matches!(
+                    w.text.as_str(),
+                    "-L" | "--list" | "-S" | "--list-rules" | "-n" | "--numeric" | "-v" | "--verbose"
+                        | "-t" | "nat" | "filter" | "mangle" | "raw" | "security" | "--line-numbers"
+                        | "-x" | "list" | "ruleset" | "tables" | "-a" | "status" | "--state"
+                        | "--list-all" | "--version" | "-V" | "--help" | "-h" | "show" | "verbose"
+                        | "numbered" | "-nL" | "-vnL" | "-nvL" | "-Ln" | "-Lnv"
+                ) || (w.text.starts_with("--get-") || w.text.starts_with("--query-"))
+            });
+            if !listing || args.is_empty() && base == "ufw" {
+                ctx.danger(format!("`{base}` changes the firewall"));
+            }
+        }
+        "ifdown" | "ifup" | "ifconfig" if base != "ifconfig" || args.len() >= 2 => {
+            ctx.danger("`ifconfig` changes a network interface")
+        }
+        "route" if args.iter().any(|w| matches!(w.text.as_str(), "add" | "del" | "delete" | "flush" | "change")) => {
+            ctx.danger("`route` changes the routing table")
+        }
+        "nmcli" if args.iter().any(|w| matches!(w.text.as_str(), "down" | "delete" | "modify" | "off" | "disconnect" | "reload")) => {
+            ctx.danger("`nmcli` changes the network configuration")
+        }
+        "tc" if args.iter().any(|w| matches!(w.text.as_str(), "add" | "del" | "delete" | "change" | "replace")) => {
+            ctx.danger("`tc` changes network traffic control")
+        }
         "sysctl" => {
             if short_flag(args, 'w')
                 || short_flag(args, 'p')
@@ -743,6 +956,53 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
         _ if family == "su" || base == "runuser" => {}
         _ => {}
     }
+}
+
+/// `ip OBJECT VERB ...` that changes interfaces, addresses, routes,
+/// rules or neighbours (iproute2 matches both by prefix).
+fn ip_change(args: &[Word]) -> Option<String> {
+    let mut words = args.iter().map(|w| w.text.as_str()).peekable();
+    // Global options (`-4`, `-6`, `-n NS`, `-j`, `-d`, `-s`, ...).
+    while let Some(w) = words.peek() {
+        if !w.starts_with('-') {
+            break;
+        }
+        let takes = matches!(*w, "-n" | "-netns" | "-f" | "-family" | "-l" | "-loops" | "-rc" | "-rcvbuf");
+        words.next();
+        if takes {
+            words.next();
+        }
+    }
+    let object = words.next()?;
+    let objects = [
+        "link", "address", "addr", "route", "rule", "neighbour", "neighbor", "tunnel", "tuntap",
+        "maddress", "mroute", "nexthop", "xfrm", "netconf", "vrf", "mptcp", "ioam", "token",
+        "l2tp", "fou", "macsec", "tcp_metrics", "netns", "ntable", "sr", "stats", "monitor",
+        "neigh", "r", "ro", "rou", "a", "ad", "l", "li", "lin", "n", "ne", "nei", "ru", "tu",
+    ];
+    if !objects.iter().any(|o| o.starts_with(object)) {
+        return None;
+    }
+    let verb = words.next().unwrap_or("");
+    if verb.is_empty() || verb.starts_with('-') {
+        return None;
+    }
+    let is_link = "link".starts_with(object);
+    let reads = ["show", "list", "lst", "get", "help", "ls", "monitor", "save", "showdump", "identify", "pids"];
+    if verb != "s" && reads.iter().any(|r| r.starts_with(verb)) {
+        return None;
+    }
+    if verb == "s" && !is_link {
+        return None; // `ip a s` is `addr show`; `ip l s` is `link set`.
+    }
+    let changes = [
+        "add", "delete", "del", "set", "change", "chg", "replace", "flush", "append", "prepend",
+        "restore", "attach", "detach", "exec",
+    ];
+    if changes.iter().any(|c| c.starts_with(verb)) {
+        return Some(format!("`ip {object} {verb}` changes the network configuration"));
+    }
+    None
 }
 
 fn git_danger(ctx: &mut Ctx, args: &[Word]) {
@@ -781,6 +1041,29 @@ fn git_danger(ctx: &mut Ctx, args: &[Word]) {
             {
                 ctx.danger("`git push --delete` (or `:branch`, `--prune`) deletes remote branches");
             }
+        }
+        "checkout" if !p.has("b") && !p.has("B") && !p.has("orphan") && !p.has("detach") && {
+            // `git checkout -- PATHS`, `git checkout .`, `git checkout REV PATHS`:
+            // the work tree's changes to those paths are discarded.
+            let dash = rest.iter().any(|w| w.text == "--");
+            let whole = p.operands.iter().any(|w| matches!(w.text.as_str(), "." | "./" | ":/" | ":/:" | "*" | ":(top)" | ":(glob)*"));
+            dash && !p.operands.is_empty() || whole || p.operands.len() >= 2 || p.has("patch")
+        } => ctx.danger("`git checkout` of paths discards their uncommitted changes"),
+        "restore" if !p.has("staged") || p.has("worktree") => {
+            if !p.operands.is_empty() || p.has("patch") {
+                ctx.danger("`git restore` of paths discards their uncommitted changes")
+            }
+        }
+        "switch" if p.has("discard-changes") => {
+            ctx.danger("`git switch --discard-changes` discards uncommitted work")
+        }
+        "rm" if !p.has("cached")
+            && p.operands.iter().any(|w| matches!(w.text.as_str(), "." | "./" | ":/" | "*" | ":(top)")) =>
+        {
+            ctx.danger("`git rm` of the whole tree deletes the work tree's files")
+        }
+        "stash" if p.operands.first().is_some_and(|w| w.text == "drop") => {
+            ctx.danger("`git stash drop` deletes a stash for good")
         }
         "reset" if p.has("hard") || p.has("merge") || p.has("keep") => {
             ctx.danger("`git reset --hard` discards uncommitted work")
@@ -836,16 +1119,31 @@ fn program_rules(ctx: &mut Ctx, base: &str, args: &[Word], _open: bool) -> Rules
             }
             Rules::Grammar
         }
+        "let" => {
+            if let Some(w) = args.iter().find(|w| w.dynamic && w.text.contains('[')) {
+                ctx.unknown(format!(
+                    "`let {}` evaluates a subscript that depends on an expansion",
+                    w.text
+                ));
+            }
+            Rules::Builtin
+        }
         "printf" => {
             let mut i = 0;
             while let Some(w) = args.get(i) {
                 if w.text == "-v" {
                     if let Some(v) = args.get(i + 1) {
-                        check_assignment(ctx, &v.text);
+                        if v.dynamic {
+                            ctx.unknown(format!(
+                                "`printf -v {}` assigns to a name that depends on an expansion",
+                                v.text
+                            ));
+                        }
+                        check_assignment(ctx, &v.text, None);
                     }
                     i += 2;
                 } else if let Some(v) = w.text.strip_prefix("-v") {
-                    check_assignment(ctx, v);
+                    check_assignment(ctx, v, None);
                     i += 1;
                 } else {
                     break;
@@ -892,7 +1190,7 @@ fn program_rules(ctx: &mut Ctx, base: &str, args: &[Word], _open: bool) -> Rules
                 _ => names.extend(ops.last()),
             }
             for n in names {
-                check_assignment(ctx, n);
+                check_assignment(ctx, n, None);
             }
             Rules::Builtin
         }
@@ -905,37 +1203,18 @@ fn program_rules(ctx: &mut Ctx, base: &str, args: &[Word], _open: bool) -> Rules
             }
             Rules::RunsCode
         }
-        _ if family_of(base) == "sqlite" => {
-            let dot = args.iter().find(|w| {
-                w.text.trim_start().starts_with('.')
-                    && w.text.len() > 1
-                    && !w.text.starts_with("./")
-            });
-            if let Some(w) = dot {
-                ctx.risky(format!("`{base}` dot-command `{}` (`.shell`, `.system`, `.output` run programs or write files)", w.text));
-            } else if args.iter().any(|w| w.text == "-cmd" || w.text == "-init") {
-                ctx.risky(format!("`{base} -cmd`/`-init` runs dot-commands"));
-            } else if operands(args).len() < 2 {
-                ctx.unknown(format!(
-                    "`{base}` reads commands from stdin (`.shell` runs programs)"
-                ));
-            }
-            Rules::RunsCode
-        }
         "ed" | "red" => {
             ctx.unknown(format!(
                 "`{base}` reads commands from stdin (`!` runs programs)"
             ));
             Rules::RunsCode
         }
+        _ if super::progs::program_rules(ctx, base, args).is_some() => Rules::Grammar,
         _ if runs_code_by_design(base) => Rules::RunsCode,
         _ => Rules::None,
     }
 }
 
-fn family_of(base: &str) -> &str {
-    base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.')
-}
 
 /// `host:path`, `user@host:path`, `host::module`, `rsync://`: the remote
 /// side of an rsync or scp transfer.

@@ -647,3 +647,30 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod dump {
+    /// Prints the tree of `ZOT_GATE_DUMP` (`\n`, `\t` escapes): a
+    /// debugging aid, `cargo test -p zot-policy --lib dump -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn dump() {
+        let Ok(src) = std::env::var("ZOT_GATE_DUMP") else {
+            return;
+        };
+        let src = src.replace("\\n", "\n").replace("\\t", "\t");
+        let budget = super::Budget::new(crate::gate::budget::Limits::DEFAULT);
+        let Ok(tree) = super::parse(&src, &budget) else {
+            return;
+        };
+        for n in tree.preorder() {
+            let mut d = 0;
+            let mut p = n.parent();
+            while let Some(q) = p {
+                d += 1;
+                p = q.parent();
+            }
+            println!("{}{} {:?}", "  ".repeat(d), n.name(), n.text(&src));
+        }
+    }
+}

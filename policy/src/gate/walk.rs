@@ -116,9 +116,97 @@ pub(crate) fn check_text(ctx: &mut Ctx, src: &str) {
         if src.contains("$(") {
             ctx.restrict("command substitution `$(...)`");
         }
-        if src.contains('<') || src.contains('>') {
-            ctx.restrict("`<` and `>` (redirection)");
+    }
+}
+
+/// Checks on the raw text after the walk: the spec's allowlist rejects `<`
+/// and `>` anywhere, even quoted; a redirection the walker reported is not
+/// reported again.
+pub(crate) fn check_text_after(ctx: &mut Ctx, src: &str) {
+    if ctx.allowlist() && !ctx.redirect_seen && (src.contains('<') || src.contains('>')) {
+        ctx.restrict("`<` and `>` (redirection)");
+    }
+}
+
+/// The value of a test on literals: `[ 1 ]`, `[ 1 -eq 0 ]`, `[[ a == a ]]`,
+/// `test 2 -gt 1`, `(( 3 ))`.
+fn simple_test(c: &str) -> Option<bool> {
+    let inner = c
+        .strip_prefix("[[ ")
+        .and_then(|r| r.strip_suffix(" ]]"))
+        .or_else(|| c.strip_prefix("[ ").and_then(|r| r.strip_suffix(" ]")))
+        .or_else(|| c.strip_prefix("test "))
+        .or_else(|| c.strip_prefix("((").and_then(|r| r.strip_suffix("))")));
+    let inner = inner?.trim();
+    if inner.contains(['$', '`', '(', '\\']) {
+        return None;
+    }
+    let t: Vec<&str> = inner.split_whitespace().collect();
+    let num = |s: &str| s.trim_matches(['"', '\'']).parse::<i64>().ok();
+    let lit = |s: &'static str| s;
+    let _ = lit;
+    match t.as_slice() {
+        [one] => Some(if c.starts_with("((") { num(one)? != 0 } else { !one.trim_matches(['"', '\'']).is_empty() }),
+        [a, op, b] => {
+            let (x, y) = (a.trim_matches(['"', '\'']), b.trim_matches(['"', '\'']));
+            Some(match *op {
+                "=" | "==" => x == y,
+                "!=" => x != y,
+                "-eq" => num(x)? == num(y)?,
+                "-ne" => num(x)? != num(y)?,
+                "-lt" | "<" => num(x)? < num(y)?,
+                "-gt" | ">" => num(x)? > num(y)?,
+                "-le" | "<=" => num(x)? <= num(y)?,
+                "-ge" | ">=" => num(x)? >= num(y)?,
+                _ => return None,
+            })
         }
+        _ => None,
+    }
+}
+
+/// Does `node` hold a command run in the background (`&`)?
+fn has_background(node: Node, depth: usize) -> bool {
+    if depth > 64 {
+        return true;
+    }
+    node.children().any(|c| {
+        (!c.is_named() && c.kind() == K::Amp) || (c.child_count() > 0 && has_background(c, depth + 1))
+    })
+}
+
+/// Is the condition of a `while` (or, with `until`, of an `until`) loop
+/// always true (false): `:`, `true`, `[ 1 ]`, `((1))`, `sleep 1`, ...?
+fn endless_condition(cond: &str, until: bool) -> bool {
+    let c: String = cond
+        .trim()
+        .trim_end_matches([';', '\n', ' ', '\t'])
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let (negated, c) = match c.strip_prefix("! ") {
+        Some(rest) => (true, rest.to_string()),
+        None => (false, c),
+    };
+    if let Some(v) = simple_test(&c) {
+        let v = v != negated;
+        return if until { !v } else { v };
+    }
+    let truthy = matches!(
+        c.as_str(),
+        ":" | "true" | "/bin/true" | "/usr/bin/true" | "[ 1 ]" | "[ 1 = 1 ]" | "[ 1 -eq 1 ]"
+            | "((1))" | "(( 1 ))" | "test 1" | "[[ 1 ]]" | "[ x ]" | "[ true ]" | "builtin true"
+            | "command true" | "let 1" | "[[ 1 -eq 1 ]]" | "[ : ]"
+    ) || c.starts_with("sleep ");
+    let falsy = matches!(
+        c.as_str(),
+        "false" | "/bin/false" | "/usr/bin/false" | "((0))" | "(( 0 ))" | "[ ]" | "[ \"\" ]"
+            | "test" | "[[ 0 -eq 1 ]]" | "[ 0 -eq 1 ]" | "[ 1 = 0 ]"
+    );
+    if until {
+        (falsy && !negated) || (truthy && negated)
+    } else {
+        (truthy && !negated) || (falsy && negated)
     }
 }
 
@@ -190,6 +278,13 @@ fn check_coverage(ctx: &mut Ctx, tree: &syntax::Syntax, src: &str) {
                     "`${x@P}` expands the value as a prompt, running any substitution in it",
                 );
             }
+            K::Subscript if arithmetic_subscript(node, src) => {
+                ctx.evaluator = true;
+                ctx.unknown(format!(
+                    "the array subscript `{}` depends on an expansion and is evaluated as arithmetic (a value such as `a[$(cmd)]` runs `cmd`)",
+                    node.text(src)
+                ));
+            }
             K::ArithmeticExpansion
             | K::CStyleForStatement
             | K::Subscript
@@ -213,7 +308,9 @@ fn check_coverage(ctx: &mut Ctx, tree: &syntax::Syntax, src: &str) {
                 };
                 // A literal `$` can be joined with `(cmd)` at run time
                 // (`a='$'; b="${a}(id)"`) and then evaluated.
-                let quoted_dollar = kind != K::Word && text.contains('$')
+                // (Not in here-document text: a lone `$` there is data fed
+                // to a command, and `$a` in an unquoted one is an expansion.)
+                let quoted_dollar = kind != K::Word && kind != K::HeredocContent && text.contains('$')
                     || raw.contains("\\$")
                     || (kind == K::AnsiCString
                         && ["\\x24", "\\044", "\\u0024", "\\U00000024"]
@@ -222,6 +319,19 @@ fn check_coverage(ctx: &mut Ctx, tree: &syntax::Syntax, src: &str) {
                 if text.contains("$(") || text.contains('`') || quoted_dollar {
                     ctx.code_text = Some(text.chars().take(60).collect());
                 }
+            }
+            // tree-sitter-bash 0.25 reads the body of a `<<-` here-document
+            // whose lines start with tabs as one leaf: its substitutions
+            // (which bash runs when the delimiter is unquoted) are not seen.
+            K::HeredocBody
+                if node.child_count() == 0 && {
+                    let t = node.text(src);
+                    t.contains("$(") || t.contains('`') || t.contains("${") || t.contains("$[")
+                } && !heredoc_quoted(node, src) =>
+            {
+                ctx.unknown(
+                    "a here-document whose substitutions the parser did not read (`<<-` with tab-indented lines)",
+                );
             }
             // tree-sitter-bash reads the pattern of `${v#...}`, `${v%...}`,
             // `${v,,...}` as one leaf: a substitution there is invisible.
@@ -293,6 +403,47 @@ fn check_coverage(ctx: &mut Ctx, tree: &syntax::Syntax, src: &str) {
             "the parser's words differ from bash's (escaped blank or newline inside a word)",
         );
     }
+}
+
+/// A subscript with an expansion in its index (`a[$i]`) inside arithmetic
+/// (`(( ))`, `$(( ))`, `for (( ))`, `[[ -eq ]]`): bash expands `$i`, then
+/// evaluates the result, so `i='$(cmd)'` runs `cmd`.
+fn arithmetic_subscript(node: Node, src: &str) -> bool {
+    let text = node.text(src);
+    let Some((_, index)) = text.split_once('[') else {
+        return false;
+    };
+    if !index.contains('$') && !index.contains('`') {
+        return false;
+    }
+    let mut up = node.parent();
+    let mut n = 0;
+    while let Some(p) = up {
+        match p.kind() {
+            K::ArithmeticExpansion | K::CStyleForStatement | K::TestCommand => return true,
+            K::CompoundStatement
+                if p.first_child().is_some_and(|c| c.kind() == K::DoubleParen) =>
+            {
+                return true
+            }
+            K::Command | K::Program | K::List | K::Pipeline => return false,
+            _ => {}
+        }
+        n += 1;
+        if n > 64 {
+            return true;
+        }
+        up = p.parent();
+    }
+    false
+}
+
+/// Is the delimiter of the here-document `body` belongs to quoted (its
+/// text is then literal)?
+fn heredoc_quoted(body: Node, src: &str) -> bool {
+    body.parent()
+        .and_then(|r| r.children().find(|c| c.kind() == K::HeredocStart))
+        .is_some_and(|s| s.text(src).contains(['\'', '"', '\\']))
 }
 
 fn has_unescaped_newline(gap: &[u8]) -> bool {
@@ -484,6 +635,16 @@ impl Walker<'_, '_, '_, '_> {
             && !self.restricted.contains(&node.name())
         {
             self.restricted.push(node.name());
+            if matches!(
+                kind,
+                K::FileRedirect
+                    | K::RedirectedStatement
+                    | K::HeredocRedirect
+                    | K::HerestringRedirect
+                    | K::ProcessSubstitution
+            ) {
+                self.ctx.redirect_seen = true;
+            }
             self.ctx.restrict(describe(node.name()));
         }
         // Bash only reads `{`, `!` and `[[` as keywords when a blank follows
@@ -506,7 +667,22 @@ impl Walker<'_, '_, '_, '_> {
         match kind {
             K::Command => self.command(node, depth),
             K::Pipeline => self.pipeline(node, depth),
-            K::RedirectedStatement => self.walk_children(node, depth),
+            K::RedirectedStatement => {
+                let before = self.ctx.commands.len();
+                self.walk_children(node, depth);
+                // `curl URL > x.sh`: the file holds downloaded content.
+                if self.ctx.commands[before..]
+                    .iter()
+                    .any(|c| rules::is_downloader(rules::basename(&c.program)))
+                {
+                    for r in node.children().filter(|c| c.kind() == K::FileRedirect) {
+                        for d in r.children().filter(|c| c.field() == Field::Destination) {
+                            let t = decode(d, self.src).text;
+                            self.ctx.downloads.push(t.trim_start_matches("./").to_string());
+                        }
+                    }
+                }
+            }
             K::FileRedirect => self.redirect(node, depth),
             K::HeredocRedirect | K::HerestringRedirect => {
                 // Words after `<<END` or after the `<<<` word are arguments
@@ -526,9 +702,22 @@ impl Walker<'_, '_, '_, '_> {
                 self.walk_children(node, depth)
             }
             K::FunctionDefinition => self.function(node, depth),
+            K::WhileStatement | K::CStyleForStatement => {
+                self.fork_loop(node);
+                self.walk_children(node, depth)
+            }
             K::VariableAssignment => self.assignment(node, depth),
             K::DeclarationCommand | K::UnsetCommand => self.declaration(node, depth),
             K::TestCommand => {
+                // `[[ -v "a[$x]" ]]` evaluates the subscript.
+                let t = self.text(node);
+                if let Some(after) = t.split_once("-v ").map(|(_, a)| a) {
+                    if after.contains('[') && (after.contains('$') || after.contains('`')) {
+                        self.ctx.unknown(
+                            "`[[ -v ]]` of a subscript that depends on an expansion (evaluated as arithmetic)",
+                        );
+                    }
+                }
                 let open = node
                     .first_child()
                     .map(|n| self.text(n).to_string())
@@ -650,10 +839,7 @@ impl Walker<'_, '_, '_, '_> {
         let mut downloaded = false;
         for stage in stages {
             let cmds = &self.ctx.commands[stage];
-            if downloaded
-                && cmds
-                    .iter()
-                    .any(|c| rules::runs_code(rules::basename(&c.program)))
+            if downloaded && cmds.iter().any(rules::reads_code)
             {
                 self.ctx
                     .danger("downloaded content is piped into a shell or interpreter");
@@ -682,12 +868,48 @@ impl Walker<'_, '_, '_, '_> {
         if writes {
             for dest in node.children().filter(|c| c.field() == Field::Destination) {
                 let w = decode(dest, self.src);
-                if let Some(why) = super::paths::write_target_danger(&w.text) {
+                let target = rules::in_cwd(self.ctx, &w.text);
+                if let Some(why) = super::paths::write_target_danger(&target) {
                     self.ctx.danger(format!("a redirection {why}"));
                 }
             }
         }
         self.walk_children(node, depth);
+    }
+
+    /// `while :; do CMD & done` and its variants: an endless loop that
+    /// starts a background job each time round (and never waits).
+    fn fork_loop(&mut self, node: Node) {
+        let Some(body) = node.children().find(|c| c.kind() == K::DoGroup) else {
+            return;
+        };
+        let endless = if node.kind() == K::CStyleForStatement {
+            let t = self.text(node);
+            let header = t
+                .split_once("((")
+                .and_then(|(_, r)| r.split_once("))"))
+                .map(|(h, _)| h)
+                .unwrap_or("");
+            let cond = header.split(';').nth(1).unwrap_or("x").trim();
+            cond.is_empty() || cond == "1" || cond == "true"
+        } else {
+            let until = node.first_child().is_some_and(|k| self.text(k) == "until");
+            let start = node.first_child().map_or(0, |k| k.end_byte());
+            let cond = self.src.get(start..body.start_byte()).unwrap_or("");
+            let cond = cond.trim().strip_suffix("do").unwrap_or(cond);
+            endless_condition(cond, until)
+        };
+        if !endless || !has_background(body, 0) {
+            return;
+        }
+        let waits = self
+            .text(body)
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .any(|w| w == "wait");
+        if !waits {
+            self.ctx
+                .danger("an endless loop starts a background job each time round (fork bomb pattern)");
+        }
     }
 
     fn function(&mut self, node: Node, depth: usize) {
@@ -696,6 +918,10 @@ impl Walker<'_, '_, '_, '_> {
             .map(|n| self.text(n).to_string());
         let before = self.ctx.commands.len();
         self.walk_children(node, depth);
+        if name.as_deref() == Some("command_not_found_handle") {
+            self.ctx
+                .unknown("`command_not_found_handle` runs for every program name that is not found");
+        }
         if let Some(name) = name {
             let calls: Vec<String> = self.ctx.commands[before..]
                 .iter()
@@ -726,8 +952,17 @@ impl Walker<'_, '_, '_, '_> {
                     self.text(name)
                 ));
             }
+            let name_id = name.start_byte();
             let name = self.text(name).to_string();
-            rules::check_assignment(self.ctx, &name);
+            let value = node
+                .named_children()
+                .find(|c| c.start_byte() != name_id)
+                .map(|v| decode(v, self.src));
+            let value = match &value {
+                Some(w) => w.value(),
+                None => Some(""),
+            };
+            rules::check_assignment(self.ctx, &name, value);
         }
         self.walk_children(node, depth);
     }
@@ -737,6 +972,25 @@ impl Walker<'_, '_, '_, '_> {
             .first_child()
             .map(|n| self.text(n).to_string())
             .unwrap_or_default();
+        // `declare -i n=$x` evaluates the value as arithmetic.
+        let integer = node.named_children().any(|c| {
+            c.kind() == K::Word && {
+                let t = self.text(c);
+                t.starts_with('-') && t.contains('i')
+            }
+        });
+        if integer
+            && node.named_children().any(|c| {
+                c.kind() == K::VariableAssignment && {
+                    let t = self.text(c);
+                    t.split_once('=').is_some_and(|(_, v)| v.contains('$') || v.contains('`'))
+                }
+            })
+        {
+            self.ctx.unknown(format!(
+                "`{keyword} -i` evaluates a value that depends on an expansion as arithmetic"
+            ));
+        }
         self.record_builtin(node, &keyword);
         self.walk_children(node, depth);
     }

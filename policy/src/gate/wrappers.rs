@@ -20,6 +20,8 @@ pub(crate) enum Step {
     Replace { rest: Vec<Word>, open: bool },
     /// It runs a shell string.
     Shell(String),
+    /// It runs several shell strings (`hyperfine`, `tmux`).
+    Shells(Vec<String>),
     /// `find`: runs itself, plus one command per `-exec` group.
     Find(Vec<Vec<Word>>),
     /// The gate cannot tell what it runs.
@@ -93,7 +95,6 @@ const OPAQUE: &[&str] = &[
     "x86_64",
     "uname26",
     "perf",
-    "ssh",
     "mosh",
     "sshpass",
     "schroot",
@@ -164,6 +165,7 @@ pub(crate) fn is_wrapper(base: &str) -> bool {
                 | "busybox"
                 | "watch"
         )
+        || super::launchers::is_launcher(base)
 }
 
 impl Ctx<'_> {
@@ -220,7 +222,7 @@ impl Ctx<'_> {
             }
             let step = self.unwrap(&base, cmd);
             if via.len() >= MAX_WRAPPERS
-                && matches!(step, Step::Wrap { .. } | Step::Replace { .. } | Step::Shell(_) | Step::Find(_))
+                && matches!(step, Step::Wrap { .. } | Step::Replace { .. } | Step::Shell(_) | Step::Shells(_) | Step::Find(_))
             {
                 self.unknown(format!("more than {MAX_WRAPPERS} wrappers in a row"));
                 self.push(tail(words, start), &via, open, false);
@@ -262,6 +264,9 @@ impl Ctx<'_> {
                         super::walk::check_text(self, &script);
                     }
                     parse_and_walk(self, &script, &via, reparse + 1);
+                    if self.allowlist() {
+                        super::walk::check_text_after(self, &script);
+                    }
                     if self.commands.len() == before {
                         // An empty string still runs the shell.
                         self.commands.push(ParsedCommand {
@@ -270,6 +275,26 @@ impl Ctx<'_> {
                             via,
                             rules: Rules::Wrapper,
                         });
+                    }
+                    return;
+                }
+                Step::Shells(scripts) => {
+                    rules::check_wrapper_listed(self, &name);
+                    // The launcher itself runs too.
+                    self.push_as(tail(words.clone(), start), &via, open, false, Rules::Wrapper);
+                    via.push(name);
+                    if reparse >= MAX_REPARSE {
+                        self.unknown("shell strings nested too deeply");
+                        return;
+                    }
+                    for script in scripts {
+                        if self.allowlist() {
+                            super::walk::check_text(self, &script);
+                        }
+                        parse_and_walk(self, &script, &via, reparse + 1);
+                        if self.allowlist() {
+                            super::walk::check_text_after(self, &script);
+                        }
                     }
                     return;
                 }
@@ -434,6 +459,11 @@ impl Ctx<'_> {
                 _ => Step::Run,
             }),
             "watch" => watch(words),
+            "sudo-rs" => {
+                self.danger("privilege escalation (`sudo-rs`)");
+                self.sudo(words)
+            }
+            b if super::launchers::is_launcher(b) => self.launcher(b, words),
             "ip" => {
                 // `ip netns exec NS CMD`, `ip vrf exec VRF CMD`, `ip -batch F`.
                 if words.iter().any(|w| {
@@ -554,8 +584,8 @@ impl Ctx<'_> {
         while let Some(w) = words.get(i) {
             let Some(v) = w.value() else { break };
             match v.split_once('=') {
-                Some((name, _)) if rules::is_var_name(name) => {
-                    rules::check_assignment(self, name);
+                Some((name, value)) if rules::is_var_name(name) => {
+                    rules::check_assignment(self, name, Some(value));
                     i += 1;
                 }
                 _ => break,
@@ -585,8 +615,8 @@ impl Ctx<'_> {
         let mut i = i;
         while let Some(v) = words.get(i).and_then(|w| w.value()) {
             match v.split_once('=') {
-                Some((name, _)) if rules::is_var_name(name) => {
-                    rules::check_assignment(self, name);
+                Some((name, value)) if rules::is_var_name(name) => {
+                    rules::check_assignment(self, name, Some(value));
                     i += 1;
                 }
                 _ => break,
@@ -737,6 +767,27 @@ impl Ctx<'_> {
             prev = t;
             i += 1;
         }
+        // `find ~ -exec rm {} +`: a destructive command over every file of a
+        // home or system directory.
+        if starts.iter().any(|w| rules::is_dangerous_path(w) || super::paths::normalize(&w.text).from_home) {
+            if let Some(g) = groups.iter().find(|g| {
+                g.first().is_some_and(|p| {
+                    matches!(
+                        rules::basename(&p.text),
+                        "rm" | "shred" | "unlink" | "truncate" | "mv" | "chmod" | "chown" | "chgrp"
+                            | "dd" | "wipe" | "srm" | "chattr" | "setfacl"
+                    ) || (rules::basename(&p.text) == "sed" && g.iter().any(|w| w.text.starts_with("-i")))
+                        || (rules::basename(&p.text) == "perl" && g.iter().any(|w| w.text.starts_with("-i") || w.text.starts_with("-pi")))
+                })
+            }) {
+                let shown: Vec<&str> = g.iter().map(|w| w.text.as_str()).collect();
+                self.danger(format!(
+                    "`find {} -exec {}` changes or removes every file there",
+                    starts.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" "),
+                    shown.join(" ")
+                ));
+            }
+        }
         Ok(if groups.is_empty() {
             Step::Run
         } else {
@@ -786,12 +837,12 @@ fn texts(words: Vec<Word>) -> Vec<String> {
     words.into_iter().map(|w| w.text).collect()
 }
 
-fn static_arg<'w>(w: &'w Word, prog: &str) -> Result<&'w str, String> {
+pub(crate) fn static_arg<'w>(w: &'w Word, prog: &str) -> Result<&'w str, String> {
     w.value()
         .ok_or_else(|| format!("argument `{}` of `{prog}` depends on expansion", w.text))
 }
 
-fn wrap_at(words: &[Word], i: usize) -> Step {
+pub(crate) fn wrap_at(words: &[Word], i: usize) -> Step {
     if i >= words.len() {
         Step::Run
     } else {
