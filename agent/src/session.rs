@@ -76,6 +76,32 @@ pub enum Record {
         model: String,
         #[serde(flatten)]
         usage: Usage,
+        /// Tokens the conversation held after this response (see
+        /// [`crate::context`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_tokens: Option<u64>,
+    },
+    /// A compaction: the history became `summary` followed by its last
+    /// `kept` messages; the `replaced` messages before them (still in the
+    /// records above) are no longer sent.
+    Compaction {
+        turn: u32,
+        /// `threshold`, `overflow` or `manual` (`/compact`).
+        reason: String,
+        /// The message put in their place (the summary).
+        summary: Message,
+        replaced: usize,
+        kept: usize,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
+    /// The whole output of a tool call whose result the model saw cut
+    /// (head and tail), saved in the session's side directory.
+    Output {
+        turn: u32,
+        tool_call_id: String,
+        path: PathBuf,
+        bytes: u64,
     },
     /// The user cancelled turn `turn` (Ctrl-C): what follows its last
     /// record was never produced. Tool calls it left without a result got
@@ -446,7 +472,12 @@ fn push(rec: Record, history: &mut Vec<Message>, usage: &mut Usage, id: &mut Str
         Record::Header { id: i, .. } => *id = i,
         Record::Message { message } => history.push(message),
         Record::Usage { usage: u, .. } => *usage += u,
-        Record::Cancelled { .. } | Record::Network { .. } => {}
+        Record::Compaction { summary, kept, .. } => {
+            let from = history.len().saturating_sub(kept);
+            history.drain(..from);
+            history.insert(0, summary);
+        }
+        Record::Cancelled { .. } | Record::Network { .. } | Record::Output { .. } => {}
     }
 }
 

@@ -37,6 +37,11 @@ pub struct ModelRequest<'a> {
     pub reasoning: Option<ReasoningEffort>,
     /// The model's output limit, when known.
     pub max_output_tokens: Option<u64>,
+    /// Leading messages of `messages` that stay the same from request to
+    /// request until the next compaction (the summary): a provider with
+    /// prompt caching marks the end of this prefix, so the cache survives
+    /// the turns that follow a compaction.
+    pub stable_prefix: usize,
 }
 
 /// A retry about to happen.
@@ -271,7 +276,9 @@ impl NetworkModel {
                 url: self.url.clone(),
                 detail: message,
             },
-            400 | 413 | 422 if is_context_error(&kind, &lower) => {
+            // Any server's "payload too large": the conversation is.
+            413 => ProviderError::ContextLength { status, message },
+            400 | 422 if is_context_error(&kind, &lower) => {
                 ProviderError::ContextLength { status, message }
             }
             _ => ProviderError::Http {
@@ -374,6 +381,7 @@ mod tests {
             tools: &[],
             reasoning: None,
             max_output_tokens: None,
+            stable_prefix: 0,
         };
         let t0 = std::time::Instant::now();
         let r = m.respond(&req, &cancel, &mut |_| {});
