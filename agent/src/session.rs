@@ -638,6 +638,32 @@ impl Session {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_compaction_record_replaces_the_history_on_load() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.jsonl");
+        let mut l = open(Some(&p), d.path(), "a", "sha256:x", d.path()).unwrap();
+        let s = l.session.as_mut().unwrap();
+        let user = |c: &str| Message::User { content: c.into() };
+        for c in ["one", "two", "three", "four"] {
+            s.append(&Record::Message { message: user(c) }).unwrap();
+        }
+        s.append(&Record::Compaction {
+            turn: 1,
+            reason: "manual".into(),
+            summary: user("summary"),
+            replaced: 3,
+            kept: 1,
+            tokens_before: 100,
+            tokens_after: 10,
+        })
+        .unwrap();
+        s.append(&Record::Message { message: user("five") }).unwrap();
+        drop(l);
+        let l = open(Some(&p), d.path(), "a", "sha256:x", d.path()).unwrap();
+        assert_eq!(l.history, vec![user("summary"), user("four"), user("five")]);
+    }
+
     fn open_choice(
         choice: &SessionChoice,
         dir: &Path,
@@ -742,6 +768,7 @@ mod tests {
                     output_tokens: 3,
                     ..Default::default()
                 },
+                context_tokens: None,
             },
             Record::Cancelled { turn: 1 },
         ] {
