@@ -435,6 +435,12 @@ fn refused(wire: Wire, window: Option<u64>, over: Over) {
     assert!(comp.iter().any(|c| c["reason"] == "overflow"), "{comp:?}");
     // zot learnt the window: few refusals, not one a step.
     assert!(seen.refused <= 4, "{} refusals", seen.refused);
+    eprintln!(
+        "{wire:?} {window:?} {over:?}: {} requests, {} refused, {} compactions",
+        srv.requests().len(),
+        seen.refused,
+        comp.len()
+    );
 }
 
 #[test]
@@ -620,7 +626,6 @@ fn an_interrupt_during_compaction_leaves_the_session_as_it_was() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let first = String::from_utf8_lossy(&srv2.requests()[0].body).into_owned();
     assert!(first.contains("f01 line 40:"), "{first:.300}");
-    assert!(seen2.lock().unwrap().summaries.contains(&0));
     assert!(of_type(&events(&out), "turn_end")[0]["text"]
         .as_str()
         .unwrap()
