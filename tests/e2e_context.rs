@@ -335,6 +335,12 @@ fn window_known(wire: Wire) {
         "requests over the window: {:?}",
         seen.over
     );
+    let largest = srv.requests().iter().map(|r| tokens_of(&r.body)).max();
+    eprintln!(
+        "{wire:?}: {} requests, the largest {largest:?} tokens, {} summary requests",
+        srv.requests().len(),
+        seen.summaries.len()
+    );
     // A fact of the first turn survived at least two compactions.
     let comp = of_type(&ev, "compaction");
     assert!(comp.len() >= 2, "{comp:?}");
@@ -603,7 +609,7 @@ fn an_interrupt_during_compaction_leaves_the_session_as_it_was() {
     assert_eq!(msgs(&after), msgs(&before));
     // Resumed, the conversation is the uncompacted one: the first file is
     // still in it (the next request is a summary request again).
-    let (srv2, seen2) = reader_server(Wire::Anthropic, Over::Record, false);
+    let (srv2, _) = reader_server(Wire::Anthropic, Over::Record, false);
     let id = sess[0].file_stem().unwrap().to_str().unwrap().to_string();
     let out = cmd(
         &w,

@@ -256,6 +256,19 @@ pub fn head_tail(s: &str, max_tokens: u64, full: Option<&str>) -> (String, bool)
     )
 }
 
+/// Cut the tool results of `kept` longer than `max_tokens` (head and
+/// tail): a result kept by a compaction must fit the window as zot now
+/// knows it, which may be smaller than when the result came.
+pub fn cap_results(kept: &mut [Message], max_tokens: u64) {
+    for m in kept {
+        if let Message::Tool { content, .. } = m {
+            if text_tokens(content) > max_tokens {
+                *content = head_tail(content, max_tokens, None).0;
+            }
+        }
+    }
+}
+
 /// The system prompt of a summary request.
 pub const SUMMARY_SYSTEM: &str = "You summarize the conversation of a coding agent with its user, so the agent can go on from your summary alone: the conversation itself will be gone. You have no tools; answer with the summary only.\n\nUse exactly these sections, each a short list:\n## Goal\nWhat the user asked for, in their words where it matters.\n## Constraints\nRequirements, preferences and limits the user or the environment set.\n## Progress\nWhat was done, what was found (files read, commands run, results).\n## Decisions\nWhat was decided, and why.\n## Next steps\nWhat remains, in order.\n## Critical context\nEvery fact the rest of the work depends on, verbatim: exact values, names, paths, identifiers, numbers, error messages, and anything the user asked to remember.\n\nBe concise, but never drop a fact from Critical context.";
 
@@ -501,6 +514,14 @@ mod tests {
         );
         assert!(text_tokens(&c) < 160, "{}", text_tokens(&c));
         assert_eq!(head_tail("short", 100, None), ("short".into(), false));
+    }
+
+    #[test]
+    fn kept_results_are_cut_to_the_budget() {
+        let mut kept = vec![call("a"), result("a", 40_000), user(&"u".repeat(40_000))];
+        cap_results(&mut kept, 1000);
+        assert!(message_tokens(&kept[1]) < 1100);
+        assert_eq!(message_tokens(&kept[2]), 10_008);
     }
 
     #[test]

@@ -92,6 +92,10 @@ pub enum Record {
         summary: Message,
         replaced: usize,
         kept: usize,
+        /// Kept tool results longer than this many tokens were cut to it
+        /// (head and tail).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kept_cap: Option<u64>,
         tokens_before: u64,
         tokens_after: u64,
     },
@@ -472,9 +476,17 @@ fn push(rec: Record, history: &mut Vec<Message>, usage: &mut Usage, id: &mut Str
         Record::Header { id: i, .. } => *id = i,
         Record::Message { message } => history.push(message),
         Record::Usage { usage: u, .. } => *usage += u,
-        Record::Compaction { summary, kept, .. } => {
+        Record::Compaction {
+            summary,
+            kept,
+            kept_cap,
+            ..
+        } => {
             let from = history.len().saturating_sub(kept);
             history.drain(..from);
+            if let Some(cap) = kept_cap {
+                crate::context::cap_results(history, cap);
+            }
             history.insert(0, summary);
         }
         Record::Cancelled { .. } | Record::Network { .. } | Record::Output { .. } => {}
@@ -654,6 +666,7 @@ mod tests {
             summary: user("summary"),
             replaced: 3,
             kept: 1,
+            kept_cap: None,
             tokens_before: 100,
             tokens_after: 10,
         })

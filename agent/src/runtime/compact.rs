@@ -306,10 +306,12 @@ impl Runtime<'_> {
         let current = current_request(&self.history, cut);
         let msg = context::summary_message(&summary, current.as_deref(), l.summary);
         let kept = self.history.len() - cut;
+        let mut recent = self.history[cut..].to_vec();
+        context::cap_results(&mut recent, l.tool_output);
         let after = context::conversation_tokens(
             &self.system,
             context::tools_tokens(&self.env.tool_specs),
-            &self.history[cut..],
+            &recent,
             None,
         ) + context::message_tokens(&msg);
         if let Some(s) = &mut self.session {
@@ -319,13 +321,15 @@ impl Runtime<'_> {
                 summary: msg.clone(),
                 replaced: cut,
                 kept,
+                kept_cap: Some(l.tool_output),
                 tokens_before: before,
                 tokens_after: after,
             })?;
             s.sync()?;
         }
-        self.history.drain(..cut);
-        self.history.insert(0, msg);
+        self.history.clear();
+        self.history.push(msg);
+        self.history.extend(recent);
         self.anchor = None;
         self.ui.event(&Event::Compaction {
             turn,
