@@ -498,7 +498,7 @@ fn a_refusal_with_nothing_to_compact_is_a_clear_error() {
     let e = of_type(&ev, "error");
     let m = e[0]["message"].as_str().unwrap();
     assert!(
-        m.contains("context window") && m.contains("too long"),
+        m.contains("longer than the model's context window") && m.contains("no earlier turn"),
         "{m}"
     );
 }

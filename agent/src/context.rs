@@ -31,8 +31,8 @@ const MARGIN: u64 = 1024;
 const DEFAULT_MAX_OUTPUT: u64 = 4096;
 /// Default `keep_recent_tokens`.
 const KEEP_RECENT: u64 = 20_000;
-/// Default `tool_output_tokens`.
-const TOOL_OUTPUT: u64 = 8192;
+/// Default `tool_output_tokens` (16 KiB of text).
+const TOOL_OUTPUT: u64 = 4096;
 /// A message's share of the request besides its text (role, framing).
 const PER_MESSAGE: u64 = 8;
 
@@ -434,9 +434,9 @@ mod tests {
         );
         let l = Limits::new(&d, Some(200_000), Some(64_000));
         assert_eq!(l.reserve, 50_000);
-        assert_eq!((l.keep_recent, l.tool_output), (20_000, 8192));
+        assert_eq!((l.keep_recent, l.tool_output), (20_000, 4096));
         let l = Limits::new(&d, None, None);
-        assert_eq!((l.threshold(), l.tool_output), (None, 8192));
+        assert_eq!((l.threshold(), l.tool_output), (None, 4096));
         let s = ContextSettings {
             reserve_tokens: Some(100),
             keep_recent_tokens: Some(50),

@@ -162,7 +162,7 @@ pub const BASH_TIMEOUT_MAX: Duration = Duration::from_secs(600);
 pub const BASH_CAPTURE: usize = 8 << 20;
 /// Tokens of one tool result shown to the model (head + tail) when the
 /// run sets no budget ([`ToolEnv::output_tokens`]).
-pub const MODEL_OUTPUT_TOKENS: u64 = 8192;
+pub const MODEL_OUTPUT_TOKENS: u64 = 4096;
 /// The subdirectory of the session's side directory holding whole tool
 /// outputs the model saw cut.
 pub const OUTPUTS_DIR: &str = "outputs";

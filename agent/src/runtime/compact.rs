@@ -193,22 +193,24 @@ impl Runtime<'_> {
             r => return r.map_err(|e| self.failed(e)),
         };
         self.learn(sent, &message);
+        let refused = ProviderError::ContextLength { status, message };
         if !self.limits().auto {
             return Err(RunError::Context(format!(
-                "the server refused the conversation (about {sent} tokens) as too long (HTTP {status}: {message}); automatic compaction is off ([context] auto_compact = false)"
+                "{refused} (about {sent} tokens sent); automatic compaction is off ([context] auto_compact = false): /compact shortens it"
             )));
         }
         if self.compact(turn, Why::Overflow, None)?.is_none() {
             return Err(RunError::Context(format!(
-                "the server refused the conversation (about {sent} tokens) as too long (HTTP {status}: {message}), and no earlier turn is left to compact"
+                "{refused} (about {sent} tokens sent), and no earlier turn is left to compact"
             )));
         }
         let again = self.context_tokens();
         match self.request(turn) {
             Err(ProviderError::ContextLength { status, message }) => {
                 self.learn(again, &message);
+                let refused = ProviderError::ContextLength { status, message };
                 Err(RunError::Context(format!(
-                    "the conversation is still too long for the model after compacting it (about {again} tokens; HTTP {status}: {message})"
+                    "{refused}, even after compacting it (about {again} tokens sent)"
                 )))
             }
             r => r.map_err(|e| self.failed(e)),
