@@ -379,15 +379,19 @@ impl Runtime<'_> {
                 1
             };
             let batch = &calls[i..i + n];
-            for call in batch {
-                self.ui.event(&Event::ToolCall {
+            let announce = |ui: &mut dyn Ui, call: &ToolCall| {
+                ui.event(&Event::ToolCall {
                     turn,
                     id: call.id.clone(),
                     name: call.name.clone(),
                     arguments: call.arguments.clone(),
-                });
-            }
+                })
+            };
+            // Each call's event comes just before its result (front ends
+            // show one call at a time): a batch's calls are announced once
+            // they all ran.
             let results: Vec<tools::ToolOutput> = if n == 1 {
+                announce(&mut *self.ui, &batch[0]);
                 vec![tools::execute(&self.env, &batch[0], &mut *self.ui)]
             } else {
                 let env = &self.env;
@@ -408,6 +412,9 @@ impl Runtime<'_> {
                 })
             };
             for (call, r) in batch.iter().zip(results) {
+                if n > 1 {
+                    announce(&mut *self.ui, call);
+                }
                 self.tool_done(turn, call, r)?;
             }
             i += n;
