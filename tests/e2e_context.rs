@@ -731,3 +731,96 @@ fn auto_compact_off_fails_clearly() {
         .to_string();
     assert!(m.contains("auto_compact = false"), "{m}");
 }
+
+/// `/usage` shows how full the window is; `/compact INSTRUCTIONS` compacts
+/// on demand (the instructions reach the summary request); Ctrl-C during
+/// `/compact` cancels it and leaves the conversation as it was.
+#[test]
+fn repl_usage_and_compact() {
+    use common::pty::{Pty, CTRL_C, CTRL_D};
+    let w = World::new();
+    config(&w, Wire::OpenAi, Some(WINDOW));
+    let hang = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let h = hang.clone();
+    let srv = FakeServer::start(move |req, _| {
+        let body = req.json();
+        let t = tokens_of(&req.body);
+        if !has_tools(&body) {
+            if h.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                return Reply::silent();
+            }
+            return text_reply(
+                Wire::OpenAi,
+                "## Goal\nchat\n## Critical context\n- the word is teal",
+                t,
+            );
+        }
+        text_reply(
+            Wire::OpenAi,
+            &format!(
+                "noted ({} messages)",
+                body["messages"].as_array().unwrap().len()
+            ),
+            t,
+        )
+    });
+    let agent = fixture("readonly-bash");
+    let mut c = cmd(
+        &w,
+        Wire::OpenAi,
+        &srv,
+        &["run", s(&agent), "-y", "--model", "small"],
+    );
+    c.env("TERM", "xterm-256color");
+    let mut p = Pty::spawn(c);
+    p.expect("Ctrl-D quits");
+    p.line("remember the word teal");
+    p.expect("noted (2 messages)");
+    p.line("and the number 7");
+    p.expect("noted (4 messages)");
+    p.line("/usage");
+    p.expect("context: about ");
+    p.expect(&format!(" of {WINDOW} tokens"));
+    // Ctrl-C while the summary request hangs.
+    p.line("/compact");
+    let t0 = Instant::now();
+    while srv.requests().len() < 3 {
+        assert!(t0.elapsed() < Duration::from_secs(10), "no summary request");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    p.send(CTRL_C);
+    p.expect("compaction cancelled; the conversation is unchanged");
+    p.line("/compact keep the word");
+    p.expect("compacted the conversation: about ");
+    p.line("go on");
+    // Everything fits keep_recent_tokens but the first prompt: the system
+    // prompt, the summary, the first answer, the last turn, the new prompt.
+    p.expect("noted (6 messages)");
+    p.line("/usage");
+    p.expect("compacted earlier");
+    p.send(CTRL_D);
+    let (_, code) = p.finish();
+    assert_eq!(code, Some(0));
+    let reqs = srv.requests();
+    let sums: Vec<Value> = reqs
+        .iter()
+        .map(|r| r.json())
+        .filter(|b| !has_tools(b))
+        .collect();
+    assert_eq!(sums.len(), 2);
+    let last = sums[1].to_string();
+    assert!(
+        last.contains("keep the word") && last.contains("remember the word teal"),
+        "{last:.500}"
+    );
+    assert!(sums[1].get("tools").is_none());
+    let after = reqs.last().unwrap().json();
+    let m = after["messages"].as_array().unwrap();
+    assert!(m[1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("the word is teal"));
+    assert_eq!(m[2]["role"], "assistant");
+    assert_eq!(m[3]["content"], "and the number 7");
+}
