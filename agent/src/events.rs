@@ -85,6 +85,8 @@ pub enum Event {
         kept: usize,
         /// Summary requests made (more than 1: summarized in parts).
         requests: u32,
+        /// Their tokens (counted in the session's usage too).
+        usage: Usage,
         #[serde(skip_serializing_if = "Option::is_none")]
         context_window: Option<u64>,
     },

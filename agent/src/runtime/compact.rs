@@ -7,7 +7,7 @@
 use super::{provider_error, Runtime};
 use crate::context::{self, Limits};
 use crate::events::{Event, OutputMode};
-use crate::message::{AssistantTurn, Message, ToolCall};
+use crate::message::{AssistantTurn, Message, ToolCall, Usage};
 use crate::providers::{Cancel, Model, ModelEvent, ModelRequest, ProviderError};
 use crate::session::Record;
 use crate::tools;
@@ -64,7 +64,7 @@ fn summarize(
     msgs: &[Message],
     l: &Limits,
     instructions: Option<&str>,
-) -> Result<(String, u32), (ProviderError, u64)> {
+) -> Result<(String, u32, Usage), (ProviderError, u64)> {
     let fixed = context::text_tokens(context::SUMMARY_SYSTEM) + 2 * l.summary + 256;
     let part = match l.window {
         Some(w) => w.saturating_sub(l.reserve).saturating_sub(fixed).max(256),
@@ -73,6 +73,7 @@ fn summarize(
     let parts = context::transcript_parts(msgs, part);
     let mut summary: Option<String> = None;
     let mut requests = 0;
+    let mut usage = Usage::default();
     for (i, p) in parts.iter().enumerate() {
         let text = context::summary_request(
             summary.as_deref(),
@@ -106,6 +107,7 @@ fn summarize(
                 }
             })
             .map_err(|e| (e, sent))?;
+        usage += t.usage;
         let s = t.text.trim();
         if s.is_empty() {
             return Err((
@@ -116,7 +118,7 @@ fn summarize(
         // A runaway answer is cut: the summary must stay small.
         summary = Some(context::head_tail(s, l.summary * 2, None).0);
     }
-    Ok((summary.unwrap_or_default(), requests))
+    Ok((summary.unwrap_or_default(), requests, usage))
 }
 
 /// The request of the turn in progress, when `history[..cut]` holds it
@@ -275,7 +277,7 @@ impl Runtime<'_> {
     ) -> Result<Option<Compacted>, RunError> {
         let before = self.context_tokens();
         let mut refusals = 0;
-        let (cut, summary, requests, l) = loop {
+        let (cut, summary, requests, usage, l) = loop {
             let l = self.limits();
             let Some(cut) = context::cut_point(&self.history, l.keep_recent) else {
                 return Ok(None);
@@ -289,7 +291,7 @@ impl Runtime<'_> {
                 &l,
                 instructions,
             ) {
-                Ok((s, n)) => break (cut, s, n, l),
+                Ok((s, n, u)) => break (cut, s, n, u, l),
                 Err((ProviderError::ContextLength { status, message }, sent))
                     if refusals < SUMMARY_REFUSALS =>
                 {
@@ -316,6 +318,8 @@ impl Runtime<'_> {
             &recent,
             None,
         ) + context::message_tokens(&msg);
+        // The summary requests cost tokens too: the session counts them.
+        self.record_usage(turn, usage, after)?;
         if let Some(s) = &mut self.session {
             s.append(&Record::Compaction {
                 turn,
@@ -341,6 +345,7 @@ impl Runtime<'_> {
             replaced: cut,
             kept,
             requests,
+            usage,
             context_window: l.window,
         });
         Ok(Some(Compacted { before, after }))
