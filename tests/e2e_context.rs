@@ -824,3 +824,43 @@ fn repl_usage_and_compact() {
     assert_eq!(m[2]["role"], "assistant");
     assert_eq!(m[3]["content"], "and the number 7");
 }
+
+/// `--print`: the answer on stdout, a line per compaction on stderr.
+#[test]
+fn print_mode_reports_compactions_on_stderr() {
+    let w = World::new();
+    if !sandbox_works(&w) {
+        return;
+    }
+    write_files(&w.ws);
+    config(&w, Wire::Anthropic, Some(WINDOW));
+    let (srv, _) = reader_server(Wire::Anthropic, Over::Record, false);
+    let agent = fixture("readonly-bash");
+    let out = cmd(
+        &w,
+        Wire::Anthropic,
+        &srv,
+        &[
+            "run",
+            s(&agent),
+            "-y",
+            "--print",
+            "--no-session",
+            "--model",
+            "small",
+            PROMPT,
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(SECRET));
+    let err = text(&out.stderr);
+    assert!(
+        err.lines()
+            .filter(|l| l.starts_with("zot: compacted the conversation (threshold): about "))
+            .count()
+            >= 2,
+        "{err}"
+    );
+}
