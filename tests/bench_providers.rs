@@ -174,3 +174,102 @@ fn bench_session_500_steps_memory() {
     println!("  VmRSS samples (step, KiB): {:?}", l.rss);
     assert!(l.rss.len() >= 9, "rss samples: {:?}", l.rss);
 }
+
+/// 200 model steps against an 8,000-token window: the conversation is
+/// compacted every few steps (each compaction one or two summary
+/// requests, answered at once). zot's own time per step is measured as
+/// above, over every request (summary requests included); memory must
+/// stay flat, since only the kept history is held.
+#[test]
+#[ignore = "benchmark: ci/bench-providers.sh"]
+fn bench_compaction_200_steps() {
+    const STEPS: usize = 200;
+    let w = World::new();
+    std::fs::create_dir_all(&w.zot_home).unwrap();
+    std::fs::write(
+        w.zot_home.join("config.toml"),
+        "[[models]]\nid = \"small\"\nprovider = \"openai\"\ncontext_window = 8000\n",
+    )
+    .unwrap();
+    let dir = w.root.join("long");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("agent.toml"),
+        "schema_version = 1\nname = \"long\"\ninstructions = \"Read.\"\nmax_iterations = 500\nfiles = [\"notes.md\"]\n",
+    )
+    .unwrap();
+    let note: String = (0..50)
+        .map(|i| {
+            format!("note line {i}: some text of about eighty bytes, to be read again and again.\n")
+        })
+        .collect();
+    std::fs::write(dir.join("notes.md"), note).unwrap();
+    let call = Reply::sse(openai::tool_calls(&[(
+        "call_1",
+        "read",
+        json!({"path": "notes.md"}),
+    )]));
+    let done = Reply::sse(openai::text(&["done"]));
+    let summary = Reply::sse(openai::text(&[
+        "## Goal\nread the notes\n## Progress\n- read notes.md many times\n## Critical context\n- none",
+    ]));
+    let steps = Arc::new(AtomicU32::new(0));
+    let pid = Arc::new(AtomicU32::new(0));
+    let rss = Arc::new(Mutex::new(Vec::new()));
+    let (st, p, r) = (steps.clone(), pid.clone(), rss.clone());
+    let srv = FakeServer::start(move |req, _| {
+        let body: serde_json::Value = req.json();
+        if body.get("tools").is_none() {
+            return summary.clone();
+        }
+        let n = st.fetch_add(1, Ordering::SeqCst) as usize + 1;
+        let pid = p.load(Ordering::SeqCst);
+        if pid != 0 && n % 25 == 0 {
+            if let Some(kib) = vm_rss_kib(pid) {
+                r.lock().unwrap().push((n, kib));
+            }
+        }
+        if n < STEPS {
+            call.clone()
+        } else {
+            done.clone()
+        }
+    });
+    let mut c = w.cmd(&["run", s(&dir), "-y", "--json", "--model", "small", "go"]);
+    c.env("OPENAI_API_KEY", "sk-bench-0000000000000000")
+        .env("OPENAI_BASE_URL", srv.v1());
+    let (out, peak) = run_measured_pid(c, |p| pid.store(p, Ordering::SeqCst));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ev = events(&out);
+    let compactions = of_type(&ev, "compaction").len();
+    let reqs = srv.requests();
+    let summaries = reqs
+        .iter()
+        .filter(|r| r.json().get("tools").is_none())
+        .count();
+    assert_eq!(reqs.len(), STEPS + summaries);
+    assert!(compactions >= 10, "{compactions} compactions");
+    let gaps: Vec<f64> = (0..reqs.len() - 1)
+        .map(|i| {
+            let sent = srv.replied_at(i).expect("reply written");
+            reqs[i + 1].at.duration_since(sent).as_secs_f64() * 1000.0
+        })
+        .collect();
+    let largest = reqs.iter().map(|r| r.body.len()).max().unwrap_or(0) as f64 / 1024.0;
+    let rss = rss.lock().unwrap().clone();
+    let first = rss.first().copied().unwrap_or_default();
+    let last = rss.last().copied().unwrap_or_default();
+    println!(
+        "compaction loop, {STEPS} steps, 8,000-token window: {compactions} compactions ({summaries} summary requests); zot's own time per request p50 {:.2} ms p90 {:.2} ms max {:.2} ms; VmRSS {:.1} MiB at step {} -> {:.1} MiB at step {} ({:+.1} MiB); peak RSS {:.1} MiB; largest request {largest:.0} KiB",
+        percentile(&gaps, 0.5),
+        percentile(&gaps, 0.9),
+        percentile(&gaps, 1.0),
+        first.1 as f64 / 1024.0,
+        first.0,
+        last.1 as f64 / 1024.0,
+        last.0,
+        (last.1 as f64 - first.1 as f64) / 1024.0,
+        peak as f64 / 1024.0,
+    );
+    println!("  compaction VmRSS samples (step, KiB): {rss:?}");
+}

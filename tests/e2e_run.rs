@@ -394,7 +394,7 @@ fn bash_timeout_and_capped_output() {
         c.len() < 20_000
             && c.contains("\n1\n")
             && c.contains("100000")
-            && c.contains("bytes omitted"),
+            && c.contains("tokens) omitted"),
         "{}",
         &c[..200]
     );

@@ -19,6 +19,8 @@ pub enum Command {
     Cd(String),
     Clear,
     Usage,
+    /// `/compact [INSTRUCTIONS]`.
+    Compact(Option<String>),
 }
 
 /// What a line typed at the prompt is.
@@ -64,7 +66,16 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "",
         "start a new, empty session (the old one stays resumable)",
     ),
-    ("/usage", "", "tokens used so far"),
+    (
+        "/usage",
+        "",
+        "tokens used so far, and how full the context window is",
+    ),
+    (
+        "/compact",
+        "[INSTRUCTIONS]",
+        "summarize the earlier conversation to free the context window",
+    ),
 ];
 
 /// The `/help` text.
@@ -139,6 +150,7 @@ pub fn parse(line: &str) -> Input {
         },
         "clear" => no_arg(Command::Clear),
         "usage" => no_arg(Command::Usage),
+        "compact" => Input::Command(Command::Compact(arg_opt)),
         _ => {
             let slash = format!("/{word}");
             let hint = zot_policy::suggest(&slash, &names())
@@ -174,6 +186,11 @@ mod tests {
             Input::Command(Command::Cd("../x y".into()))
         );
         assert!(matches!(parse("/cd"), Input::Invalid(_)));
+        assert_eq!(parse("/compact"), Input::Command(Command::Compact(None)));
+        assert_eq!(
+            parse("/compact keep the API names"),
+            Input::Command(Command::Compact(Some("keep the API names".into())))
+        );
         assert!(matches!(parse("/help me"), Input::Invalid(_)));
         assert_eq!(parse("//help"), Input::Prompt("/help".into()));
         assert_eq!(

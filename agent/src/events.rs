@@ -64,6 +64,31 @@ pub enum Event {
         turn: u32,
         #[serde(flatten)]
         usage: Usage,
+        /// Tokens the conversation holds now: this response's reported
+        /// input and output, or zot's estimate when that is more.
+        context_tokens: u64,
+        /// The context window in effect, when known.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        context_window: Option<u64>,
+    },
+    /// The conversation was compacted: everything but the recent turns
+    /// was replaced by a summary (written by a request offering no tools).
+    Compaction {
+        turn: u32,
+        /// `threshold` (it would not have fit), `overflow` (the server
+        /// refused it) or `manual` (`/compact`).
+        reason: &'static str,
+        tokens_before: u64,
+        tokens_after: u64,
+        /// Messages replaced by the summary, and kept after it.
+        replaced: usize,
+        kept: usize,
+        /// Summary requests made (more than 1: summarized in parts).
+        requests: u32,
+        /// Their tokens (counted in the session's usage too).
+        usage: Usage,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        context_window: Option<u64>,
     },
     TurnEnd {
         turn: u32,

@@ -12,6 +12,7 @@
 pub mod commands;
 pub mod config;
 pub mod consent;
+pub mod context;
 pub mod deps;
 pub mod events;
 pub mod fsscope;
@@ -72,6 +73,10 @@ pub enum RunError {
     Cancelled,
     #[error("session: {0}")]
     Session(String),
+    /// The conversation does not fit the model's context window, even
+    /// after compacting it (or compaction is off).
+    #[error("context window: {0}")]
+    Context(String),
     /// The supervisor could not run a command (hint: [`RunError::hint`]).
     #[error("sandbox")]
     Sandbox(#[source] zot_supervisor::SupervisorError),
@@ -118,6 +123,9 @@ impl RunError {
     pub fn hint(&self) -> Option<&str> {
         match self {
             RunError::Sandbox(e) => e.hint(),
+            RunError::Context(_) => Some(
+                "start a new session (/clear), choose a model with a larger window, or set [context] in the config (docs/run.md)",
+            ),
             _ => None,
         }
     }

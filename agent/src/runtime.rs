@@ -13,8 +13,7 @@ use crate::models::{self, ProviderKind, Registry, Selection};
 use crate::perms::{self, Permissions};
 use crate::providers::sim::Simulator;
 use crate::providers::{
-    Cancel, Endpoint, Model, ModelEvent, ModelRequest, NetworkModel, ProviderError,
-    ReasoningEffort, Secret, Timeouts,
+    Cancel, Endpoint, Model, NetworkModel, ProviderError, ReasoningEffort, Secret, Timeouts,
 };
 pub use crate::session::SessionChoice;
 use crate::session::{self, Record, Session};
@@ -23,6 +22,7 @@ use crate::trust;
 use crate::ui::{self, Ui};
 use crate::{config, prompt, reference, requirements, RunError, ZOT_VERSION};
 
+mod compact;
 mod repl;
 
 /// Model steps (responses) allowed in one turn before it is cut off.
@@ -356,7 +356,17 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
     }
     let policy = policy_for(&perms, &workspace, &ah, &read_only, &cfg.config);
     let index = deps::start_index(&policy, &ah.home);
-    let side_dir = loaded.session.as_ref().map(Session::side_dir);
+    // Whole tool outputs go to the session's side directory, or (no
+    // session) to a journaled temp dir removed when the run ends.
+    let side_dir = match loaded.session.as_ref() {
+        Some(s) => Some(s.side_dir()),
+        None => {
+            let dir = deps::scratch_dir("zot-outputs-")?;
+            let p = dir.path().to_path_buf();
+            agent._scratch.push(dir);
+            Some(p)
+        }
+    };
     let env = ToolEnv {
         workspace: workspace.clone(),
         perms,
@@ -364,6 +374,7 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
         skills,
         interactive,
         side_dir,
+        output_tokens: 0,
         backend: opts.backend.clone(),
         zot_home: crate::perms::canonical_prefix(&ah.home),
         agent_data: crate::perms::canonical_prefix(&data),
@@ -398,6 +409,8 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
         session_usage: loaded.usage,
         last_turn: None,
         seeded,
+        learned_window: None,
+        anchor: None,
     };
     rt.main(&opts)
 }
@@ -494,6 +507,11 @@ struct Runtime<'u> {
     last_turn: Option<Usage>,
     /// An agent.toml package working in each session's own file tree.
     seeded: bool,
+    /// The context window a server's refusal showed (smaller than the
+    /// catalog's or config's, or the only one known).
+    learned_window: Option<u64>,
+    /// The reported tokens of the last response (see [`crate::context`]).
+    anchor: Option<crate::context::Anchor>,
 }
 
 impl Runtime<'_> {
@@ -601,7 +619,7 @@ impl Runtime<'_> {
         Ok(())
     }
 
-    fn record_usage(&mut self, turn: u32, usage: Usage) -> Result<(), RunError> {
+    fn record_usage(&mut self, turn: u32, usage: Usage, context: u64) -> Result<(), RunError> {
         self.session_usage += usage;
         if let Some(s) = &mut self.session {
             s.append(&Record::Usage {
@@ -609,6 +627,7 @@ impl Runtime<'_> {
                 provider: self.selection.provider.name.clone(),
                 model: self.selection.model.id.clone(),
                 usage,
+                context_tokens: Some(context),
             })?;
         }
         Ok(())
@@ -666,57 +685,36 @@ impl Runtime<'_> {
             .map(|n| n as usize)
             .unwrap_or(MAX_STEPS);
         let mut turn_usage = Usage::default();
-        let json = self.mode == OutputMode::Json;
         for _ in 0..max_steps {
             if self.cancel.is_cancelled() {
                 return Err(self.stopped());
             }
-            let req = ModelRequest {
-                system: &self.system,
-                messages: &self.history,
-                tools: &self.env.tool_specs,
-                reasoning: self.selection.reasoning,
-                max_output_tokens: self.selection.model.max_output_tokens,
-            };
-            let out = &mut *self.ui;
-            let r = self.model.respond(&req, &self.cancel, &mut |ev| match ev {
-                ModelEvent::Text(d) => out.event(&Event::TextDelta {
-                    turn,
-                    delta: d.to_string(),
-                }),
-                ModelEvent::Thinking(d) if json => out.event(&Event::ThinkingDelta {
-                    turn,
-                    delta: d.to_string(),
-                }),
-                ModelEvent::Thinking(_) => {}
-                ModelEvent::Retry(n) => out.event(&Event::Retry {
-                    turn,
-                    attempt: n.attempt,
-                    max_attempts: n.max_attempts,
-                    delay_ms: n.delay.as_millis() as u64,
-                    reason: n.reason.clone(),
-                }),
-            });
-            let t = match r {
-                Ok(t) => t,
-                Err(ProviderError::Cancelled) => return Err(self.stopped()),
-                Err(e) => return Err(provider_error(&self.selection.provider.name, e)),
-            };
+            // Compact first when the request would not fit; a refusal as
+            // too long is compacted and sent again once.
+            self.fit(turn)?;
+            let t = self.ask(turn)?;
             self.ui.event(&Event::AssistantMessage {
                 turn,
                 text: t.text.clone(),
                 tool_calls: t.tool_calls.clone(),
-            });
-            self.ui.event(&Event::Usage {
-                turn,
-                usage: t.usage,
             });
             self.record(Message::Assistant {
                 content: t.text.clone(),
                 tool_calls: t.tool_calls.clone(),
                 thinking: t.thinking.clone(),
             })?;
-            self.record_usage(turn, t.usage)?;
+            self.anchor = Some(crate::context::Anchor {
+                len: self.history.len(),
+                tokens: t.usage.input_tokens + t.usage.output_tokens,
+            });
+            let context_tokens = self.context_tokens();
+            self.ui.event(&Event::Usage {
+                turn,
+                usage: t.usage,
+                context_tokens,
+                context_window: self.limits().window,
+            });
+            self.record_usage(turn, t.usage, context_tokens)?;
             turn_usage += t.usage;
             if t.tool_calls.is_empty() {
                 if let Some(s) = &mut self.session {
@@ -730,44 +728,7 @@ impl Runtime<'_> {
                 });
                 return Ok(());
             }
-            for (i, call) in t.tool_calls.iter().enumerate() {
-                if self.cancel.is_cancelled() {
-                    self.abandon(&t.tool_calls[i..], "the turn was cancelled")?;
-                    return Err(self.stopped());
-                }
-                let call = call.clone();
-                self.ui.event(&Event::ToolCall {
-                    turn,
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                });
-                let r = tools::execute(&self.env, &call, &mut *self.ui);
-                self.ui.event(&Event::ToolResult {
-                    turn,
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    is_error: r.is_error,
-                    content: r.content.clone(),
-                    exit_code: r.exit_code,
-                    duration_ms: r.duration_ms,
-                    full_output: r.full_output.as_ref().map(|p| p.display().to_string()),
-                    network: r.network.clone(),
-                });
-                if let (Some(s), false) = (&mut self.session, r.network.is_empty()) {
-                    s.append(&Record::Network {
-                        turn,
-                        tool_call_id: call.id.clone(),
-                        records: r.network.clone(),
-                    })?;
-                }
-                self.record(Message::Tool {
-                    tool_call_id: call.id,
-                    name: call.name,
-                    content: r.content,
-                    is_error: r.is_error,
-                })?;
-            }
+            self.run_tools(turn, &t.tool_calls)?;
         }
         Err(RunError::Model(format!(
             "turn {turn} did not finish within {max_steps} model steps"

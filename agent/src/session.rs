@@ -76,6 +76,36 @@ pub enum Record {
         model: String,
         #[serde(flatten)]
         usage: Usage,
+        /// Tokens the conversation held after this response (see
+        /// [`crate::context`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_tokens: Option<u64>,
+    },
+    /// A compaction: the history became `summary` followed by its last
+    /// `kept` messages; the `replaced` messages before them (still in the
+    /// records above) are no longer sent.
+    Compaction {
+        turn: u32,
+        /// `threshold`, `overflow` or `manual` (`/compact`).
+        reason: String,
+        /// The message put in their place (the summary).
+        summary: Message,
+        replaced: usize,
+        kept: usize,
+        /// Kept tool results longer than this many tokens were cut to it
+        /// (head and tail).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kept_cap: Option<u64>,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
+    /// The whole output of a tool call whose result the model saw cut
+    /// (head and tail), saved in the session's side directory.
+    Output {
+        turn: u32,
+        tool_call_id: String,
+        path: PathBuf,
+        bytes: u64,
     },
     /// The user cancelled turn `turn` (Ctrl-C): what follows its last
     /// record was never produced. Tool calls it left without a result got
@@ -446,7 +476,20 @@ fn push(rec: Record, history: &mut Vec<Message>, usage: &mut Usage, id: &mut Str
         Record::Header { id: i, .. } => *id = i,
         Record::Message { message } => history.push(message),
         Record::Usage { usage: u, .. } => *usage += u,
-        Record::Cancelled { .. } | Record::Network { .. } => {}
+        Record::Compaction {
+            summary,
+            kept,
+            kept_cap,
+            ..
+        } => {
+            let from = history.len().saturating_sub(kept);
+            history.drain(..from);
+            if let Some(cap) = kept_cap {
+                crate::context::cap_results(history, cap);
+            }
+            history.insert(0, summary);
+        }
+        Record::Cancelled { .. } | Record::Network { .. } | Record::Output { .. } => {}
     }
 }
 
@@ -607,6 +650,33 @@ impl Session {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_compaction_record_replaces_the_history_on_load() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.jsonl");
+        let mut l = open(Some(&p), d.path(), "a", "sha256:x", d.path()).unwrap();
+        let s = l.session.as_mut().unwrap();
+        let user = |c: &str| Message::User { content: c.into() };
+        for c in ["one", "two", "three", "four"] {
+            s.append(&Record::Message { message: user(c) }).unwrap();
+        }
+        s.append(&Record::Compaction {
+            turn: 1,
+            reason: "manual".into(),
+            summary: user("summary"),
+            replaced: 3,
+            kept: 1,
+            kept_cap: None,
+            tokens_before: 100,
+            tokens_after: 10,
+        })
+        .unwrap();
+        s.append(&Record::Message { message: user("five") }).unwrap();
+        drop(l);
+        let l = open(Some(&p), d.path(), "a", "sha256:x", d.path()).unwrap();
+        assert_eq!(l.history, vec![user("summary"), user("four"), user("five")]);
+    }
+
     fn open_choice(
         choice: &SessionChoice,
         dir: &Path,
@@ -711,6 +781,7 @@ mod tests {
                     output_tokens: 3,
                     ..Default::default()
                 },
+                context_tokens: None,
             },
             Record::Cancelled { turn: 1 },
         ] {

@@ -160,8 +160,12 @@ pub const BASH_TIMEOUT: Duration = Duration::from_secs(120);
 pub const BASH_TIMEOUT_MAX: Duration = Duration::from_secs(600);
 /// Output bytes captured from one bash command.
 pub const BASH_CAPTURE: usize = 8 << 20;
-/// Output bytes of one tool result shown to the model (head + tail).
-pub const MODEL_OUTPUT: usize = 16 << 10;
+/// Tokens of one tool result shown to the model (head + tail) when the
+/// run sets no budget ([`ToolEnv::output_tokens`]).
+pub const MODEL_OUTPUT_TOKENS: u64 = 4096;
+/// The subdirectory of the session's side directory holding whole tool
+/// outputs the model saw cut.
+pub const OUTPUTS_DIR: &str = "outputs";
 const MAX_FILE: u64 = 10 << 20;
 
 /// Everything the tools need.
@@ -173,8 +177,13 @@ pub struct ToolEnv {
     pub skills: Vec<Skill>,
     /// A human can answer questions on the terminal.
     pub interactive: bool,
-    /// Where full tool outputs are saved (the session's side dir).
+    /// Where full tool outputs are saved (the session's side dir, in
+    /// [`OUTPUTS_DIR`]); `read` may read them back.
     pub side_dir: Option<PathBuf>,
+    /// Most tokens of one tool result shown to the model: the smaller of
+    /// `[context] tool_output_tokens` and a share of the context window
+    /// (see [`crate::context::Limits`]).
+    pub output_tokens: u64,
     pub backend: Option<String>,
     /// zot's state directory (canonical): the file tools never touch it,
     /// except the agent's own data dir and this session's file tree (an
@@ -421,11 +430,40 @@ fn read_capped(f: &mut std::fs::File) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// The saved whole output `raw` names, when it is one (a regular file
+/// directly in this session's outputs directory, which zot alone writes).
+fn saved_output(env: &ToolEnv, raw: &str) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = env.side_dir.as_ref()?.join(OUTPUTS_DIR);
+    let p = Path::new(raw);
+    let name = p.file_name()?;
+    if p.parent()? != dir || !name.to_str()?.ends_with(".txt") {
+        return None;
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(dir.join(name))
+        .ok()?;
+    f.metadata().ok().filter(|m| m.is_file())?;
+    Some(f)
+}
+
 fn read(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
-    let s = locate(env, arg_str(a, "path")?, false)?;
-    let mut f = fsscope::open_read(&s).map_err(|e| io_fail("read", &s, e))?;
-    env.check_fd(&f, &s)?;
-    let data = read_capped(&mut f).map_err(|e| io_fail("read", &s, e))?;
+    let raw = arg_str(a, "path")?;
+    let (data, full) = match saved_output(env, raw) {
+        Some(mut f) => (
+            read_capped(&mut f).map_err(|e| fail(format!("read {raw}: {e}")))?,
+            raw.to_string(),
+        ),
+        None => {
+            let s = locate(env, raw, false)?;
+            let mut f = fsscope::open_read(&s).map_err(|e| io_fail("read", &s, e))?;
+            env.check_fd(&f, &s)?;
+            let data = read_capped(&mut f).map_err(|e| io_fail("read", &s, e))?;
+            (data, s.full.display().to_string())
+        }
+    };
     let text = String::from_utf8_lossy(&data);
     let offset = a.get("offset").and_then(Value::as_u64).unwrap_or(1).max(1) as usize;
     let limit = a.get("limit").and_then(Value::as_u64).map(|l| l as usize);
@@ -438,7 +476,7 @@ fn read(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
     if text.ends_with('\n') && limit.is_none() && !out.is_empty() {
         out.push('\n');
     }
-    Ok(ok(cap(&out, MODEL_OUTPUT, None).0))
+    Ok(ok(cap(&out, env.output_tokens, Some(&full)).0))
 }
 
 fn write(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
@@ -598,36 +636,57 @@ fn grep(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
     if hits.is_empty() {
         return Ok(ok("no matches"));
     }
-    Ok(ok(cap(&hits.join("\n"), MODEL_OUTPUT, None).0))
+    Ok(ok(cap(&hits.join("\n"), env.output_tokens, None).0))
 }
 
-/// Keep the head and tail of `s` when it is longer than `max`, noting what
-/// was left out and where the full text is.
-pub fn cap(s: &str, max: usize, full: Option<&Path>) -> (String, bool) {
-    if s.len() <= max {
-        return (s.to_string(), false);
+/// Keep the head and tail of `s` when it is longer than `max_tokens`
+/// (a zero budget: [`MODEL_OUTPUT_TOKENS`]), with a `... N lines (M
+/// tokens) omitted ...` marker naming where the whole text is.
+pub fn cap(s: &str, max_tokens: u64, full: Option<&str>) -> (String, bool) {
+    let max = if max_tokens == 0 {
+        MODEL_OUTPUT_TOKENS
+    } else {
+        max_tokens
+    };
+    crate::context::head_tail(s, max, full)
+}
+
+/// Save the whole output of call `call_id` for the model to read back:
+/// a new 0600 file in the outputs directory of the session.
+fn save_output(env: &ToolEnv, call_id: &str, text: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = env.side_dir.as_ref()?.join(OUTPUTS_DIR);
+    let id: String = call_id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .take(64)
+        .collect();
+    let id = if id.is_empty() {
+        "call".to_string()
+    } else {
+        id
+    };
+    crate::home::private_dir(&dir).ok()?;
+    for n in 0..100 {
+        let name = if n == 0 {
+            format!("{id}.txt")
+        } else {
+            format!("{id}-{n}.txt")
+        };
+        let p = dir.join(name);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&p)
+        {
+            Ok(mut f) => return f.write_all(text.as_bytes()).ok().map(|_| p),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(_) => return None,
+        }
     }
-    let half = max / 2;
-    let mut h = half;
-    while !s.is_char_boundary(h) {
-        h -= 1;
-    }
-    let mut t = s.len() - half;
-    while !s.is_char_boundary(t) {
-        t += 1;
-    }
-    let where_ = full
-        .map(|p| format!("; full output: {}", p.display()))
-        .unwrap_or_default();
-    (
-        format!(
-            "{}\n[... {} bytes omitted{where_} ...]\n{}",
-            &s[..h],
-            t - h,
-            &s[t..]
-        ),
-        true,
-    )
+    None
 }
 
 fn bash(
@@ -689,7 +748,12 @@ fn bash(
             index: env.index.as_ref(),
         },
     )
-    .map_err(|e| fail(format!("could not run the command: {}", crate::ui::error_chain(&e))))?;
+    .map_err(|e| {
+        fail(format!(
+            "could not run the command: {}",
+            crate::ui::error_chain(&e)
+        ))
+    })?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.stderr.is_empty() {
         if !text.is_empty() && !text.ends_with('\n') {
@@ -715,20 +779,17 @@ fn bash(
         }
         text.push_str(&format!("[zot: {n}]"));
     }
+    let budget = if env.output_tokens == 0 {
+        MODEL_OUTPUT_TOKENS
+    } else {
+        env.output_tokens
+    };
     let mut full_output = None;
-    if text.len() > MODEL_OUTPUT {
-        if let Some(dir) = &env.side_dir {
-            let id: String = call_id
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
-                .collect();
-            let p = dir.join(format!("{}.txt", if id.is_empty() { "call" } else { &id }));
-            if crate::home::private_dir(dir).is_ok() && std::fs::write(&p, &text).is_ok() {
-                full_output = Some(p);
-            }
-        }
+    if crate::context::text_tokens(&text) > budget {
+        full_output = save_output(env, call_id, &text);
     }
-    let (shown, _) = cap(&text, MODEL_OUTPUT, full_output.as_deref());
+    let full_name = full_output.as_ref().map(|p| p.display().to_string());
+    let (shown, _) = cap(&text, budget, full_name.as_deref());
     let ms = out.duration.as_millis() as u64;
     let status = if out.cancelled {
         format!("cancelled (exit code {})", out.exit_code)
@@ -748,7 +809,10 @@ fn bash(
             "\n[network: {}:{} {}: {}]",
             r.host.as_deref().unwrap_or("?"),
             r.port.map_or("?".to_string(), |p| p.to_string()),
-            serde_json::to_value(r.decision).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+            serde_json::to_value(r.decision)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
             r.reason.as_deref().unwrap_or("")
         ));
     }
@@ -786,6 +850,7 @@ mod tests {
             skills: vec![],
             interactive: false,
             side_dir: None,
+            output_tokens: 0,
             backend: None,
             zot_home: ws.join("zot-home"),
             agent_data: ws.join("zot-home/agents/a/data"),
@@ -1001,12 +1066,48 @@ mod tests {
 
     #[test]
     fn capping_keeps_head_and_tail() {
-        let s = format!("{}{}", "a".repeat(100), "z".repeat(100));
-        let (c, t) = cap(&s, 50, Some(Path::new("/x")));
+        let s = format!("{}{}", "a".repeat(400), "z".repeat(400));
+        let (c, t) = cap(&s, 50, Some("/x"));
         assert!(
             t && c.starts_with("aaaa")
                 && c.ends_with("zzzz")
-                && c.contains("150 bytes omitted; full output: /x")
+                && c.contains("0 lines (150 tokens) omitted; the whole output is in /x"),
+            "{c}"
         );
+    }
+
+    #[test]
+    fn saved_outputs_are_private_and_readable_back() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let mut e = env(&ws, vec![ws.clone()], vec![]);
+        e.side_dir = Some(d.path().join("s.d"));
+        let text: String = (0..5000).map(|i| format!("line {i}\n")).collect();
+        let p = save_output(&e, "call/../1", &text).unwrap();
+        assert_eq!(p.parent().unwrap(), d.path().join("s.d/outputs"));
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let r = run(
+            &e,
+            &call(
+                "read",
+                json!({"path": p.display().to_string(), "offset": 4001, "limit": 2}),
+            ),
+        );
+        assert_eq!(r.content, "line 4000\nline 4001", "{r:?}");
+        // Only that directory: the session file next to it stays private.
+        std::fs::write(d.path().join("s.d/x.txt"), "no").unwrap();
+        let r = run(
+            &e,
+            &call(
+                "read",
+                json!({"path": d.path().join("s.d/x.txt").display().to_string()}),
+            ),
+        );
+        assert!(r.is_error, "{r:?}");
     }
 }

@@ -26,7 +26,15 @@ use crate::diagnostic::{suggest, Diagnostic};
 pub const FILE_NAME: &str = "config.toml";
 
 /// Top-level tables of the file.
-pub const SECTIONS: &[&str] = &["defaults", "http", "providers", "models", "trust", "sandbox"];
+pub const SECTIONS: &[&str] = &[
+    "defaults",
+    "http",
+    "providers",
+    "models",
+    "trust",
+    "sandbox",
+    "context",
+];
 
 /// The wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -108,7 +116,34 @@ pub struct Config {
     pub trust: Trust,
     /// `[sandbox]`: resource limits of every sandbox.
     pub sandbox: SandboxSettings,
+    /// `[context]`: compaction of long conversations and tool-output budgets.
+    pub context: ContextSettings,
 }
+
+/// `[context]`: when a conversation is compacted and how much of it is
+/// kept. Settings left out take zot's defaults (relative to the model's
+/// context window).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ContextSettings {
+    /// Compact automatically before a request would not fit, and when the
+    /// server says it did not (default true).
+    pub auto_compact: Option<bool>,
+    /// Tokens kept free for the model's answer: compaction starts when the
+    /// conversation passes `window - reserve_tokens`.
+    pub reserve_tokens: Option<u64>,
+    /// Tokens of the most recent turns kept verbatim by a compaction.
+    pub keep_recent_tokens: Option<u64>,
+    /// Most tokens of one tool result shown to the model (head and tail).
+    pub tool_output_tokens: Option<u64>,
+}
+
+/// The keys of `[context]`.
+pub const CONTEXT_KEYS: &[&str] = &[
+    "auto_compact",
+    "reserve_tokens",
+    "keep_recent_tokens",
+    "tool_output_tokens",
+];
 
 /// `[sandbox]`: `tmp_size` (`"512M"` or bytes), `max_procs`,
 /// `max_file_size` (command-line flags win), and `deny_read`.
@@ -243,6 +278,7 @@ pub fn parse(text: &str) -> Result<Config, Vec<Diagnostic>> {
             "models" => cfg.models = section_models(&mut w, v),
             "trust" => cfg.trust = section_trust(&mut w, v),
             "sandbox" => cfg.sandbox = section_sandbox(&mut w, v),
+            "context" => cfg.context = section_context(&mut w, v),
             _ => w.unknown("", k, SECTIONS),
         }
     }
@@ -313,6 +349,25 @@ fn section_trust(w: &mut Walker, v: &Value) -> Trust {
     t
 }
 
+fn section_context(w: &mut Walker, v: &Value) -> ContextSettings {
+    let mut c = ContextSettings::default();
+    let Some(table) = w.table(v, "context") else {
+        return c;
+    };
+    for (k, v) in table {
+        let p = join("context", k);
+        let tokens = |w: &mut Walker| w.int(v, &p, 1, 1 << 40).map(|n| n as u64);
+        match k.as_str() {
+            "auto_compact" => c.auto_compact = w.bool(v, &p),
+            "reserve_tokens" => c.reserve_tokens = tokens(w),
+            "keep_recent_tokens" => c.keep_recent_tokens = tokens(w),
+            "tool_output_tokens" => c.tool_output_tokens = tokens(w),
+            _ => w.unknown("context", k, CONTEXT_KEYS),
+        }
+    }
+    c
+}
+
 fn section_sandbox(w: &mut Walker, v: &Value) -> SandboxSettings {
     use crate::limits::{check_max_procs, check_tmp_size, parse_size};
     let mut s = SandboxSettings::default();
@@ -334,12 +389,12 @@ fn section_sandbox(w: &mut Walker, v: &Value) -> SandboxSettings {
         let p = join("sandbox", k);
         match k.as_str() {
             "tmp_size" => {
-                s.tmp_size = size(w, v, &p)
-                    .and_then(|n| check_tmp_size(n).map_err(|e| w.err(&p, e)).ok())
+                s.tmp_size =
+                    size(w, v, &p).and_then(|n| check_tmp_size(n).map_err(|e| w.err(&p, e)).ok())
             }
             "max_file_size" => {
-                s.max_file_size = size(w, v, &p)
-                    .and_then(|n| check_tmp_size(n).map_err(|e| w.err(&p, e)).ok())
+                s.max_file_size =
+                    size(w, v, &p).and_then(|n| check_tmp_size(n).map_err(|e| w.err(&p, e)).ok())
             }
             "max_procs" => {
                 s.max_procs = w
@@ -861,6 +916,25 @@ mod tests {
         assert!(paths.contains(&"sandbox.nope"), "{e:?}");
     }
 
+    #[test]
+    fn context_section() {
+        let c = parse("[context]\nauto_compact = false\nreserve_tokens = 2000\nkeep_recent_tokens = 3000\ntool_output_tokens = 500\n").unwrap();
+        assert_eq!(
+            c.context,
+            ContextSettings {
+                auto_compact: Some(false),
+                reserve_tokens: Some(2000),
+                keep_recent_tokens: Some(3000),
+                tool_output_tokens: Some(500),
+            }
+        );
+        let e = errors("[context]\nauto_compact = 1\nreserve_tokens = 0\nkeep_recent = 5\n");
+        let all = e.join("\n");
+        assert!(all.contains("context.auto_compact"), "{all}");
+        assert!(all.contains("context.reserve_tokens"), "{all}");
+        assert!(all.contains("did you mean `keep_recent_tokens`"), "{all}");
+    }
+
     fn errors(text: &str) -> Vec<String> {
         parse(text)
             .unwrap_err()
@@ -871,11 +945,15 @@ mod tests {
 
     #[test]
     fn sandbox_section() {
-        let c = parse("[sandbox]\ntmp_size = \"1G\"\nmax_procs = 2048\nmax_file_size = 1048576\n").unwrap();
+        let c = parse("[sandbox]\ntmp_size = \"1G\"\nmax_procs = 2048\nmax_file_size = 1048576\n")
+            .unwrap();
         assert_eq!(c.sandbox.tmp_size, Some(1 << 30));
         assert_eq!(c.sandbox.limits().max_procs, 2048);
         assert_eq!(c.sandbox.limits().max_file_size, 1 << 20);
-        assert_eq!(Config::default().sandbox.limits(), crate::limits::Limits::default());
+        assert_eq!(
+            Config::default().sandbox.limits(),
+            crate::limits::Limits::default()
+        );
         let e = parse("[sandbox]\ntmp_size = \"12X\"\nmax_procs = 3\nmax_proc = 1\n").unwrap_err();
         let paths: Vec<&str> = e.iter().map(|d| d.path.as_str()).collect();
         assert!(paths.contains(&"sandbox.tmp_size"), "{e:?}");
@@ -997,11 +1075,23 @@ reasoning = true
     #[test]
     fn trust_section() {
         assert!(!parse("").unwrap().trust.require_signature);
-        assert!(parse("[trust]\nrequire_signature = true\n").unwrap().trust.require_signature);
+        assert!(
+            parse("[trust]\nrequire_signature = true\n")
+                .unwrap()
+                .trust
+                .require_signature
+        );
         let e = errors("[trust]\nrequire_signature = \"yes\"\n");
-        assert!(e.iter().any(|d| d.starts_with("trust.require_signature")), "{e:?}");
+        assert!(
+            e.iter().any(|d| d.starts_with("trust.require_signature")),
+            "{e:?}"
+        );
         let e = errors("[trust]\nrequire_signatures = true\n");
-        assert!(e.iter().any(|d| d.contains("did you mean") && d.contains("require_signature")), "{e:?}");
+        assert!(
+            e.iter()
+                .any(|d| d.contains("did you mean") && d.contains("require_signature")),
+            "{e:?}"
+        );
         let e = errors("require_signature = true\n");
         assert!(e.iter().any(|d| d.contains("require_signature")), "{e:?}");
     }

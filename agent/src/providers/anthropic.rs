@@ -489,10 +489,15 @@ pub fn request_body(model: &str, req: &ModelRequest) -> Vec<u8> {
         head["thinking"] = json!({"type": "enabled", "budget_tokens": b});
     }
     let conversation = repaired(req.messages);
+    // The summary heading a compacted conversation is marked too: the
+    // cached prefix (tools, system, summary) then serves every request
+    // until the next compaction.
+    let mut stable =
+        req.stable_prefix > 0 && matches!(conversation.first(), Some(Message::User { .. }));
     let mut it = messages(&conversation).peekable();
     let marked = std::iter::from_fn(move || {
         let mut m = it.next()?;
-        if it.peek().is_none() {
+        if std::mem::take(&mut stable) || it.peek().is_none() {
             if let Some(last) = m["content"].as_array_mut().and_then(|c| c.last_mut()) {
                 *last = with_cache(last.take());
             }
@@ -665,6 +670,7 @@ mod tests {
             tools: &[],
             reasoning: Some(zot_policy::config::ReasoningEffort::Medium),
             max_output_tokens: Some(64000),
+            stable_prefix: 0,
         };
         let b: Value = serde_json::from_slice(&request_body("claude-sonnet-4-5", &req)).unwrap();
         assert_eq!(b["max_tokens"], 16384 + 8192);

@@ -37,6 +37,11 @@ pub struct ModelRequest<'a> {
     pub reasoning: Option<ReasoningEffort>,
     /// The model's output limit, when known.
     pub max_output_tokens: Option<u64>,
+    /// Leading messages of `messages` that stay the same from request to
+    /// request until the next compaction (the summary): a provider with
+    /// prompt caching marks the end of this prefix, so the cache survives
+    /// the turns that follow a compaction.
+    pub stable_prefix: usize,
 }
 
 /// A retry about to happen.
@@ -271,7 +276,9 @@ impl NetworkModel {
                 url: self.url.clone(),
                 detail: message,
             },
-            400 | 413 | 422 if is_context_error(&kind, &lower) => {
+            // Any server's "payload too large": the conversation is.
+            413 => ProviderError::ContextLength { status, message },
+            400 | 422 if is_context_error(&kind, &lower) => {
                 ProviderError::ContextLength { status, message }
             }
             _ => ProviderError::Http {
@@ -286,7 +293,13 @@ impl NetworkModel {
 }
 
 fn is_context_error(kind: &str, lower: &str) -> bool {
+    let too_long = lower.contains("too long") || lower.contains("exceed");
     kind == "context_length_exceeded"
+        || kind == "exceed_context_size_error"
+        || (too_long
+            && ["prompt", "input", "context", "token", "request", "message"]
+                .iter()
+                .any(|w| lower.contains(w)))
         || [
             "context length",
             "context_length",
@@ -295,6 +308,8 @@ fn is_context_error(kind: &str, lower: &str) -> bool {
             "prompt is too long",
             "too many tokens",
             "input is too long",
+            "context size",
+            "token limit",
         ]
         .iter()
         .any(|p| lower.contains(p))
@@ -374,6 +389,7 @@ mod tests {
             tools: &[],
             reasoning: None,
             max_output_tokens: None,
+            stable_prefix: 0,
         };
         let t0 = std::time::Instant::now();
         let r = m.respond(&req, &cancel, &mut |_| {});
@@ -388,6 +404,32 @@ mod tests {
             m.respond(&req, &cancel, &mut |_| {}),
             Err(ProviderError::Cancelled)
         ));
+    }
+
+    #[test]
+    fn context_refusals_are_recognised() {
+        for (kind, msg) in [
+            ("context_length_exceeded", "anything"),
+            (
+                "invalid_request_error",
+                "prompt is too long: 9000 tokens > 8000 maximum",
+            ),
+            ("", "This model's maximum context length is 8192 tokens"),
+            (
+                "exceed_context_size_error",
+                "the request exceeds the available context size",
+            ),
+            ("", "Input too long for the model"),
+            ("", "prompt too long"),
+        ] {
+            assert!(is_context_error(kind, &msg.to_ascii_lowercase()), "{msg}");
+        }
+        for (kind, msg) in [
+            ("invalid_request_error", "messages: field required"),
+            ("", "temperature must be at most 2"),
+        ] {
+            assert!(!is_context_error(kind, msg), "{msg}");
+        }
     }
 
     #[test]

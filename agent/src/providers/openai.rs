@@ -572,6 +572,7 @@ mod tests {
             tools: &tools,
             reasoning: Some(policy_reasoning()),
             max_output_tokens: None,
+            stable_prefix: 0,
         };
         let b: Value = serde_json::from_slice(&request_body("gpt-5", &req)).unwrap();
         assert_eq!(b["stream_options"]["include_usage"], true);

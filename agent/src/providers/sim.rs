@@ -238,6 +238,7 @@ mod tests {
             tools: &[],
             reasoning: None,
             max_output_tokens: None,
+            stable_prefix: 0,
         };
         s.respond(&req, &Cancel::new().unwrap(), &mut |_| {})
             .unwrap()

@@ -92,6 +92,7 @@ impl Runtime<'_> {
             Command::Model(None) => self.show_models(),
             Command::Model(Some(id)) => self.switch_model(&id, opts)?,
             Command::Usage => self.show_usage(),
+            Command::Compact(i) => self.manual_compact(i.as_deref())?,
             Command::Clear => self.clear()?,
             Command::Sessions(id) => self.pick_session(id)?,
             Command::SessionFork => self.fork()?,
@@ -154,6 +155,8 @@ impl Runtime<'_> {
         }
         self.model = model;
         self.selection = sel;
+        self.learned_window = None;
+        self.anchor = None;
         self.ui.note(&format!(
             "model is now {} from {}",
             self.selection.model.id, self.selection.provider.name
@@ -180,12 +183,30 @@ impl Runtime<'_> {
         if let Some(t) = &self.last_turn {
             s.push_str(&format!("\nlast turn: {}", line(t)));
         }
-        if let Some(w) = self.selection.model.context_window {
-            s.push_str(&format!(
-                "\nmodel {}: context window {w} tokens",
-                self.selection.model.id
-            ));
+        let l = self.limits();
+        let now = self.context_tokens();
+        match (l.window, l.threshold()) {
+            (Some(w), Some(t)) => s.push_str(&format!(
+                "\ncontext: about {now} of {w} tokens ({}%); compaction {}",
+                now * 100 / w.max(1),
+                if l.auto {
+                    format!("at {t} tokens")
+                } else {
+                    "is off".into()
+                }
+            )),
+            _ => s.push_str(&format!(
+                "\ncontext: about {now} tokens (the model's window is unknown)"
+            )),
         }
+        let compacted = self.history.first().is_some_and(crate::context::is_summary);
+        if compacted {
+            s.push_str(" · compacted earlier");
+        }
+        s.push_str(&format!(
+            "\nmodel {}; tool results are cut at {} tokens",
+            self.selection.model.id, l.tool_output
+        ));
         self.ui.show(&s);
     }
 
@@ -209,8 +230,7 @@ impl Runtime<'_> {
             }
             let (tree, perms, read_only) =
                 super::enter_tree(&self.agent, &tree, &self.ah.data_dir(), &self.config)?;
-            self.env.policy =
-                super::policy_for(&perms, &tree, &self.ah, &read_only, &self.config);
+            self.env.policy = super::policy_for(&perms, &tree, &self.ah, &read_only, &self.config);
             self.env.index = crate::deps::start_index(&self.env.policy, &self.ah.home);
             self.env.perms = perms;
             self.env.read_only = read_only;
@@ -222,6 +242,7 @@ impl Runtime<'_> {
             self.ui.warn(w);
         }
         self.history = loaded.history;
+        self.anchor = None;
         self.session_usage = loaded.usage;
         self.last_turn = None;
         self.env.side_dir = loaded.session.as_ref().map(Session::side_dir);
@@ -250,6 +271,7 @@ impl Runtime<'_> {
         let old = self.session.as_ref().map(|s| s.id.clone());
         if old.is_none() {
             self.history.clear();
+            self.anchor = None;
             self.last_turn = None;
             self.ui
                 .note("conversation cleared (no session is recorded: --no-session)");

@@ -114,6 +114,22 @@ impl Renderer {
                 self.spin("waiting for the model");
             }
         }
+        if let (
+            Event::Compaction {
+                reason,
+                tokens_before,
+                tokens_after,
+                ..
+            },
+            false,
+        ) = (ev, self.mode == OutputMode::Json)
+        {
+            self.fresh_line();
+            let msg = format!(
+                "zot: compacted the conversation ({reason}): about {tokens_before} -> {tokens_after} tokens"
+            );
+            eprintln!("{}", paint(self.err_color, style::WARN, &msg));
+        }
         match self.mode {
             OutputMode::Json => {
                 let mut out = std::io::stdout().lock();
