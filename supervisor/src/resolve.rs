@@ -105,6 +105,12 @@ pub fn prepare_with(
 ) -> Result<Planned, SupervisorError> {
     let resolved = resolve(policy, choice)?;
     let isolation = resolved.backend.kind().isolation();
+    // Credentials by the rules the tools follow, and zot's own state.
+    let policy = &if isolation == zot_launcher::plan::Isolation::None {
+        policy.clone()
+    } else {
+        crate::creds::with_credentials(policy, env)
+    };
     let (policy, repos, path_dirs, path_watch) =
         with_host_protections(policy, isolation, env, index);
     let policy = &policy;
