@@ -438,7 +438,10 @@ pub fn plan(
     // The supervisor decides on every connect and addressed send (host
     // sockets bound after the launch or in other network namespaces too);
     // without that, host sockets the view shows are masked.
-    let notify = isolation == Isolation::Namespaces && fs.user_notify().is_ok();
+    // On landlock too: there the host's sockets are reachable by path,
+    // and only the supervisor can tell the command's own from them.
+    let notify = matches!(isolation, Isolation::Namespaces | Isolation::LandlockOnly)
+        && fs.user_notify().is_ok();
     let views = match isolation {
         Isolation::Namespaces => repo_views(policy, &roots, fs),
         _ => Vec::new(),
@@ -477,9 +480,10 @@ pub fn plan(
             unenforced.push(Gap::DenyReadCarved);
         }
         unenforced.push(Gap::NoPidNamespace);
-        if network == NetworkPlan::Host {
+        if network == NetworkPlan::Host && !notify {
             unenforced.push(Gap::HostUnixSockets);
         }
+        unenforced.push(Gap::TmpSharedWithHost);
         unenforced.push(Gap::NoProcessLimit);
         unenforced.push(Gap::NoTmpfsLimit);
     }
@@ -1024,11 +1028,11 @@ fn landlock_plan(
             .iter()
             .map(|r| rule(r, LandlockAccess::ReadWrite, true)),
     );
-    if mounts {
-        // The private temp dirs of the view.
-        for p in ["/tmp", "/var/tmp", "/dev/shm"] {
-            rules.push(rule(p, LandlockAccess::ReadWrite, false));
-        }
+    // The private temp dirs of the view; without mounts the host's, which
+    // ordinary programs cannot work without (reported as shared, and
+    // TMPDIR is a private directory of the run).
+    for p in ["/tmp", "/var/tmp", "/dev/shm"] {
+        rules.push(rule(p, LandlockAccess::ReadWrite, false));
     }
     LandlockPlan {
         compat: if mounts {
@@ -1165,10 +1169,11 @@ fn seccomp_plan(network: &NetworkPlan, isolation: Isolation, notify: bool) -> Se
                 "AF_UNIX",
             )],
         });
-        if isolation == Isolation::LandlockOnly {
+        if isolation == Isolation::LandlockOnly && !notify {
             // Without a private /tmp and /run, host sockets are reachable by
-            // path: refuse reaching any socket the command did not create
-            // (`sendmsg` stays allowed: its address is behind a pointer).
+            // path, and no supervisor tells the command's own apart: refuse
+            // reaching any socket (`sendmsg` stays allowed: its address is
+            // behind a pointer).
             rules.push(SeccompRule {
                 syscalls: names(&["connect"]),
                 action: SeccompAction::Eperm,

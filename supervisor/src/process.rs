@@ -59,13 +59,14 @@ fn run_once(mut req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome,
     // once the plan is known to run here.
     let proxy_dir = proxy_dir(&mut req)?;
     let index = req.index.clone();
-    let planned = resolve::prepare_with(
+    let mut planned = resolve::prepare_with(
         &req.policy,
         req.backend,
         req.allow_degraded,
         &host_env,
         index.as_ref(),
     )?;
+    let private_tmp = private_tmpdir(&req, &mut planned)?;
     let proxy = match proxy_dir {
         Some(dir) => Some(start_proxy(&req, dir)?),
         None => None,
@@ -82,6 +83,7 @@ fn run_once(mut req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome,
     // The proxy's thread exists: the launcher is exec'd, never forked.
     debug_assert!(proxy.is_none() || zot_launcher::thread_count().map_or(true, |n| n > 1));
     let run = run_planned(&req, planned, host_env, start);
+    drop(private_tmp);
     let records = proxy
         .map(|(p, dir)| {
             let records = p.stop();
@@ -93,6 +95,46 @@ fn run_once(mut req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome,
         o.proxy = records;
         o
     })
+}
+
+/// Without a mount namespace (landlock) `/tmp` is the host's: the
+/// command's `TMPDIR` is a private directory there (0700, this user's),
+/// made for the run and removed whole after it.
+fn private_tmpdir(
+    req: &RunRequest,
+    planned: &mut resolve::Planned,
+) -> Result<Option<ProxyDir>, SupervisorError> {
+    if planned.plan.isolation != zot_launcher::plan::Isolation::LandlockOnly {
+        return Ok(None);
+    }
+    let base = std::env::temp_dir();
+    const PREFIX: &str = "zot-tmp-";
+    let dir = match &req.journal {
+        Some(j) => {
+            ProxyDir::Journaled(j.temp_dir(&base, PREFIX).map_err(|e| SupervisorError::Io {
+                what: format!("creating the run's private TMPDIR in {}", base.display()),
+                source: std::io::Error::other(e),
+            })?)
+        }
+        None => ProxyDir::Plain(
+            tempfile::Builder::new()
+                .prefix(PREFIX)
+                .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                .tempdir_in(&base)
+                .map_err(SupervisorError::io(format!(
+                    "creating the run's private TMPDIR in {}",
+                    base.display()
+                )))?,
+        ),
+    };
+    let env = &mut planned.plan.env;
+    env.pass.retain(|p| p != "TMPDIR");
+    env.set.retain(|v| v.name != "TMPDIR");
+    env.set.push(zot_launcher::plan::EnvVar {
+        name: "TMPDIR".into(),
+        value: dir.path().to_string_lossy().into_owned(),
+    });
+    Ok(Some(dir))
 }
 
 /// The proxy's private directory, removed when dropped.
@@ -278,9 +320,15 @@ fn run_planned(
                     .map(|(s, _)| s)
                     .into_iter()
                     .collect();
+                // Without a PID namespace (landlock) the sandbox shares the
+                // host's network namespace, and its processes are its
+                // leader's session.
+                let landlock =
+                    planned.plan.isolation == zot_launcher::plan::Isolation::LandlockOnly;
                 match crate::notify::Server::start(
                     status,
-                    planned.plan.network == zot_launcher::plan::NetworkPlan::Host,
+                    landlock || planned.plan.network == zot_launcher::plan::NetworkPlan::Host,
+                    landlock.then(|| started.target.pid()),
                     &proxy,
                 ) {
                     Ok(s) => Some(s),
