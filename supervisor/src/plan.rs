@@ -483,7 +483,9 @@ pub fn plan(
         if network == NetworkPlan::Host && !notify {
             unenforced.push(Gap::HostUnixSockets);
         }
-        unenforced.push(Gap::TmpSharedWithHost);
+        if policy.mode == SandboxMode::WorkspaceWrite {
+            unenforced.push(Gap::TmpSharedWithHost);
+        }
         unenforced.push(Gap::NoProcessLimit);
         unenforced.push(Gap::NoTmpfsLimit);
     }
@@ -1031,8 +1033,10 @@ fn landlock_plan(
     // The private temp dirs of the view; without mounts the host's, which
     // ordinary programs cannot work without (reported as shared, and
     // TMPDIR is a private directory of the run).
-    for p in ["/tmp", "/var/tmp", "/dev/shm"] {
-        rules.push(rule(p, LandlockAccess::ReadWrite, false));
+    if mounts || policy.mode == SandboxMode::WorkspaceWrite {
+        for p in ["/tmp", "/var/tmp", "/dev/shm"] {
+            rules.push(rule(p, LandlockAccess::ReadWrite, false));
+        }
     }
     LandlockPlan {
         compat: if mounts {

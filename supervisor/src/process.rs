@@ -104,7 +104,9 @@ fn private_tmpdir(
     req: &RunRequest,
     planned: &mut resolve::Planned,
 ) -> Result<Option<ProxyDir>, SupervisorError> {
-    if planned.plan.isolation != zot_launcher::plan::Isolation::LandlockOnly {
+    if planned.plan.isolation != zot_launcher::plan::Isolation::LandlockOnly
+        || planned.plan.mode != zot_policy::sandbox::SandboxMode::WorkspaceWrite
+    {
         return Ok(None);
     }
     let base = std::env::temp_dir();
