@@ -26,6 +26,7 @@ mod landlock {
     use super::*;
     attack_tests!("landlock";
         control_write_read_inside_cwd, control_read_os_release, read_only_mode_refuses_cwd_writes,
+        control_private_tmp_and_own_unix_socket,
         write_outside_cwd, write_etc, write_bashrc, read_ssh_key, symlink_preplanted, symlink_fresh,
         hardlink_from_outside, tcp_loopback, unix_socket_host_abstract, host_process_ptrace_kill_environ,
         unix_socket_host_anywhere, landlock_host_ipc,
@@ -33,6 +34,7 @@ mod landlock {
         no_new_privs_and_seccomp_on, tiocsti_injection, output_flood_capped,
         signal_forwarding, signals_reach_the_process_group, exit_code_mapping,
         creds_named_by_environment, creds_under_xdg, zot_state_unreadable,
+        control_tmp_and_own_sockets, host_socket_in_tmp,
     );
 
     /// The landlock backend as `zot run` starts it: the launcher exec'd.
@@ -42,7 +44,7 @@ mod landlock {
             tcp_loopback, unix_socket_host_abstract, host_process_ptrace_kill_environ,
             parent_secret_env, mount_refused, nested_userns_refused, no_new_privs_and_seccomp_on,
             tiocsti_injection, signal_forwarding, signals_reach_the_process_group,
-            exit_code_mapping,
+            exit_code_mapping, control_tmp_and_own_sockets, host_socket_in_tmp,
         );
     }
 }

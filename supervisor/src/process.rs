@@ -111,13 +111,14 @@ fn private_tmpdir(
     }
     let base = std::env::temp_dir();
     const PREFIX: &str = "zot-tmp-";
-    let dir = match &req.journal {
-        Some(j) => {
-            ProxyDir::Journaled(j.temp_dir(&base, PREFIX).map_err(|e| SupervisorError::Io {
-                what: format!("creating the run's private TMPDIR in {}", base.display()),
-                source: std::io::Error::other(e),
-            })?)
-        }
+    // Journaled when the journal can be written (a killed run's directory
+    // is swept by the next zot process), else removed when the run ends.
+    let journaled = req
+        .journal
+        .as_ref()
+        .and_then(|j| j.temp_dir(&base, PREFIX).ok());
+    let dir = match journaled {
+        Some(d) => ProxyDir::Journaled(d),
         None => ProxyDir::Plain(
             tempfile::Builder::new()
                 .prefix(PREFIX)

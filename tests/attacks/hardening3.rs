@@ -394,3 +394,87 @@ pub fn file_tools_refuse_zot_itself(unpriv: bool) {
     // The host's own view: the environment really holds the key.
     assert!(std::fs::read_to_string("/proc/self/environ").is_ok());
 }
+
+// ------------------------------------------------------------ class 8
+
+/// Control: what ordinary programs do with temp dirs and their own
+/// sockets works on every backend (landlock included): files and unix
+/// sockets in `/tmp`, `$TMPDIR` and the workspace, `/dev/shm`, `mktemp`.
+pub fn control_tmp_and_own_sockets(ctx: &Ctx) {
+    let prog = r#"
+import os, socket, tempfile, threading
+tmp = os.environ.get('TMPDIR', '/tmp')
+for d in ['/tmp', tmp, os.getcwd()]:
+    p = os.path.join(d, 'own-%d.sock' % os.getpid())
+    s = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(1)
+    c = socket.socket(socket.AF_UNIX); c.connect(p)
+    a, _ = s.accept(); c.sendall(b'ping'); assert a.recv(4) == b'ping'
+    u = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); q = p + '.d'; u.bind(q)
+    v = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); v.sendto(b'dg', q); assert u.recv(2) == b'dg'
+    for x in (s, c, a, u, v): x.close()
+    os.unlink(p); os.unlink(q)
+l, r = socket.socketpair(); l.sendall(b'x'); assert r.recv(1) == b'x'
+with tempfile.NamedTemporaryFile() as f:
+    f.write(b'x'); f.flush()
+with open('/dev/shm/zot-own-%d' % os.getpid(), 'w') as f:
+    f.write('x')
+os.unlink('/dev/shm/zot-own-%d' % os.getpid())
+open('/tmp/zot-own-file-%d' % os.getpid(), 'w').write('x')
+os.unlink('/tmp/zot-own-file-%d' % os.getpid())
+print('OK')
+"#;
+    let o = ctx.py("workspace-write", &[], prog);
+    expect_ok(ctx, "temp dirs and own unix sockets", &o);
+    let o = ctx.sh(
+        "workspace-write",
+        &[],
+        "f=$(mktemp) && echo x > \"$f\" && cat \"$f\" && rm \"$f\" && d=$(mktemp -d) && touch \"$d/a\" && rm -r \"$d\"",
+    );
+    expect_ok(ctx, "mktemp", &o);
+}
+
+/// A host program's unix socket in `/tmp` (shared with the host on
+/// landlock) is not reachable, with the network off or on.
+pub fn host_socket_in_tmp(ctx: &Ctx) {
+    let path = PathBuf::from(format!(
+        "/tmp/zot-h3-host-{}-{}.sock",
+        std::process::id(),
+        ctx.unpriv as u8
+    ));
+    let _ = std::fs::remove_file(&path);
+    let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    l.set_nonblocking(true).unwrap();
+    let prog = format!(
+        r#"
+import socket
+for kind in (socket.SOCK_STREAM,):
+    c = socket.socket(socket.AF_UNIX, kind)
+    try:
+        c.connect({p:?}); c.sendall(b'hi'); print('ESCAPED')
+    except OSError as e:
+        print('refused', e)
+print('BLOCKED')
+"#,
+        p = path.display().to_string()
+    );
+    let mut cmd = ctx.zot();
+    cmd.args(ctx.sandbox_args("danger-full-access"))
+        .args(["--", PYTHON, "-c", &prog]);
+    let o = run_limited(cmd, Duration::from_secs(30));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("ESCAPED"),
+        "unconfined, the host socket must be reachable:\n{}",
+        text(&o)
+    );
+    for extra in [&[][..], &["--net"][..]] {
+        let o = ctx.py("workspace-write", extra, &prog);
+        expect_blocked(
+            ctx,
+            &format!("connect to a host socket in /tmp {extra:?}"),
+            &o,
+        );
+    }
+    drop(l);
+    let _ = std::fs::remove_file(&path);
+}

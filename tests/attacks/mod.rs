@@ -2299,7 +2299,7 @@ macro_rules! attack_tests {
             git_global_config_in_workspace, path_lookups_planted, control_toolchain_and_node_bin,
             placeholder_races, views_enclosing_repository, views_repository_under_tmp,
             creds_named_by_environment, creds_under_xdg, zot_state_unreadable,
-            creds_inside_workspace_home,
+            creds_inside_workspace_home, control_tmp_and_own_sockets, host_socket_in_tmp,
         );
     };
 }
