@@ -26,7 +26,6 @@ mod landlock {
     use super::*;
     attack_tests!("landlock";
         control_write_read_inside_cwd, control_read_os_release, read_only_mode_refuses_cwd_writes,
-        control_private_tmp_and_own_unix_socket,
         write_outside_cwd, write_etc, write_bashrc, read_ssh_key, symlink_preplanted, symlink_fresh,
         hardlink_from_outside, tcp_loopback, unix_socket_host_abstract, host_process_ptrace_kill_environ,
         unix_socket_host_anywhere, landlock_host_ipc,
