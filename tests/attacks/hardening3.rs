@@ -478,3 +478,65 @@ print('BLOCKED')
     drop(l);
     let _ = std::fs::remove_file(&path);
 }
+
+// ------------------------------------------------------------ class 6
+
+/// fanotify marks on a readable host file report other processes'
+/// accesses to it: `fanotify_init` is refused.
+pub fn fanotify_refused(ctx: &Ctx) {
+    let (init, mark) = if cfg!(target_arch = "aarch64") {
+        (262, 263)
+    } else {
+        (300, 301)
+    };
+    let watched = ctx.outside.join("victim");
+    let prog = format!(
+        r#"
+import ctypes, os, select, sys
+libc = ctypes.CDLL(None, use_errno=True)
+# FAN_CLASS_NOTIF | FAN_REPORT_FID: what an unprivileged caller may ask.
+fd = libc.syscall({init}, 0x200, os.O_RDONLY)
+if fd < 0:
+    print('fanotify_init refused', ctypes.get_errno()); print('BLOCKED'); sys.exit(0)
+r = libc.syscall({mark}, fd, 1, ctypes.c_uint64(0x21), ctypes.c_int(-100), {path:?}.encode())
+if r < 0:
+    print('fanotify_mark refused', ctypes.get_errno()); print('BLOCKED'); sys.exit(0)
+ready, _, _ = select.select([fd], [], [], 4)
+print('ESCAPED: saw a host access' if ready else 'no event'); print('BLOCKED')
+"#,
+        path = watched.display().to_string()
+    );
+    // The host keeps reading the file while the program watches.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s2 = stop.clone();
+    let w2 = watched.clone();
+    let reader = std::thread::spawn(move || {
+        while !s2.load(std::sync::atomic::Ordering::Relaxed) {
+            let _ = std::fs::read(&w2);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    let mut cmd = ctx.zot();
+    cmd.args(ctx.sandbox_args("danger-full-access"))
+        .args(["--", PYTHON, "-c", &prog]);
+    let un = run_limited(cmd, Duration::from_secs(30));
+    let confined: Vec<Output> = ["workspace-write", "read-only"]
+        .iter()
+        .map(|m| ctx.py(m, &[], &prog))
+        .collect();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    reader.join().unwrap();
+    assert!(
+        String::from_utf8_lossy(&un.stdout).contains("ESCAPED"),
+        "unconfined, fanotify must see the host's access:\n{}",
+        text(&un)
+    );
+    for o in &confined {
+        expect_blocked(ctx, "fanotify on a readable host file", o);
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("fanotify_init refused"),
+            "{}",
+            text(o)
+        );
+    }
+}
