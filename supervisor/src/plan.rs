@@ -490,11 +490,12 @@ pub fn plan(
         unenforced.push(Gap::NoTmpfsLimit);
     }
     let rlimits = rlimits_plan(policy, isolation, fs);
-    // pid_max bounds the PIDs in use, so the processes, to between
-    // max_procs and max_procs + RESERVED_PIDS - 1 (PIDs below that floor
-    // are not reused once the counter wrapped).
+    // pid_max, with the PID counter started above RESERVED_PIDS by the
+    // launcher, bounds the processes and threads created after it to
+    // pid_max - RESERVED_PIDS: the command's own process and those make
+    // max_procs exactly.
     let pid_max = (isolation == Isolation::Namespaces && fs.pid_max_per_namespace())
-        .then_some(policy.limits.max_procs + RESERVED_PIDS);
+        .then_some(policy.limits.max_procs - 1 + RESERVED_PIDS);
     if isolation == Isolation::Namespaces && pid_max.is_none() && fs.caller_is_root() {
         unenforced.push(Gap::NoProcessLimitForRoot);
     }

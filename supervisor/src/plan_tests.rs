@@ -652,13 +652,13 @@ fn host_sockets_visible_in_the_view_are_masked() {
         .rlimits
         .iter()
         .any(|l| l.resource == RlimitResource::Core && l.hard == Some(0)));
-    assert_eq!(p.pid_max, Some(1024 + 300));
+    assert_eq!(p.pid_max, Some(1024 - 1 + 300));
     let mut small = agent();
     small.limits.tmp_size = 8 << 20;
     small.limits.max_procs = 50;
     let p = plan(&small, Isolation::Namespaces, &[], &fs).unwrap();
     assert!(p.mounts.iter().any(|m| matches!(m, MountOp::Tmpfs { dst, size: Some(s), .. } if dst == Path::new("/tmp") && *s == 8 << 20)));
-    assert_eq!(p.pid_max, Some(350));
+    assert_eq!(p.pid_max, Some(349));
 }
 
 #[test]

@@ -540,3 +540,57 @@ print('ESCAPED: saw a host access' if ready else 'no event'); print('BLOCKED')
         );
     }
 }
+
+// ------------------------------------------------------------ class 5
+
+/// The process limit counts threads, and is exact for uid 0 too (its PID
+/// namespace's counter starts above the reserved PIDs).
+pub fn process_limit_counts_threads_exactly(ctx: &Ctx) {
+    let prog = r#"
+import threading, os, time
+ev = threading.Event(); ts = []
+try:
+    while len(ts) < 300:
+        t = threading.Thread(target=ev.wait); t.start(); ts.append(t)
+except Exception:
+    pass
+print('threads', len(ts))
+ev.set()
+for t in ts: t.join()
+pids = []
+try:
+    while len(pids) < 300:
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(5); os._exit(0)
+        pids.append(pid)
+except OSError:
+    pass
+print('forks', len(pids))
+for p in pids: os.kill(p, 9)
+"#;
+    let count = |o: &Output, what: &str| -> usize {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix(what)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {what} count:\n{}", text(o)))
+    };
+    let mut cmd = ctx.zot();
+    cmd.args(ctx.sandbox_args("danger-full-access"))
+        .args(["--", PYTHON, "-c", prog]);
+    let o = run_limited(cmd, Duration::from_secs(60));
+    assert!(count(&o, "threads ") >= 200, "{}", text(&o));
+    let o = ctx.py("workspace-write", &["--max-procs", "64"], prog);
+    expect_ok(ctx, "threads and processes up to the limit", &o);
+    for what in ["threads ", "forks "] {
+        let n = count(&o, what);
+        // The program itself is one of the 64; the control: it gets close.
+        assert!(
+            (48..=63).contains(&n),
+            "[{} {}] {what}{n} with --max-procs 64:\n{}",
+            ctx.backend,
+            ctx.unpriv,
+            text(&o)
+        );
+    }
+}
