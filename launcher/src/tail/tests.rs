@@ -230,17 +230,7 @@ fn required_landlock_rule_on_a_missing_path_fails() {
         access: LandlockAccess::ReadWrite,
         must_exist: true,
     });
-    let s = super::encode::encode(
-        &cs(&["true"]),
-        &[],
-        true,
-        false,
-        &[],
-        None,
-        &plan,
-        &[],
-        None,
-    );
+    let s = super::encode::encode(&cs(&["true"]), &[], true, false, &[], None, &plan, &[], None);
     let (_, status, code) = run(s, false);
     assert_eq!(code, 125);
     assert!(
@@ -473,12 +463,7 @@ fn notify_plan() -> crate::plan::SeccompPlan {
 fn the_bridge_hands_connections_over_under_the_commands_restrictions() {
     use std::io::Write;
     use std::os::unix::net::UnixListener;
-    if std::process::Command::new("python3")
-        .arg("-c")
-        .arg("")
-        .status()
-        .is_err()
-    {
+    if std::process::Command::new("python3").arg("-c").arg("").status().is_err() {
         assert!(
             std::env::var_os("ZOT_TEST_MUST_WORK").is_none(),
             "python3 is needed"
@@ -512,12 +497,7 @@ fn the_bridge_hands_connections_over_under_the_commands_restrictions() {
             let status = std::fs::read_to_string(format!("/proc/{bridge}/status")).unwrap();
             let fds: Vec<String> = std::fs::read_dir(format!("/proc/{bridge}/fd"))
                 .unwrap()
-                .map(|e| {
-                    std::fs::read_link(e.unwrap().path())
-                        .unwrap()
-                        .display()
-                        .to_string()
-                })
+                .map(|e| std::fs::read_link(e.unwrap().path()).unwrap().display().to_string())
                 .collect();
             let mut b = [0u8; 1];
             let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
@@ -568,13 +548,8 @@ fn the_bridge_hands_connections_over_under_the_commands_restrictions() {
         // accepted connection and the one to the proxy): nothing of the
         // command's (no stdout, no status pipe).
         assert!(
-            fds.iter()
-                .filter(|l| l.as_str() == "anon_inode:[pidfd]")
-                .count()
-                == 1
-                && fds
-                    .iter()
-                    .all(|l| l.starts_with("socket:") || l == "anon_inode:[pidfd]"),
+            fds.iter().filter(|l| l.as_str() == "anon_inode:[pidfd]").count() == 1
+                && fds.iter().all(|l| l.starts_with("socket:") || l == "anon_inode:[pidfd]"),
             "{fds:?}"
         );
         // It exits with the command (PID 1 of the test's namespace reaps it).
