@@ -34,6 +34,7 @@ mod landlock {
         signal_forwarding, signals_reach_the_process_group, exit_code_mapping,
         creds_named_by_environment, creds_under_xdg, zot_state_unreadable,
         control_tmp_and_own_sockets, host_socket_in_tmp, fanotify_refused,
+        memory_limit_or_reported,
     );
 
     /// The landlock backend as `zot run` starts it: the launcher exec'd.

@@ -276,7 +276,35 @@ fn run_planned(
     // it runs, instead of killing this process.
     let _forwarding = req.forward_signals.then(zot_process::signals::forward);
     let armed = planned.repos.as_ref().map(|i| i.arm(&placeholders));
-    let started = match spawn::start(req, &planned, env, &host_env, out_pipes) {
+    // The memory limit: the sandbox is forked inside its own cgroup.
+    let group = (planned.backend != Backend::Unconfined)
+        .then(|| crate::cgroup::Group::create(req.policy.limits.memory));
+    let group = match group {
+        Some(Ok(g)) => {
+            report.limit_values.cgroup = format!(
+                "memory {} ({})",
+                zot_policy::limits::format_size(g.limit()),
+                crate::cgroup::status()
+            );
+            Some(g)
+        }
+        Some(Err(why)) => {
+            report.limit_values.cgroup = format!("none ({why}): memory not enforced");
+            None
+        }
+        None => None,
+    };
+    let started = match &group {
+        Some(g) => g
+            .around(|| spawn::start(req, &planned, env, &host_env, out_pipes))
+            .map_err(|why| SupervisorError::Setup {
+                backend: report.backend,
+                message: format!("memory limit: {why}"),
+                hint: None,
+            })?,
+        None => spawn::start(req, &planned, env, &host_env, out_pipes),
+    };
+    let started = match started {
         Ok(s) => s,
         Err(err) => {
             drop(held);

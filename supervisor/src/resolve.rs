@@ -114,7 +114,11 @@ pub fn prepare_with(
     let (policy, repos, path_dirs, path_watch) =
         with_host_protections(policy, isolation, env, index);
     let policy = &policy;
-    let plan = plan::plan(policy, isolation, env, &RealFs).map_err(SupervisorError::Plan)?;
+    let mut plan = plan::plan(policy, isolation, env, &RealFs).map_err(SupervisorError::Plan)?;
+    if isolation != zot_launcher::plan::Isolation::None && crate::cgroup::memory_usable().is_err()
+    {
+        plan.unenforced.push(zot_launcher::plan::Gap::NoMemoryLimit);
+    }
     let skipped = resolved
         .considered
         .iter()

@@ -594,3 +594,53 @@ for p in pids: os.kill(p, 9)
         );
     }
 }
+
+/// Memory: where a cgroup controller is usable (root on a v1 host, a
+/// delegated v2 subtree) `--memory` binds all the command's processes
+/// together; elsewhere the report says it is not enforced.
+pub fn memory_limit_or_reported(ctx: &Ctx) {
+    let prog = r#"
+import os
+# Two processes of 60 MiB each: over the 100 MiB of the group together.
+pid = os.fork()
+x = [bytearray(1 << 20) for _ in range(60)]
+for b in x: b[0] = 1
+if pid == 0:
+    import time; time.sleep(2); os._exit(0)
+y = [bytearray(1 << 20) for _ in range(60)]
+os.waitpid(pid, 0)
+print('ESCAPED: 120 MiB in use')
+"#;
+    let mut cmd = ctx.zot();
+    cmd.args(ctx.sandbox_args("danger-full-access"))
+        .args(["--", PYTHON, "-c", prog]);
+    let o = run_limited(cmd, Duration::from_secs(60));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("ESCAPED"),
+        "unconfined the program runs:\n{}",
+        text(&o)
+    );
+    let o = ctx.py("workspace-write", &["--memory", "100M", "--report"], prog);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let enforced = err.contains("cgroup: memory 100 MiB");
+    let usable = is_root() && !ctx.unpriv && Path::new("/sys/fs/cgroup/memory").is_dir();
+    if enforced {
+        assert!(
+            !String::from_utf8_lossy(&o.stdout).contains("ESCAPED") && o.status.code() != Some(0),
+            "[{} {}] the memory limit did not bind:\n{}",
+            ctx.backend,
+            ctx.unpriv,
+            text(&o)
+        );
+        // Control: within the limit the same program works.
+        let o = ctx.py("workspace-write", &["--memory", "1G"], prog);
+        expect_ok(ctx, "memory within the limit", &o);
+    } else {
+        assert!(
+            !usable,
+            "a v1 memory controller as root must be used:\n{}",
+            text(&o)
+        );
+        assert!(err.contains("memory not enforced"), "{}", text(&o));
+    }
+}
