@@ -32,6 +32,9 @@ mod landlock {
         parent_secret_env, mount_refused, nested_userns_refused, chroot_refused, io_uring_refused,
         no_new_privs_and_seccomp_on, tiocsti_injection, output_flood_capped,
         signal_forwarding, signals_reach_the_process_group, exit_code_mapping,
+        creds_named_by_environment, creds_under_xdg, zot_state_unreadable,
+        control_tmp_and_own_sockets, host_socket_in_tmp, fanotify_refused,
+        memory_limit_or_reported,
     );
 
     /// The landlock backend as `zot run` starts it: the launcher exec'd.
@@ -41,8 +44,20 @@ mod landlock {
             tcp_loopback, unix_socket_host_abstract, host_process_ptrace_kill_environ,
             parent_secret_env, mount_refused, nested_userns_refused, no_new_privs_and_seccomp_on,
             tiocsti_injection, signal_forwarding, signals_reach_the_process_group,
-            exit_code_mapping,
+            exit_code_mapping, control_tmp_and_own_sockets, host_socket_in_tmp,
         );
+    }
+}
+
+/// The agent's file tools run inside zot's own process (no backend).
+mod file_tools {
+    #[test]
+    fn refuse_zot_itself_as_root() {
+        crate::attacks::file_tools_refuse_zot_itself(false);
+    }
+    #[test]
+    fn refuse_zot_itself_as_unprivileged() {
+        crate::attacks::file_tools_refuse_zot_itself(true);
     }
 }
 

@@ -102,6 +102,193 @@ fn openat2(dirfd: RawFd, rel: &Path, flags: i32, mode: u32, resolve: u64) -> io:
 
 const BENEATH: u64 = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
 
+// ------------------------------------------------------------ zot's own
+
+/// Filesystems that are the kernel's view of processes and devices: in
+/// zot's process, `/proc/self`, `/proc/thread-self`, `/proc/<zot's pid>`
+/// (and `/dev/fd`, which leads there) are zot itself, its memory and its
+/// environment (provider keys). The file tools never open a file on them,
+/// whatever the path that led there.
+const PSEUDO_FS: &[i64] = &[
+    0x9fa0,      // proc
+    0x6265_6572, // sysfs
+    0x6462_6720, // debugfs
+    0x7363_6673, // securityfs
+    0x2762_4ba0, // cgroup (v1)
+    0x6367_7270, // cgroup2
+    0xcafe_4a11, // bpf
+    0x7472_6163, // tracefs
+    0x6265_6570, // configfs
+    0xde5e_81e4, // efivarfs
+];
+
+fn pseudo_fs(fd: RawFd) -> bool {
+    // SAFETY: fstatfs into a zeroed struct on a valid fd.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatfs(fd, &mut st) } < 0 {
+        return true; // cannot tell: refused
+    }
+    PSEUDO_FS.contains(&(st.f_type as i64))
+}
+
+/// zot's own files by device and inode, whatever their name: a hard link
+/// made elsewhere (in a workspace) to a session, a receipt or a key is
+/// still zot's file. Built from zot's directories (see
+/// [`zot_supervisor::creds::zot_dirs`]) and rebuilt when a hard-linked
+/// file is not found in a set older than a second (zot adds files as it
+/// runs).
+pub struct OwnFiles {
+    built: std::time::Instant,
+    devs: Vec<u64>,
+    files: std::collections::HashSet<(u64, u64)>,
+}
+
+impl OwnFiles {
+    /// The files under `dirs` now (at most 200,000 entries).
+    pub fn scan(dirs: &[PathBuf]) -> OwnFiles {
+        use std::os::unix::fs::MetadataExt;
+        let mut own = OwnFiles {
+            built: std::time::Instant::now(),
+            devs: Vec::new(),
+            files: Default::default(),
+        };
+        let mut budget = 200_000usize;
+        let mut stack: Vec<PathBuf> = Vec::new();
+        for d in dirs {
+            if let Ok(m) = std::fs::symlink_metadata(d) {
+                if !own.devs.contains(&m.dev()) {
+                    own.devs.push(m.dev());
+                }
+                stack.push(d.clone());
+            }
+        }
+        while let Some(d) = stack.pop() {
+            let Ok(rd) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                budget = budget.saturating_sub(1);
+                if budget == 0 {
+                    return own;
+                }
+                let Ok(m) = e.metadata() else { continue };
+                if m.is_dir() {
+                    if !own.devs.contains(&m.dev()) {
+                        own.devs.push(m.dev());
+                    }
+                    stack.push(e.path());
+                } else if m.is_file() {
+                    own.files.insert((m.dev(), m.ino()));
+                }
+            }
+        }
+        own
+    }
+
+    /// Whether the file of `st` is one of these.
+    pub fn contains(&self, st: &libc::stat) -> bool {
+        self.files.contains(&(st.st_dev, st.st_ino))
+    }
+}
+
+/// zot's directories by the rules zot follows (its state, configuration,
+/// data and caches, every candidate), from this process's environment.
+pub fn zot_dirs() -> Vec<PathBuf> {
+    zot_supervisor::creds::zot_dirs(|k| std::env::var_os(k))
+        .into_iter()
+        .filter_map(|d| std::fs::canonicalize(d).ok())
+        .collect()
+}
+
+/// zot's directories other than its state directory (the tools' own
+/// rules cover that one, with the agent's data inside it), refreshed each
+/// second.
+fn other_zot_dirs() -> Vec<PathBuf> {
+    use std::sync::Mutex;
+    static DIRS: Mutex<Option<(std::time::Instant, Vec<PathBuf>)>> = Mutex::new(None);
+    let mut g = DIRS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((t, v)) = g.as_ref() {
+        if t.elapsed() < std::time::Duration::from_secs(1) {
+            return v.clone();
+        }
+    }
+    let state = zot_supervisor::journal::state_dir_from(|k| std::env::var_os(k))
+        .ok()
+        .map(|s| std::fs::canonicalize(&s).unwrap_or(s));
+    let v: Vec<PathBuf> = zot_dirs()
+        .into_iter()
+        .filter(|d| {
+            state
+                .as_ref()
+                .is_none_or(|s| !d.starts_with(s) && !s.starts_with(d))
+        })
+        .collect();
+    *g = Some((std::time::Instant::now(), v.clone()));
+    v
+}
+
+/// Whether `st` is one of zot's own files reached by another name: only a
+/// file with more than one link can be (one name is zot's).
+fn own_file(st: &libc::stat) -> bool {
+    use std::sync::Mutex;
+    static OWN: Mutex<Option<OwnFiles>> = Mutex::new(None);
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_nlink < 2 {
+        return false;
+    }
+    let mut g = OWN.lock().unwrap_or_else(|e| e.into_inner());
+    let fresh = |g: &mut Option<OwnFiles>| {
+        let o = OwnFiles::scan(&zot_dirs());
+        let hit = o.contains(st);
+        *g = Some(o);
+        hit
+    };
+    match g.as_ref() {
+        None => fresh(&mut g),
+        Some(o) if o.contains(st) => true,
+        Some(o) if !o.devs.contains(&st.st_dev) => false,
+        Some(o) if o.built.elapsed() < std::time::Duration::from_secs(1) => false,
+        Some(_) => fresh(&mut g),
+    }
+}
+
+/// Why the file tools refuse the open file `fd`, if they do: a file of
+/// the kernel's process and device views (`/proc`, `/sys`, ...), or one of
+/// zot's own files by device and inode (a hard link to it).
+pub fn refusal(fd: RawFd) -> Option<&'static str> {
+    if pseudo_fs(fd) {
+        return Some("it is on a kernel filesystem (/proc, /sys): zot's own process and the host's are not the tools' to read or write");
+    }
+    // SAFETY: fstat on a valid fd into a zeroed struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } < 0 {
+        return Some("it cannot be examined");
+    }
+    if let Some(real) = std::fs::read_link(format!("/proc/self/fd/{fd}"))
+        .ok()
+        .filter(|r| r.is_absolute())
+    {
+        if other_zot_dirs().iter().any(|d| real.starts_with(d)) {
+            return Some("it is zot's own configuration, data or cache");
+        }
+    }
+    if own_file(&st) {
+        return Some(
+            "it is one of zot's own files (a session, receipt, key or cache) under another name",
+        );
+    }
+    None
+}
+
+fn check_refusal(fd: &OwnedFd) -> io::Result<()> {
+    match refusal(fd.as_raw_fd()) {
+        Some(why) => Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("permission denied: {why}"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Open the scope root itself (a directory, or the parent of a file scope).
 /// Returns the fd and the path to open beneath it.
 fn open_root(s: &Scoped) -> io::Result<(OwnedFd, PathBuf, u64)> {
@@ -172,6 +359,7 @@ pub fn open_read(s: &Scoped) -> io::Result<File> {
         0,
         res,
     )?;
+    check_refusal(&fd)?;
     regular(fd).map(|(f, _)| f)
 }
 
@@ -238,6 +426,7 @@ pub fn open_write(s: &Scoped, truncate: bool) -> io::Result<File> {
         0o644,
         res,
     )?;
+    check_refusal(&fd)?;
     let (f, st) = regular(fd)?;
     if st.st_nlink > 1 {
         // Another name (maybe outside the scope) shares this inode.
@@ -268,6 +457,9 @@ pub fn walk(s: &Scoped, mut visit: impl FnMut(&Path, &OwnedFd) -> bool) -> io::R
         0,
         res,
     )?;
+    if pseudo_fs(start.as_raw_fd()) {
+        check_refusal(&start)?;
+    }
     let mut stack: Vec<(OwnedFd, PathBuf)> = vec![(start, PathBuf::new())];
     let mut budget = 100_000usize;
     while let Some((dfd, prefix)) = stack.pop() {
@@ -304,11 +496,14 @@ pub fn walk(s: &Scoped, mut visit: impl FnMut(&Path, &OwnedFd) -> bool) -> io::R
             let rel = prefix.join(&name);
             match st.st_mode & libc::S_IFMT {
                 libc::S_IFDIR => {
-                    if n != b".git" {
+                    if n != b".git" && !pseudo_fs(fd.as_raw_fd()) {
                         stack.push((fd, rel));
                     }
                 }
                 libc::S_IFREG => {
+                    if refusal(fd.as_raw_fd()).is_some() {
+                        continue;
+                    }
                     if !visit(&rel, &fd) {
                         return Ok(());
                     }
@@ -403,6 +598,54 @@ mod tests {
         std::fs::remove_file(base.join("go.mod")).unwrap();
         std::os::unix::fs::symlink("other", base.join("go.mod")).unwrap();
         assert!(open_read(&s).is_err());
+    }
+
+    #[test]
+    fn zot_itself_is_refused() {
+        use std::os::unix::fs::MetadataExt;
+        let root = PathBuf::from("/");
+        let pid = std::process::id();
+        for p in [
+            "/proc/self/environ".to_string(),
+            "/proc/thread-self/environ".to_string(),
+            format!("/proc/{pid}/environ"),
+            format!("/proc/{pid}/cmdline"),
+            "/dev/fd/0".to_string(),
+            "/dev/stdin".to_string(),
+        ] {
+            let s = locate(std::slice::from_ref(&root), Path::new(&p)).unwrap();
+            assert!(open_read(&s).is_err(), "{p}");
+            assert!(open_write(&s, false).is_err(), "{p}");
+        }
+        // The same through a scope that is /proc itself, and a walk.
+        let procs = vec![PathBuf::from("/proc/self")];
+        let s = locate(&procs, Path::new("/proc/self/environ")).unwrap();
+        let e = open_read(&s).unwrap_err();
+        assert!(e.to_string().contains("kernel filesystem"), "{e}");
+        let mut n = 0;
+        let _ = walk(&locate(&procs, Path::new("/proc/self")).unwrap(), |_, _| {
+            n += 1;
+            true
+        });
+        assert_eq!(n, 0);
+        // zot's own files by device and inode.
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().canonicalize().unwrap();
+        let z = base.join("zh/sessions");
+        std::fs::create_dir_all(&z).unwrap();
+        std::fs::write(z.join("s.jsonl"), "secret").unwrap();
+        std::fs::create_dir_all(base.join("ws")).unwrap();
+        std::fs::hard_link(z.join("s.jsonl"), base.join("ws/x")).unwrap();
+        let own = OwnFiles::scan(&[base.join("zh")]);
+        let m = std::fs::metadata(base.join("ws/x")).unwrap();
+        // SAFETY: plain data.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        st.st_dev = m.dev();
+        st.st_ino = m.ino();
+        assert!(own.contains(&st));
+        std::fs::write(base.join("ws/y"), "mine").unwrap();
+        st.st_ino = std::fs::metadata(base.join("ws/y")).unwrap().ino();
+        assert!(!own.contains(&st));
     }
 
     #[test]

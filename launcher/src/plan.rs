@@ -583,6 +583,13 @@ pub enum Gap {
     /// masked, but one a host process binds later in a visible directory,
     /// or one bound in another network namespace, stays reachable.
     HostSocketsAfterLaunch,
+    /// Without a mount namespace `/tmp`, `/var/tmp` and `/dev/shm` are the
+    /// host's: writable (ordinary programs need them) and shared with the
+    /// host; `TMPDIR` is a private directory made for the run.
+    TmpSharedWithHost,
+    /// No cgroup controller this process may use (a delegated cgroup v2
+    /// subtree, or the v1 memory controller as root): no memory limit.
+    NoMemoryLimit,
 }
 
 /// The part of the confinement a [`Gap`] weakens.
@@ -601,7 +608,11 @@ impl Gap {
             Gap::ProtectedPathsWritable | Gap::DenyReadCarved => Area::Filesystem,
             Gap::NoPidNamespace => Area::Pid,
             Gap::HostUnixSockets | Gap::HostSocketsAfterLaunch => Area::Filesystem,
-            Gap::NoProcessLimit | Gap::NoTmpfsLimit | Gap::NoProcessLimitForRoot => Area::Limits,
+            Gap::TmpSharedWithHost => Area::Filesystem,
+            Gap::NoProcessLimit
+            | Gap::NoTmpfsLimit
+            | Gap::NoProcessLimitForRoot
+            | Gap::NoMemoryLimit => Area::Limits,
         }
     }
 
@@ -614,6 +625,9 @@ impl Gap {
             Gap::DenyReadCarved | Gap::HostSocketsAfterLaunch => Level::Full,
             Gap::NoPidNamespace => Level::None,
             Gap::NoProcessLimit | Gap::NoTmpfsLimit | Gap::NoProcessLimitForRoot => Level::Partial,
+            // Reported: a limit the host offers no controller for.
+            Gap::NoMemoryLimit => Level::Full,
+            Gap::TmpSharedWithHost => Level::Partial,
         }
     }
 
@@ -639,6 +653,12 @@ impl Gap {
             }
             Gap::HostUnixSockets => {
                 "network: host unix sockets (docker, ssh-agent, dbus) stay reachable by path without a mount namespace"
+            }
+            Gap::TmpSharedWithHost => {
+                "filesystem: no mount namespace, so /tmp, /var/tmp and /dev/shm are the host's, writable and shared with the host (TMPDIR is a private directory of the run)"
+            }
+            Gap::NoMemoryLimit => {
+                "limits: memory is not enforced: no cgroup controller usable here (a delegated cgroup v2 subtree, or the v1 memory controller as root)"
             }
             Gap::HostSocketsAfterLaunch => {
                 "network: the supervisor cannot check connect/sendto/sendmsg here (seccomp user notification, pidfd_getfd or openat2 missing, see `zot debug sandbox --check`): host unix sockets bound after the launch in a visible directory, or in another network namespace, stay reachable"

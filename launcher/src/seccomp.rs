@@ -40,6 +40,8 @@ const SYSCALLS: &[(&str, i64)] = &[
     ("bpf", libc::SYS_bpf),
     ("perf_event_open", libc::SYS_perf_event_open),
     ("userfaultfd", libc::SYS_userfaultfd),
+    ("fanotify_init", libc::SYS_fanotify_init),
+    ("fanotify_mark", libc::SYS_fanotify_mark),
     ("io_uring_setup", libc::SYS_io_uring_setup),
     ("io_uring_enter", libc::SYS_io_uring_enter),
     ("io_uring_register", libc::SYS_io_uring_register),

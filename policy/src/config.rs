@@ -165,6 +165,7 @@ impl SandboxSettings {
             tmp_size: self.tmp_size.unwrap_or(d.tmp_size),
             max_procs: self.max_procs.unwrap_or(d.max_procs),
             max_file_size: self.max_file_size.unwrap_or(d.max_file_size),
+            ..d
         }
     }
 }

@@ -11,6 +11,11 @@ pub const DEFAULT_TMP_SIZE: u64 = 512 << 20;
 pub const DEFAULT_MAX_PROCS: u64 = 1024;
 /// 16 GiB: the default largest file the command may write.
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 16 << 30;
+/// The memory a sandbox's processes may use together (a cgroup limit,
+/// where the host has a controller zot may use).
+pub const DEFAULT_MEMORY: u64 = 8 << 30;
+/// The smallest memory limit accepted.
+pub const MIN_MEMORY: u64 = 16 << 20;
 /// Smallest accepted tmpfs size (1 MiB) and process count (16).
 pub const MIN_TMP_SIZE: u64 = 1 << 20;
 pub const MIN_MAX_PROCS: u64 = 16;
@@ -24,6 +29,13 @@ pub struct Limits {
     pub max_procs: u64,
     /// Largest file the command may write (`RLIMIT_FSIZE`).
     pub max_file_size: u64,
+    /// Memory of all the sandbox's processes together (bytes).
+    #[serde(default = "default_memory")]
+    pub memory: u64,
+}
+
+fn default_memory() -> u64 {
+    DEFAULT_MEMORY
 }
 
 impl Default for Limits {
@@ -32,6 +44,7 @@ impl Default for Limits {
             tmp_size: DEFAULT_TMP_SIZE,
             max_procs: DEFAULT_MAX_PROCS,
             max_file_size: DEFAULT_MAX_FILE_SIZE,
+            memory: DEFAULT_MEMORY,
         }
     }
 }
@@ -77,6 +90,13 @@ pub fn check_tmp_size(n: u64) -> Result<u64, String> {
 }
 
 /// Check a process count.
+pub fn check_memory(n: u64) -> Result<u64, String> {
+    if n < MIN_MEMORY {
+        return Err(format!("must be at least 16M, got {n} bytes"));
+    }
+    Ok(n)
+}
+
 pub fn check_max_procs(n: u64) -> Result<u64, String> {
     if n < MIN_MAX_PROCS {
         return Err(format!("must be at least {MIN_MAX_PROCS}, got {n}"));

@@ -21,6 +21,7 @@ use zot_policy::sandbox::{SandboxMode, SandboxPolicy};
 pub mod bwrap;
 pub mod cgroup;
 pub mod check;
+pub mod creds;
 pub mod explain;
 pub mod gitconfig;
 pub mod host;

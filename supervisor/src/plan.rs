@@ -438,7 +438,10 @@ pub fn plan(
     // The supervisor decides on every connect and addressed send (host
     // sockets bound after the launch or in other network namespaces too);
     // without that, host sockets the view shows are masked.
-    let notify = isolation == Isolation::Namespaces && fs.user_notify().is_ok();
+    // On landlock too: there the host's sockets are reachable by path,
+    // and only the supervisor can tell the command's own from them.
+    let notify = matches!(isolation, Isolation::Namespaces | Isolation::LandlockOnly)
+        && fs.user_notify().is_ok();
     let views = match isolation {
         Isolation::Namespaces => repo_views(policy, &roots, fs),
         _ => Vec::new(),
@@ -477,18 +480,22 @@ pub fn plan(
             unenforced.push(Gap::DenyReadCarved);
         }
         unenforced.push(Gap::NoPidNamespace);
-        if network == NetworkPlan::Host {
+        if network == NetworkPlan::Host && !notify {
             unenforced.push(Gap::HostUnixSockets);
+        }
+        if policy.mode == SandboxMode::WorkspaceWrite {
+            unenforced.push(Gap::TmpSharedWithHost);
         }
         unenforced.push(Gap::NoProcessLimit);
         unenforced.push(Gap::NoTmpfsLimit);
     }
     let rlimits = rlimits_plan(policy, isolation, fs);
-    // pid_max bounds the PIDs in use, so the processes, to between
-    // max_procs and max_procs + RESERVED_PIDS - 1 (PIDs below that floor
-    // are not reused once the counter wrapped).
+    // pid_max, with the PID counter started above RESERVED_PIDS by the
+    // launcher, bounds the processes and threads created after it to
+    // pid_max - RESERVED_PIDS: the command's own process and those make
+    // max_procs exactly.
     let pid_max = (isolation == Isolation::Namespaces && fs.pid_max_per_namespace())
-        .then_some(policy.limits.max_procs + RESERVED_PIDS);
+        .then_some(policy.limits.max_procs - 1 + RESERVED_PIDS);
     if isolation == Isolation::Namespaces && pid_max.is_none() && fs.caller_is_root() {
         unenforced.push(Gap::NoProcessLimitForRoot);
     }
@@ -1024,8 +1031,10 @@ fn landlock_plan(
             .iter()
             .map(|r| rule(r, LandlockAccess::ReadWrite, true)),
     );
-    if mounts {
-        // The private temp dirs of the view.
+    // The private temp dirs of the view; without mounts the host's, which
+    // ordinary programs cannot work without (reported as shared, and
+    // TMPDIR is a private directory of the run).
+    if mounts || policy.mode == SandboxMode::WorkspaceWrite {
         for p in ["/tmp", "/var/tmp", "/dev/shm"] {
             rules.push(rule(p, LandlockAccess::ReadWrite, false));
         }
@@ -1064,6 +1073,11 @@ const DENIED: &[&str] = &[
     "bpf",
     "perf_event_open",
     "userfaultfd",
+    // Marks on readable host files would report other processes' accesses
+    // (inotify on them, and page-cache residency, are accepted residuals:
+    // docs/sandbox.md).
+    "fanotify_init",
+    "fanotify_mark",
     "io_uring_setup",
     "io_uring_enter",
     "io_uring_register",
@@ -1165,10 +1179,11 @@ fn seccomp_plan(network: &NetworkPlan, isolation: Isolation, notify: bool) -> Se
                 "AF_UNIX",
             )],
         });
-        if isolation == Isolation::LandlockOnly {
+        if isolation == Isolation::LandlockOnly && !notify {
             // Without a private /tmp and /run, host sockets are reachable by
-            // path: refuse reaching any socket the command did not create
-            // (`sendmsg` stays allowed: its address is behind a pointer).
+            // path, and no supervisor tells the command's own apart: refuse
+            // reaching any socket (`sendmsg` stays allowed: its address is
+            // behind a pointer).
             rules.push(SeccompRule {
                 syscalls: names(&["connect"]),
                 action: SeccompAction::Eperm,

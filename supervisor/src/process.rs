@@ -59,13 +59,14 @@ fn run_once(mut req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome,
     // once the plan is known to run here.
     let proxy_dir = proxy_dir(&mut req)?;
     let index = req.index.clone();
-    let planned = resolve::prepare_with(
+    let mut planned = resolve::prepare_with(
         &req.policy,
         req.backend,
         req.allow_degraded,
         &host_env,
         index.as_ref(),
     )?;
+    let private_tmp = private_tmpdir(&req, &mut planned)?;
     let proxy = match proxy_dir {
         Some(dir) => Some(start_proxy(&req, dir)?),
         None => None,
@@ -82,6 +83,7 @@ fn run_once(mut req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome,
     // The proxy's thread exists: the launcher is exec'd, never forked.
     debug_assert!(proxy.is_none() || zot_launcher::thread_count().map_or(true, |n| n > 1));
     let run = run_planned(&req, planned, host_env, start);
+    drop(private_tmp);
     let records = proxy
         .map(|(p, dir)| {
             let records = p.stop();
@@ -93,6 +95,49 @@ fn run_once(mut req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome,
         o.proxy = records;
         o
     })
+}
+
+/// Without a mount namespace (landlock) `/tmp` is the host's: the
+/// command's `TMPDIR` is a private directory there (0700, this user's),
+/// made for the run and removed whole after it.
+fn private_tmpdir(
+    req: &RunRequest,
+    planned: &mut resolve::Planned,
+) -> Result<Option<ProxyDir>, SupervisorError> {
+    if planned.plan.isolation != zot_launcher::plan::Isolation::LandlockOnly
+        || planned.plan.mode != zot_policy::sandbox::SandboxMode::WorkspaceWrite
+    {
+        return Ok(None);
+    }
+    let base = std::env::temp_dir();
+    const PREFIX: &str = "zot-tmp-";
+    // Journaled when the journal can be written (a killed run's directory
+    // is swept by the next zot process), else removed when the run ends.
+    let journaled = req
+        .journal
+        .as_ref()
+        .and_then(|j| j.temp_dir(&base, PREFIX).ok());
+    let dir = match journaled {
+        Some(d) => ProxyDir::Journaled(d),
+        None => ProxyDir::Plain(
+            tempfile::Builder::new()
+                .prefix(PREFIX)
+                .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                .tempdir_in(&base)
+                .map_err(SupervisorError::io(format!(
+                    "creating the run's private TMPDIR in {}",
+                    base.display()
+                )))?,
+        ),
+    };
+    let env = &mut planned.plan.env;
+    env.pass.retain(|p| p != "TMPDIR");
+    env.set.retain(|v| v.name != "TMPDIR");
+    env.set.push(zot_launcher::plan::EnvVar {
+        name: "TMPDIR".into(),
+        value: dir.path().to_string_lossy().into_owned(),
+    });
+    Ok(Some(dir))
 }
 
 /// The proxy's private directory, removed when dropped.
@@ -231,7 +276,35 @@ fn run_planned(
     // it runs, instead of killing this process.
     let _forwarding = req.forward_signals.then(zot_process::signals::forward);
     let armed = planned.repos.as_ref().map(|i| i.arm(&placeholders));
-    let started = match spawn::start(req, &planned, env, &host_env, out_pipes) {
+    // The memory limit: the sandbox is forked inside its own cgroup.
+    let group = (planned.backend != Backend::Unconfined)
+        .then(|| crate::cgroup::Group::create(req.policy.limits.memory));
+    let group = match group {
+        Some(Ok(g)) => {
+            report.limit_values.cgroup = format!(
+                "memory {} ({})",
+                zot_policy::limits::format_size(g.limit()),
+                crate::cgroup::status()
+            );
+            Some(g)
+        }
+        Some(Err(why)) => {
+            report.limit_values.cgroup = format!("none ({why}): memory not enforced");
+            None
+        }
+        None => None,
+    };
+    let started = match &group {
+        Some(g) => g
+            .around(|| spawn::start(req, &planned, env, &host_env, out_pipes))
+            .map_err(|why| SupervisorError::Setup {
+                backend: report.backend,
+                message: format!("memory limit: {why}"),
+                hint: None,
+            })?,
+        None => spawn::start(req, &planned, env, &host_env, out_pipes),
+    };
+    let started = match started {
         Ok(s) => s,
         Err(err) => {
             drop(held);
@@ -278,9 +351,15 @@ fn run_planned(
                     .map(|(s, _)| s)
                     .into_iter()
                     .collect();
+                // Without a PID namespace (landlock) the sandbox shares the
+                // host's network namespace, and its processes are its
+                // leader's session.
+                let landlock =
+                    planned.plan.isolation == zot_launcher::plan::Isolation::LandlockOnly;
                 match crate::notify::Server::start(
                     status,
-                    planned.plan.network == zot_launcher::plan::NetworkPlan::Host,
+                    landlock || planned.plan.network == zot_launcher::plan::NetworkPlan::Host,
+                    landlock.then(|| started.target.pid()),
                     &proxy,
                 ) {
                     Ok(s) => Some(s),

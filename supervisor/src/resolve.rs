@@ -105,10 +105,20 @@ pub fn prepare_with(
 ) -> Result<Planned, SupervisorError> {
     let resolved = resolve(policy, choice)?;
     let isolation = resolved.backend.kind().isolation();
+    // Credentials by the rules the tools follow, and zot's own state.
+    let policy = &if isolation == zot_launcher::plan::Isolation::None {
+        policy.clone()
+    } else {
+        crate::creds::with_credentials(policy, env)
+    };
     let (policy, repos, path_dirs, path_watch) =
         with_host_protections(policy, isolation, env, index);
     let policy = &policy;
-    let plan = plan::plan(policy, isolation, env, &RealFs).map_err(SupervisorError::Plan)?;
+    let mut plan = plan::plan(policy, isolation, env, &RealFs).map_err(SupervisorError::Plan)?;
+    if isolation != zot_launcher::plan::Isolation::None && crate::cgroup::memory_usable().is_err()
+    {
+        plan.unenforced.push(zot_launcher::plan::Gap::NoMemoryLimit);
+    }
     let skipped = resolved
         .considered
         .iter()

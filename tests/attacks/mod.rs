@@ -19,6 +19,8 @@ use crate::common;
 
 mod git_path;
 pub use git_path::*;
+mod hardening3;
+pub use hardening3::*;
 
 pub const NOBODY: u32 = 65534;
 pub const PYTHON: &str = "/usr/bin/python3";
@@ -2312,6 +2314,9 @@ macro_rules! attack_tests {
             git_config_includes, git_hooks_path_missing, git_command_keys, git_worktree_config,
             git_global_config_in_workspace, path_lookups_planted, control_toolchain_and_node_bin,
             placeholder_races, views_enclosing_repository, views_repository_under_tmp,
+            creds_named_by_environment, creds_under_xdg, zot_state_unreadable,
+            creds_inside_workspace_home, control_tmp_and_own_sockets, host_socket_in_tmp,
+            fanotify_refused, process_limit_counts_threads_exactly, memory_limit_or_reported,
         );
     };
 }

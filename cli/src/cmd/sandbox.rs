@@ -88,6 +88,11 @@ pub struct Args {
     /// `[sandbox] max_file_size`]
     #[arg(long, value_name = "SIZE", value_parser = parse_tmp_size)]
     pub max_file_size: Option<u64>,
+    /// Memory of all the command's processes together, e.g. 2G (a cgroup
+    /// limit where the host has a usable controller; otherwise reported as
+    /// not enforced) [default: 8G]
+    #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
+    pub memory: Option<u64>,
     /// Use the restricted-read view of a zotfile agent (platform dirs and
     /// --read-scope read-only, cwd and --writable-root read-write, HOME=/tmp)
     #[arg(long, hide = true)]
@@ -119,6 +124,10 @@ pub struct Args {
 
 fn parse_tmp_size(s: &str) -> Result<u64, String> {
     zot_policy::limits::parse_size(s).and_then(zot_policy::limits::check_tmp_size)
+}
+
+fn parse_memory(s: &str) -> Result<u64, String> {
+    zot_policy::limits::parse_size(s).and_then(zot_policy::limits::check_memory)
 }
 
 fn parse_max_procs(s: &str) -> Result<u64, String> {
@@ -155,6 +164,7 @@ pub fn limits(
         tmp_size: tmp_size.unwrap_or(base.tmp_size),
         max_procs: max_procs.unwrap_or(base.max_procs),
         max_file_size: max_file_size.unwrap_or(base.max_file_size),
+        ..base
     }
 }
 
@@ -354,6 +364,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let policy = policy.and_then(|mut p| {
         let config = config.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
         p.limits = limits(config, args.tmp_size, args.max_procs, args.max_file_size);
+        if let Some(m) = args.memory {
+            p.limits.memory = m;
+        }
         Ok(p)
     });
     let mut policy = match policy {

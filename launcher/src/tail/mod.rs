@@ -472,7 +472,33 @@ fn close_inherited_fds() -> Result<(), Fail> {
     Ok(())
 }
 
+/// `RESERVED_PIDS`: once the PID counter passed it, PIDs are allocated
+/// from it up to `pid_max` (cyclically), never below.
+const RESERVED_PIDS: u64 = 300;
+
+/// The PID namespace's `pid_max` is `n`, and its PID counter starts above
+/// `RESERVED_PIDS`: every later process or thread takes a PID in
+/// `[RESERVED_PIDS, n)`, so at most `n - RESERVED_PIDS` of them exist at
+/// once, uid 0 included (which `RLIMIT_NPROC` exempts).
 fn set_pid_max(n: u64) -> Result<(), Fail> {
+    write_proc_number(
+        c"/proc/sys/kernel/pid_max",
+        "writing /proc/sys/kernel/pid_max",
+        n,
+    )?;
+    match write_proc_number(
+        c"/proc/sys/kernel/ns_last_pid",
+        "writing /proc/sys/kernel/ns_last_pid",
+        RESERVED_PIDS,
+    ) {
+        // An unprivileged caller's bubblewrap may not move the counter;
+        // RLIMIT_NPROC binds every uid but 0 exactly.
+        Err(f) if f.errno == sys::EPERM && sc(nr::GETUID, 0, 0, 0, 0, 0) != Ok(0) => Ok(()),
+        r => r,
+    }
+}
+
+fn write_proc_number(path: &core::ffi::CStr, what: &'static str, n: u64) -> Result<(), Fail> {
     let stage = "process limit";
     let mut digits = [0u8; 20];
     let mut i = digits.len();
@@ -488,12 +514,12 @@ fn set_pid_max(n: u64) -> Result<(), Fail> {
     let fd = sc(
         nr::OPENAT,
         sys::AT_FDCWD as usize,
-        c"/proc/sys/kernel/pid_max".as_ptr() as usize,
+        path.as_ptr() as usize,
         sys::O_WRONLY | sys::O_CLOEXEC,
         0,
         0,
     )
-    .map_err(|e| fail(stage, "opening /proc/sys/kernel/pid_max", e))?;
+    .map_err(|e| fail(stage, what, e))?;
     let w = sc(
         nr::WRITE,
         fd,
@@ -503,7 +529,7 @@ fn set_pid_max(n: u64) -> Result<(), Fail> {
         0,
     );
     let _ = sc(nr::CLOSE, fd, 0, 0, 0, 0);
-    w.map_err(|e| fail(stage, "writing /proc/sys/kernel/pid_max", e))?;
+    w.map_err(|e| fail(stage, what, e))?;
     Ok(())
 }
 

@@ -59,6 +59,7 @@ impl Server {
     pub(crate) fn start(
         status: OwnedFd,
         shared_net: bool,
+        session: Option<i32>,
         allowed: &[&std::path::Path],
     ) -> std::io::Result<Server> {
         let allowed = allowed
@@ -74,7 +75,7 @@ impl Server {
         let (stop_r, stop_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         let thread = std::thread::Builder::new()
             .name("zot-notify".into())
-            .spawn(move || serve(status, stop_r, shared_net, allowed))?;
+            .spawn(move || serve(status, stop_r, shared_net, session, allowed))?;
         Ok(Server {
             stop: stop_w,
             thread,
@@ -196,7 +197,13 @@ struct Serving {
     calls: u64,
 }
 
-fn serve(status: OwnedFd, stop: OwnedFd, shared_net: bool, allowed: Vec<OwnedFd>) -> Served {
+fn serve(
+    status: OwnedFd,
+    stop: OwnedFd,
+    shared_net: bool,
+    session: Option<i32>,
+    allowed: Vec<OwnedFd>,
+) -> Served {
     let mut allowed = Some(allowed);
     sys::drop_thread_capabilities();
     let mut out = Served::default();
@@ -229,11 +236,12 @@ fn serve(status: OwnedFd, stop: OwnedFd, shared_net: bool, allowed: Vec<OwnedFd>
                     serving = Some(Serving {
                         pool: Pool::new(listener.clone()),
                         listener,
-                        state: State::new(own::Own::new(
-                            diag,
-                            shared_net,
-                            allowed.take().unwrap_or_default(),
-                        )),
+                        state: State::new({
+                            let mut own =
+                                own::Own::new(diag, shared_net, allowed.take().unwrap_or_default());
+                            own.session = session;
+                            own
+                        }),
                         calls: 0,
                     });
                 }

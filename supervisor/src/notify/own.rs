@@ -193,6 +193,50 @@ fn held_in(pidns: u64, sock_ino: u32) -> bool {
     false
 }
 
+/// Whether a process of the session `sid` holds the socket with inode
+/// `sock_ino` open: the landlock backend's sandbox (no PID namespace) is
+/// its leader's session, which no host process can join (and whose number
+/// the supervisor keeps from reuse until the run ends: the leader is its
+/// child). A command that leaves the session for its own loses its
+/// sockets' connections (fails closed).
+fn held_in_session(sid: i32, sock_ino: u32) -> bool {
+    let want = format!("socket:[{sock_ino}]");
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    for p in procs.flatten() {
+        let name = p.file_name();
+        if !name.to_string_lossy().bytes().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let dir = p.path();
+        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid pgrp session ...: after the last `)`.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        if rest
+            .split_whitespace()
+            .nth(3)
+            .and_then(|s| s.parse::<i32>().ok())
+            != Some(sid)
+        {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(dir.join("fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            if std::fs::read_link(fd.path()).is_ok_and(|t| t.as_os_str() == want.as_str()) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 /// The sandbox's own sockets: the check, and what it found before.
 pub(super) struct Own {
     diag: OwnedFd,
@@ -200,6 +244,9 @@ pub(super) struct Own {
     shared_net: bool,
     /// The sandbox's PID namespace (its inode), for `shared_net`.
     pub pidns: Option<u64>,
+    /// The sandbox's session, when it has no PID namespace of its own
+    /// (landlock): its processes are that session's.
+    pub session: Option<i32>,
     /// Own socket files found before, pinned.
     known: HashMap<(u64, u64), OwnedFd>,
     /// Host sockets the plan lets the sandbox reach (the filtering proxy's),
@@ -223,6 +270,7 @@ impl Own {
             diag,
             shared_net,
             pidns: None,
+            session: None,
             known: HashMap::new(),
             allowed,
         }
@@ -232,7 +280,13 @@ impl Own {
         if !self.shared_net {
             return true;
         }
-        b.is_bound_one() && self.pidns.is_some_and(|ns| held_in(ns, b.sock_ino))
+        if !b.is_bound_one() {
+            return false;
+        }
+        match self.session {
+            Some(sid) => held_in_session(sid, b.sock_ino),
+            None => self.pidns.is_some_and(|ns| held_in(ns, b.sock_ino)),
+        }
     }
 
     /// Whether the socket file open as `file` (`st` its status) was bound
