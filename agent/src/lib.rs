@@ -14,6 +14,7 @@ pub mod config;
 pub mod consent;
 pub mod deps;
 pub mod events;
+pub mod ext;
 pub mod fsscope;
 pub mod home;
 pub mod message;

@@ -296,6 +296,10 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
         ui.warn(n);
     }
     let enabled = tools::enabled(&spec, opts.tools.as_deref()).map_err(RunError::Usage)?;
+    let (ext_list, ext_warnings) = crate::ext::bundled(&agent)?;
+    for w in &ext_warnings {
+        ui.warn(w);
+    }
     let model = open_model(&selection, opts.sim_script.as_deref(), signals)?;
     let ah = AgentHome::new(zot_home.clone(), &spec.name);
     let data = ah.data_dir();
@@ -324,7 +328,7 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
     } else {
         perms::expand(&spec, &workspace, &data, &cfg.config)?
     };
-    get_consent(&ah, &agent, &perms, bypass, ui)?;
+    get_consent(&ah, &agent, &perms, &ext_list, bypass, ui)?;
     let (workspace, perms, read_only) = if seeded {
         let tree = match &session_path {
             Some(p) => session::files_dir(p),
@@ -398,6 +402,8 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
         session_usage: loaded.usage,
         last_turn: None,
         seeded,
+        ext: crate::ext::Extensions::default(),
+        ext_list,
     };
     rt.main(&opts)
 }
@@ -453,6 +459,7 @@ fn get_consent(
     ah: &AgentHome,
     agent: &LoadedAgent,
     perms: &Permissions,
+    exts: &[crate::ext::BundledExtension],
     bypass: Bypass,
     ui: &mut dyn Ui,
 ) -> Result<(), RunError> {
@@ -465,8 +472,14 @@ fn get_consent(
         perms,
     };
     let interactive = ui.can_ask();
+    // Bundled extensions run inside the same sandbox; the digest (which
+    // the receipt is keyed by) covers their files.
+    let mut extra = String::new();
+    for l in crate::ext::describe(exts) {
+        extra.push_str(&format!("  extension: {l}\n"));
+    }
     consent::obtain(ah, &req, bypass, interactive, &mut |text| {
-        ui.confirm(text, "Allow?")
+        ui.confirm(&format!("{text}{extra}"), "Allow?")
     })
     .map(|_| ())
 }
@@ -494,11 +507,21 @@ struct Runtime<'u> {
     last_turn: Option<Usage>,
     /// An agent.toml package working in each session's own file tree.
     seeded: bool,
+    /// The running bundled extensions (see [`crate::ext`]).
+    ext: crate::ext::Extensions,
+    ext_list: Vec<crate::ext::BundledExtension>,
 }
 
 impl Runtime<'_> {
     fn main(&mut self, opts: &RunOptions) -> Result<u8, RunError> {
+        let r = self.main_inner(opts);
+        self.ext.shutdown();
+        r
+    }
+
+    fn main_inner(&mut self, opts: &RunOptions) -> Result<u8, RunError> {
         let non_interactive = opts.output != OutputMode::Interactive;
+        self.start_extensions()?;
         if let Some(pre) = self.agent.spec.entry_pre.clone() {
             if let Some(cmd) = pre.strip_prefix('!') {
                 let call = ToolCall {
@@ -530,14 +553,24 @@ impl Runtime<'_> {
             } else {
                 self.run_turn(&pre)?;
             }
-            // `pre` may have installed skills: discover them again.
+            // `pre` may have installed skills: discover them again; and
+            // reload the extensions.
             self.refresh_prompt()?;
+            self.start_extensions()?;
         }
         if non_interactive {
             let prompt = opts.prompt.clone().or_else(|| self.agent.spec.default_prompt.clone()).ok_or_else(|| {
                 RunError::Usage("no prompt: pass one on the command line (the agent has no entry.default_prompt)".into())
             })?;
             self.run_turn(&prompt)?;
+            self.poll_extensions();
+            if !self.ext.submits.is_empty() {
+                self.ui.warn(&format!(
+                    "extensions submitted {} prompt(s); they run only in the interactive mode",
+                    self.ext.submits.len()
+                ));
+                self.ext.submits.clear();
+            }
         } else {
             self.repl(opts)?;
         }
@@ -551,6 +584,80 @@ impl Runtime<'_> {
             usage: self.session_usage,
         });
         Ok(0)
+    }
+
+    /// (Re)start the bundled extensions inside the agent's sandbox. A host
+    /// that cannot confine them refuses the run.
+    fn start_extensions(&mut self) -> Result<(), RunError> {
+        self.ext.shutdown();
+        if self.ext_list.iter().all(|e| !e.manifest.enabled) {
+            return Ok(());
+        }
+        let policy = match &self.env.policy {
+            Ok(p) => p.clone(),
+            Err(e) => {
+                return Err(RunError::Unenforced(format!(
+                    "the agent's extensions cannot run: {e}"
+                )))
+            }
+        };
+        let cx = crate::ext::Context {
+            agent_root: &self.agent.root,
+            agent_data: &self.env.agent_data,
+            log_dir: self.ah.agent_dir().join("logs"),
+            policy: &policy,
+            env_read: &self.env.perms.env_read,
+            backend: self.env.backend.as_deref(),
+            provider: &self.selection.provider.name,
+            model: &self.selection.model.id,
+            workspace: &self.env.workspace,
+        };
+        self.ext = crate::ext::Extensions::start(&self.ext_list, &cx)?;
+        self.sync_extension_tools();
+        let session = self.session.as_ref().map(|s| s.id.clone());
+        self.ext.event(
+            "session_start",
+            serde_json::json!({"agent": self.agent.spec.name, "session": session, "cwd": self.env.workspace}),
+        );
+        self.show_extension_messages();
+        Ok(())
+    }
+
+    /// The model is offered the live extensions' tools.
+    fn sync_extension_tools(&mut self) {
+        self.env.tool_specs.retain(|s| tools::NAMES.contains(&s.name));
+        self.env.tool_specs.extend(self.ext.tool_specs());
+    }
+
+    /// Take what the extensions sent; a stopped one's tools are withdrawn.
+    fn poll_extensions(&mut self) {
+        if self.ext.collect() {
+            self.sync_extension_tools();
+        }
+        self.show_extension_messages();
+    }
+
+    /// Extension text, shown as notes and warnings (the front end
+    /// sanitises them like model output).
+    fn show_extension_messages(&mut self) {
+        for (warn, m) in std::mem::take(&mut self.ext.messages) {
+            if warn {
+                self.ui.warn(&m);
+            } else {
+                self.ui.note(&m);
+            }
+        }
+    }
+
+    /// What the model must be told about extensions, once.
+    fn ext_notices(&mut self) -> Option<String> {
+        let n = std::mem::take(&mut self.ext.notices);
+        (!n.is_empty()).then(|| {
+            n.iter()
+                .map(|n| format!("[zot: {n}]"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
     }
 
     /// `/cd DIR`: re-expand `${workspace}` for the new directory; changed
@@ -568,7 +675,14 @@ impl Runtime<'_> {
         }
         let perms = perms::expand(&self.agent.spec, &ws, &self.ah.data_dir(), &self.config)?;
         if perms != self.env.perms {
-            get_consent(&self.ah, &self.agent, &perms, self.bypass, &mut *self.ui)?;
+            get_consent(
+                &self.ah,
+                &self.agent,
+                &perms,
+                &self.ext_list,
+                self.bypass,
+                &mut *self.ui,
+            )?;
         }
         self.env.policy = policy_for(&perms, &ws, &self.ah, &[], &self.config);
         self.env.index = deps::start_index(&self.env.policy, &self.ah.home);
@@ -576,6 +690,7 @@ impl Runtime<'_> {
         self.env.perms = perms;
         self.env.workspace = ws.clone();
         self.refresh_prompt()?;
+        self.start_extensions()?;
         self.ui.note(&format!("workspace is now {}", ws.display()));
         Ok(())
     }
@@ -656,9 +771,14 @@ impl Runtime<'_> {
 
     fn turn_inner(&mut self, turn: u32, user: &str) -> Result<(), RunError> {
         self.ui.event(&Event::TurnStart { turn });
-        self.record(Message::User {
-            content: user.to_string(),
-        })?;
+        self.poll_extensions();
+        let user = match self.ext_notices() {
+            Some(n) => format!("{n}\n\n{user}"),
+            None => user.to_string(),
+        };
+        self.ext
+            .event("turn_start", serde_json::json!({"turn": turn, "text": user}));
+        self.record(Message::User { content: user })?;
         let max_steps = self
             .agent
             .spec
@@ -671,6 +791,7 @@ impl Runtime<'_> {
             if self.cancel.is_cancelled() {
                 return Err(self.stopped());
             }
+            self.poll_extensions();
             let req = ModelRequest {
                 system: &self.system,
                 messages: &self.history,
@@ -702,11 +823,23 @@ impl Runtime<'_> {
                 Err(ProviderError::Cancelled) => return Err(self.stopped()),
                 Err(e) => return Err(provider_error(&self.selection.provider.name, e)),
             };
+            let mut t = t;
+            if let Some(text) = self.ext.intercept_text(
+                "assistant_message",
+                &t.text,
+                serde_json::json!({"turn": turn}),
+            ) {
+                t.text = text;
+            }
             self.ui.event(&Event::AssistantMessage {
                 turn,
                 text: t.text.clone(),
                 tool_calls: t.tool_calls.clone(),
             });
+            self.ext.event(
+                "assistant_message",
+                serde_json::json!({"turn": turn, "text": t.text, "tool_calls": t.tool_calls}),
+            );
             self.ui.event(&Event::Usage {
                 turn,
                 usage: t.usage,
@@ -723,6 +856,8 @@ impl Runtime<'_> {
                     s.sync()?;
                 }
                 self.last_turn = Some(turn_usage);
+                self.ext
+                    .event("turn_end", serde_json::json!({"turn": turn, "text": t.text}));
                 self.ui.event(&Event::TurnEnd {
                     turn,
                     text: t.text,
@@ -735,14 +870,35 @@ impl Runtime<'_> {
                     self.abandon(&t.tool_calls[i..], "the turn was cancelled")?;
                     return Err(self.stopped());
                 }
-                let call = call.clone();
+                let mut call = call.clone();
+                // Extensions may block or rewrite the call; the tool checks
+                // the final arguments (scopes, risk gate) as usual.
+                let blocked = self.ext.intercept_tool_call(&mut call).err();
                 self.ui.event(&Event::ToolCall {
                     turn,
                     id: call.id.clone(),
                     name: call.name.clone(),
                     arguments: call.arguments.clone(),
                 });
-                let r = tools::execute(&self.env, &call, &mut *self.ui);
+                self.ext.event(
+                    "tool_call",
+                    serde_json::json!({"turn": turn, "tool_call_id": call.id, "name": call.name, "args": call.arguments}),
+                );
+                let mut r = match blocked {
+                    Some(why) => tools::ToolOutput {
+                        content: why,
+                        is_error: true,
+                        ..Default::default()
+                    },
+                    None => match self.ext.call_tool(&call, Some(&self.cancel)) {
+                        Some(r) => r,
+                        None => tools::execute(&self.env, &call, &mut *self.ui),
+                    },
+                };
+                self.poll_extensions();
+                if let Some(n) = self.ext_notices() {
+                    r.content.push_str(&format!("\n{n}"));
+                }
                 self.ui.event(&Event::ToolResult {
                     turn,
                     id: call.id.clone(),
