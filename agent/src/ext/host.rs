@@ -89,6 +89,8 @@ pub struct Host {
     service: Option<Service>,
     /// Why it stopped, once it has.
     pub dead: Option<String>,
+    /// Its stop was reported to the user and the model.
+    pub reported: bool,
     next_id: u64,
     pub unasked: Vec<Unasked>,
 }
@@ -187,6 +189,7 @@ impl Host {
             inbox,
             service: Some(service),
             dead: None,
+            reported: false,
             next_id: 0,
             unasked: Vec::new(),
         };

@@ -334,7 +334,6 @@ impl Extensions {
     pub fn collect(&mut self) -> bool {
         let mut stopped = false;
         for h in &mut self.hosts {
-            let was_alive = h.dead.is_none();
             h.poll();
             for u in std::mem::take(&mut h.unasked) {
                 match u {
@@ -350,8 +349,9 @@ impl Extensions {
             for w in std::mem::take(&mut h.warnings) {
                 self.messages.push((true, format!("extension {}: {w}", h.name)));
             }
-            if was_alive {
+            if !h.reported {
                 if let Some(why) = &h.dead {
+                    h.reported = true;
                     stopped = true;
                     let tools: Vec<&str> = h.tools.iter().map(|t| t.name.as_str()).collect();
                     let what = if tools.is_empty() {
