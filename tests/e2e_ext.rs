@@ -532,3 +532,24 @@ fn invalid_extension_manifest_is_refused() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stdout).contains("exec"), "{}", text(&out.stdout));
 }
+
+/// A backend that cannot enforce the agent's policy refuses the agent
+/// with the reason; the extension never runs unconfined.
+#[test]
+fn unconfinable_host_refuses_the_agent() {
+    if !python_ok() {
+        return;
+    }
+    let w = World::new();
+    let agent = probe_agent(&w, "noland", "normal", ws_perms());
+    let out = run_calls(&w, &agent, &["--backend", "landlock"], json!([probe("sleep", json!({"s": 0}))]));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("extension probe cannot be confined here")
+            && err.contains("landlock cannot fully enforce"),
+        "{err}"
+    );
+    assert!(of_type(&events(&out), "tool_result").is_empty());
+    assert!(!data_dir(&w, "noland", "probe").join("starts").exists());
+}
