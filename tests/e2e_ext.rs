@@ -158,6 +158,18 @@ fn example_todo_keeper() {
     let out = w.run(&["inspect", s(&agent), "--json"]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["extensions"][0]["manifest"]["name"], "todo");
+    // --explain shows the extension's own view.
+    let out = w.run(&["debug", "sandbox", "--explain", s(&agent)]);
+    let o = text(&out.stdout);
+    assert!(out.status.success(), "{o} {}", text(&out.stderr));
+    let ext = o.split("\nextension todo:").nth(1).unwrap_or_else(|| panic!("{o}"));
+    let data = data_dir(&w, "todo-keeper", "todo");
+    assert!(
+        ext.contains(&format!("bind rw {}", data.display()))
+            && ext.contains("working directory: ")
+            && ext.contains("extensions/todo"),
+        "{ext}"
+    );
 }
 
 // ------------------------------------------------------------ attacks

@@ -31,7 +31,9 @@ pub mod trust;
 pub mod ui;
 
 pub use providers::Cancel;
-pub use runtime::{compile_policy, models_report, run, OutputMode, RunOptions, SessionChoice};
+pub use runtime::{
+    compile_policies, compile_policy, models_report, run, OutputMode, RunOptions, SessionChoice,
+};
 pub use ui::{Line, LineRequest, NullUi, Ui};
 
 /// Errors of `zot run`. Messages are lowercase and name what failed.

@@ -114,6 +114,37 @@ pub fn compile_policy(reference: &str, workspace: &Path) -> Result<SandboxPolicy
     compile(&perms, &ws, &ah, &[], &cfg.config)
 }
 
+/// [`compile_policy`], plus the policy each enabled bundled extension of
+/// the agent runs under (see [`crate::ext::policy`]): `(name, policy)`.
+/// Creates nothing.
+#[allow(clippy::type_complexity)]
+pub fn compile_policies(
+    reference: &str,
+    workspace: &Path,
+) -> Result<(SandboxPolicy, Vec<(String, SandboxPolicy)>), RunError> {
+    let here = std::env::current_dir().map_err(|e| RunError::io("current directory", e))?;
+    let agent = reference::resolve(reference, &here)?;
+    let ws = workspace
+        .canonicalize()
+        .map_err(|e| RunError::io(format!("workspace {}", workspace.display()), e))?;
+    let ah = AgentHome::new(home::zot_home()?, &agent.spec.name);
+    let cfg = config::load()?;
+    let perms = perms::expand(&agent.spec, &ws, &ah.data_dir(), &cfg.config)?;
+    let base = compile(&perms, &ws, &ah, &[], &cfg.config)?;
+    let (list, _) = crate::ext::bundled(&agent)?;
+    let data = perms::canonical_prefix(&ah.data_dir());
+    let mut out = Vec::new();
+    for e in list.iter().filter(|e| e.manifest.enabled) {
+        let dir = perms::canonical_prefix(&agent.root.join("extensions").join(&e.dir));
+        let ext_data = crate::ext::data_dir(&data, &e.manifest.name);
+        out.push((
+            e.manifest.name.clone(),
+            crate::ext::policy(&base, &dir, &ext_data, &perms.env_read),
+        ));
+    }
+    Ok((base, out))
+}
+
 /// Run an agent, talking to the user through `ui`. Returns the exit code;
 /// a failure is also reported to `ui` as an [`Event::Error`] (with its
 /// causes) before it is returned.
