@@ -5,6 +5,7 @@
 //! as uid 65534, each next to its unconfined control.
 mod common;
 
+use common::pty::{Pty, CTRL_D};
 use common::run::{events, of_type, s, sandbox_works, text, World};
 
 use std::path::{Path, PathBuf};
@@ -564,4 +565,41 @@ fn unconfinable_host_refuses_the_agent() {
     );
     assert!(of_type(&events(&out), "tool_result").is_empty());
     assert!(!data_dir(&w, "noland", "probe").join("starts").exists());
+}
+
+/// The interactive mode: `/help` lists an extension's command, typing it
+/// sends `command_invoked` and shows the response (sanitised); a `submit`
+/// runs as a user turn.
+#[test]
+fn interactive_commands_and_submit() {
+    if !python_ok() {
+        return;
+    }
+    let w = World::new();
+    if !sandbox_works(&w) {
+        return;
+    }
+    let agent = probe_agent(&w, "talker", "normal", ws_perms());
+    let script = w.script(
+        "talk.json",
+        json!([
+            {"text": "", "tool_calls": [probe("submit", json!({"text": "from the extension"}))]},
+            {"text": "first done"},
+            {"text": "answered the submission"}
+        ]),
+    );
+    let mut c = w.cmd(&["run", s(&agent), "-y", "--sim-script", s(&script)]);
+    c.env("TERM", "xterm-256color");
+    let mut p = Pty::spawn(c);
+    p.expect("Ctrl-D quits");
+    p.line("/help");
+    p.expect("/probe-cmd");
+    p.line("/probe-cmd some args");
+    p.expect("probe-cmd got some args");
+    p.line("go");
+    p.expect("first done");
+    p.expect("answered the submission");
+    p.at_prompt("talker> ", CTRL_D);
+    let (_, code) = p.finish();
+    assert_eq!(code, Some(0), "{}", p.transcript);
 }
