@@ -50,7 +50,15 @@ fn run_calls(w: &World, agent: &Path, extra: &[&str], calls: Value) -> Output {
         &format!("s{}.json", rand_suffix()),
         json!([{"text": "", "tool_calls": calls}, {"text": "done"}]),
     );
-    let mut args = vec!["run", s(agent), "-y", "--json", "--no-session", "--sim-script", s(&script)];
+    let mut args = vec![
+        "run",
+        s(agent),
+        "-y",
+        "--json",
+        "--no-session",
+        "--sim-script",
+        s(&script),
+    ];
     args.extend_from_slice(extra);
     args.push("go");
     w.cmd(&args)
@@ -146,9 +154,16 @@ fn example_todo_keeper() {
         "# Todo\n\n- [ ] buy milk\n"
     );
     // A second run reads what the first left in the data dir.
-    let out = run_calls(&w, &agent, &[], json!([{"name": "todo_list", "arguments": {}}]));
+    let out = run_calls(
+        &w,
+        &agent,
+        &[],
+        json!([{"name": "todo_list", "arguments": {}}]),
+    );
     assert_eq!(results(&out)[0].0, "1. buy milk", "{}", text(&out.stderr));
-    assert!(data_dir(&w, "todo-keeper", "todo").join("todos.json").is_file());
+    assert!(data_dir(&w, "todo-keeper", "todo")
+        .join("todos.json")
+        .is_file());
     let out = w.run(&["inspect", s(&agent)]);
     let o = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -163,7 +178,10 @@ fn example_todo_keeper() {
     let out = w.run(&["debug", "sandbox", "--explain", s(&agent)]);
     let o = text(&out.stdout);
     assert!(out.status.success(), "{o} {}", text(&out.stderr));
-    let ext = o.split("\nextension todo:").nth(1).unwrap_or_else(|| panic!("{o}"));
+    let ext = o
+        .split("\nextension todo:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{o}"));
     let data = data_dir(&w, "todo-keeper", "todo");
     assert!(
         ext.contains(&format!("bind rw {}", data.display()))
@@ -179,7 +197,11 @@ fn example_todo_keeper() {
 fn attacks(w: &World, backend: &str) {
     let who = format!("{backend}{}", if w.nobody { " as 65534" } else { "" });
     std::fs::create_dir_all(&w.zot_home).unwrap();
-    std::fs::write(w.zot_home.join("config.toml"), "[sandbox]\nmax_procs = 200\n").unwrap();
+    std::fs::write(
+        w.zot_home.join("config.toml"),
+        "[sandbox]\nmax_procs = 200\n",
+    )
+    .unwrap();
     if w.nobody {
         for p in [&w.zot_home, &w.zot_home.join("config.toml")] {
             std::os::unix::fs::lchown(p, Some(65534), Some(65534)).unwrap();
@@ -208,10 +230,16 @@ fn attacks(w: &World, backend: &str) {
     let ctl = w.root.join("control.txt");
     assert!(direct("write", json!({"path": ctl}), &[]).contains("WROTE"));
     assert!(direct("env", json!({}), &[("OPENAI_API_KEY", needle)]).contains(needle));
-    assert!(direct("proc_scan", json!({"needle": needle}), &[("OPENAI_API_KEY", needle)])
-        .starts_with("FOUND"));
+    assert!(direct(
+        "proc_scan",
+        json!({"needle": needle}),
+        &[("OPENAI_API_KEY", needle)]
+    )
+    .starts_with("FOUND"));
     assert!(direct("unix", json!({"path": sock}), &[]).contains("HOST-SOCKET-HELLO"));
-    assert!(direct("tcp", json!({"host": "127.0.0.1", "port": port}), &[]).contains("HOST-TCP-HELLO"));
+    assert!(
+        direct("tcp", json!({"host": "127.0.0.1", "port": port}), &[]).contains("HOST-TCP-HELLO")
+    );
 
     let out = run_calls(
         w,
@@ -227,30 +255,65 @@ fn attacks(w: &World, backend: &str) {
             probe("spawn", json!({"argv": ["cat", key]})),
             probe("fork", json!({"n": 4000})),
             // Controls inside: the granted workspace write lands.
-            probe("write", json!({"path": w.ws.join("granted.txt"), "content": "ok"})),
+            probe(
+                "write",
+                json!({"path": w.ws.join("granted.txt"), "content": "ok"})
+            ),
             probe("read", json!({"path": w.ws.join("README.md")})),
         ]),
     );
     assert!(out.status.success(), "{who}: {}", text(&out.stderr));
     let r = results(&out);
     assert_eq!(r.len(), 10, "{who}: {r:?} {}", text(&out.stderr));
-    let all: String = r.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>().join("\n");
-    assert!(!all.contains("FAKE-PRIVATE-KEY"), "{who}: read the key: {all}");
+    let all: String = r
+        .iter()
+        .map(|(c, _)| c.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        !all.contains("FAKE-PRIVATE-KEY"),
+        "{who}: read the key: {all}"
+    );
     assert!(r[0].0.starts_with("ERR:"), "{who}: {}", r[0].0);
-    assert!(r[1].0.starts_with("ERR:") && !outside.exists(), "{who}: {}", r[1].0);
-    assert!(r[2].0.starts_with("ENV:") && !r[2].0.contains(needle), "{who}: {}", r[2].0);
+    assert!(
+        r[1].0.starts_with("ERR:") && !outside.exists(),
+        "{who}: {}",
+        r[1].0
+    );
+    assert!(
+        r[2].0.starts_with("ENV:") && !r[2].0.contains(needle),
+        "{who}: {}",
+        r[2].0
+    );
     let env: Value = serde_json::from_str(r[2].0.strip_prefix("ENV:").unwrap()).unwrap();
     for k in env.as_object().unwrap().keys() {
         assert!(
-            ["HOME", "PATH", "LANG", "TERM", "TZ", "TMPDIR", "LC_CTYPE", "GIT_DISCOVERY_ACROSS_FILESYSTEM"]
-                .contains(&k.as_str()),
+            [
+                "HOME",
+                "PATH",
+                "LANG",
+                "TERM",
+                "TZ",
+                "TMPDIR",
+                "LC_CTYPE",
+                "GIT_DISCOVERY_ACROSS_FILESYSTEM"
+            ]
+            .contains(&k.as_str()),
             "{who}: variable {k} reached the extension: {env}"
         );
     }
     assert_eq!(r[3].0, "NOTFOUND", "{who}");
     assert!(r[4].0.starts_with("ERR:"), "{who}: host socket: {}", r[4].0);
-    assert!(r[5].0.starts_with("ERR:"), "{who}: unlisted host: {}", r[5].0);
-    assert!(r[6].0.starts_with("SPAWNED:") && !r[6].0.starts_with("SPAWNED:0"), "{who}: {}", r[6].0);
+    assert!(
+        r[5].0.starts_with("ERR:"),
+        "{who}: unlisted host: {}",
+        r[5].0
+    );
+    assert!(
+        r[6].0.starts_with("SPAWNED:") && !r[6].0.starts_with("SPAWNED:0"),
+        "{who}: {}",
+        r[6].0
+    );
     let n: usize = r[7]
         .0
         .strip_prefix("BLOCKED:")
@@ -259,13 +322,26 @@ fn attacks(w: &World, backend: &str) {
         .unwrap();
     assert!(n < 600, "{who}: {n} processes");
     assert_eq!(r[8].0, "WROTE", "{who}");
-    assert_eq!(std::fs::read_to_string(w.ws.join("granted.txt")).unwrap(), "ok");
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("granted.txt")).unwrap(),
+        "ok"
+    );
     assert_eq!(r[9].0, "READ:hello from the workspace\n", "{who}");
     // The data dir persists across runs.
     let starts = data_dir(w, "prober", "probe").join("starts");
     assert_eq!(std::fs::read_to_string(&starts).unwrap(), "x", "{who}");
-    let out = run_calls(w, &agent, &["--backend", backend], json!([probe("read", json!({"path": starts}))]));
-    assert_eq!(results(&out)[0].0, "READ:xx", "{who}: {}", text(&out.stderr));
+    let out = run_calls(
+        w,
+        &agent,
+        &["--backend", backend],
+        json!([probe("read", json!({"path": starts}))]),
+    );
+    assert_eq!(
+        results(&out)[0].0,
+        "READ:xx",
+        "{who}: {}",
+        text(&out.stderr)
+    );
 }
 
 fn backend_ok(w: &World, backend: &str) -> bool {
@@ -343,13 +419,25 @@ fn protocol_round_trip() {
     assert!(out.status.success(), "{err}");
     let r = results(&out);
     assert_eq!(r[0], ("SLEPT".into(), false));
-    assert_eq!(r[1], ("blocked by extension probe: no BLOCKME here".into(), true));
+    assert_eq!(
+        r[1],
+        ("blocked by extension probe: no BLOCKME here".into(), true)
+    );
     assert!(r[2].0.contains("fine") && !r[2].1, "{r:?}");
-    assert!(r[3].1 && r[3].0.contains("outside the agent's fs.read scopes"), "{r:?}");
+    assert!(
+        r[3].1 && r[3].0.contains("outside the agent's fs.read scopes"),
+        "{r:?}"
+    );
     assert_eq!(r[4], ("hello from the workspace\n".into(), false));
     // Built-ins shadow; extension text is shown sanitised.
-    assert!(err.contains("tool `read` is shadowed by the built-in tool"), "{err}");
-    assert!(err.contains("probe ready ^[]0;pwned^G") && !err.contains('\x1b'), "{err}");
+    assert!(
+        err.contains("tool `read` is shadowed by the built-in tool"),
+        "{err}"
+    );
+    assert!(
+        err.contains("probe ready ^[]0;pwned^G") && !err.contains('\x1b'),
+        "{err}"
+    );
     let log = std::fs::read_to_string(data_dir(&w, "proto", "probe").join("events.log")).unwrap();
     for want in [
         "hello_ack 1 sim",
@@ -442,14 +530,24 @@ fn broken_extensions_end_with_a_clear_error() {
     let out = run_calls(&w, &agent, &[], json!([probe("sleep", json!({"s": 0}))]));
     let err = text(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("extension probe: not started: no `ready` within 3 s"), "{err}");
+    assert!(
+        err.contains("extension probe: not started: no `ready` within 3 s"),
+        "{err}"
+    );
     assert!(t.elapsed() >= Duration::from_secs(3));
-    assert!(results(&out)[0].0.contains("unknown tool"), "{:?}", results(&out));
+    assert!(
+        results(&out)[0].0.contains("unknown tool"),
+        "{:?}",
+        results(&out)
+    );
 
     let agent = probe_agent(&w, "nohello", "nohello", ws_perms());
     let out = run_calls(&w, &agent, &[], json!([]));
     let err = text(&out.stderr);
-    assert!(err.contains("its first frame must be `hello`, got `ready`"), "{err}");
+    assert!(
+        err.contains("its first frame must be `hello`, got `ready`"),
+        "{err}"
+    );
 
     for (mode, want) in [
         ("oversize", "frame larger than 4 MiB"),
@@ -461,7 +559,10 @@ fn broken_extensions_end_with_a_clear_error() {
             &w,
             &agent,
             &[],
-            json!([probe("sleep", json!({"s": 0})), probe("sleep", json!({"s": 0}))]),
+            json!([
+                probe("sleep", json!({"s": 0})),
+                probe("sleep", json!({"s": 0}))
+            ]),
         );
         let err = text(&out.stderr);
         assert!(out.status.success(), "{mode}: {err}");
@@ -495,11 +596,22 @@ fn intercept_and_shutdown_timeouts() {
     }
     let agent = probe_agent(&w, "slowi", "slowintercept", ws_perms());
     let t = Instant::now();
-    let out = run_calls(&w, &agent, &[], json!([{"name": "read", "arguments": {"path": "README.md"}}]));
+    let out = run_calls(
+        &w,
+        &agent,
+        &[],
+        json!([{"name": "read", "arguments": {"path": "README.md"}}]),
+    );
     let err = text(&out.stderr);
     assert!(t.elapsed() >= Duration::from_secs(5));
-    assert!(err.contains("no answer to the tool_call intercept within 5 s"), "{err}");
-    assert_eq!(results(&out)[0], ("hello from the workspace\n".into(), false));
+    assert!(
+        err.contains("no answer to the tool_call intercept within 5 s"),
+        "{err}"
+    );
+    assert_eq!(
+        results(&out)[0],
+        ("hello from the workspace\n".into(), false)
+    );
 
     let agent = probe_agent(&w, "stubborn", "stubborn", ws_perms());
     let t = Instant::now();
@@ -555,7 +667,12 @@ fn unconfinable_host_refuses_the_agent() {
     }
     let w = World::new();
     let agent = probe_agent(&w, "noland", "normal", ws_perms());
-    let out = run_calls(&w, &agent, &["--backend", "landlock"], json!([probe("sleep", json!({"s": 0}))]));
+    let out = run_calls(
+        &w,
+        &agent,
+        &["--backend", "landlock"],
+        json!([probe("sleep", json!({"s": 0}))]),
+    );
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(

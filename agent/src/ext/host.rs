@@ -106,26 +106,27 @@ impl Host {
         let (tx_chunks, rx_chunks) = mpsc::sync_channel::<Vec<u8>>(16);
         let log = open_log(&l.log);
         let log = std::sync::Mutex::new((log, 0u64));
-        let sink = zot_supervisor::OutputSink(std::sync::Arc::new(
-            move |stream, bytes: &[u8]| match stream {
-                zot_supervisor::OutStream::Stdout => {
-                    let _ = tx_chunks.send(bytes.to_vec());
-                }
-                zot_supervisor::OutStream::Stderr => {
-                    if let Ok(mut g) = log.lock() {
-                        let (f, n) = &mut *g;
-                        if let Some(f) = f {
-                            let room = LOG_CAP.saturating_sub(*n) as usize;
-                            let take = bytes.len().min(room);
-                            if take > 0 {
-                                let _ = f.write_all(&bytes[..take]);
+        let sink =
+            zot_supervisor::OutputSink(std::sync::Arc::new(
+                move |stream, bytes: &[u8]| match stream {
+                    zot_supervisor::OutStream::Stdout => {
+                        let _ = tx_chunks.send(bytes.to_vec());
+                    }
+                    zot_supervisor::OutStream::Stderr => {
+                        if let Ok(mut g) = log.lock() {
+                            let (f, n) = &mut *g;
+                            if let Some(f) = f {
+                                let room = LOG_CAP.saturating_sub(*n) as usize;
+                                let take = bytes.len().min(room);
+                                if take > 0 {
+                                    let _ = f.write_all(&bytes[..take]);
+                                }
+                                *n += bytes.len() as u64;
                             }
-                            *n += bytes.len() as u64;
                         }
                     }
-                }
-            },
-        ));
+                },
+            ));
         // Frames from the chunks of stdout.
         let reader_tx = tx_in.clone();
         std::thread::Builder::new()
@@ -167,7 +168,10 @@ impl Host {
         // Frames to stdin, written by a thread of their own: a stuck
         // extension never blocks the run.
         let (out_tx, out_rx) = mpsc::sync_channel::<Vec<u8>>(256);
-        let mut stdin = service.stdin.try_clone().map_err(|e| RunError::io("stdin pipe", e))?;
+        let mut stdin = service
+            .stdin
+            .try_clone()
+            .map_err(|e| RunError::io("stdin pipe", e))?;
         std::thread::Builder::new()
             .name("zot-ext-write".into())
             .spawn(move || {
@@ -195,7 +199,8 @@ impl Host {
         };
         // Our copy of the write end: only the writer thread's stays.
         if let Some(s) = &mut h.service {
-            let devnull = std::fs::File::open("/dev/null").map_err(|e| RunError::io("/dev/null", e))?;
+            let devnull =
+                std::fs::File::open("/dev/null").map_err(|e| RunError::io("/dev/null", e))?;
             s.stdin = devnull;
         }
         drop(tx_in);
@@ -205,7 +210,10 @@ impl Host {
                 let err = h.stop_now();
                 match err {
                     Some(e @ RunError::Sandbox(_)) => Err(e),
-                    Some(e) => Err(RunError::Usage(format!("{why} ({})", crate::ui::error_chain(&e)))),
+                    Some(e) => Err(RunError::Usage(format!(
+                        "{why} ({})",
+                        crate::ui::error_chain(&e)
+                    ))),
                     None => Err(RunError::Usage(why)),
                 }
             }
@@ -232,10 +240,7 @@ impl Host {
             let m = match self.inbox.recv_timeout(left) {
                 Ok(m) => m,
                 Err(RecvTimeoutError::Timeout) => {
-                    return Err(format!(
-                        "no `ready` within {} s",
-                        READY_TIMEOUT.as_secs()
-                    ))
+                    return Err(format!("no `ready` within {} s", READY_TIMEOUT.as_secs()))
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err("it exited during the handshake".into())
@@ -326,8 +331,9 @@ impl Host {
             Some(s @ Value::Object(_)) => s,
             None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
             Some(_) => {
-                self.warnings
-                    .push(format!("tool {name:?} ignored: its schema is not an object"));
+                self.warnings.push(format!(
+                    "tool {name:?} ignored: its schema is not an object"
+                ));
                 return;
             }
         };
@@ -400,8 +406,7 @@ impl Host {
             Incoming::Frame(FromExt::Submit { text }) => self.unasked.push(Unasked::Submit(text)),
             Incoming::Frame(FromExt::RegisterTool { .. } | FromExt::RegisterCommand { .. }) => {
                 self.warnings.push(
-                    "registrations after `ready` are ignored (restart the run to load them)"
-                        .into(),
+                    "registrations after `ready` are ignored (restart the run to load them)".into(),
                 )
             }
             // Late replies (after a timeout) and acks are dropped.
@@ -464,7 +469,10 @@ impl Host {
             if left.is_zero() {
                 return Err(Wait::Timeout);
             }
-            match self.inbox.recv_timeout(left.min(Duration::from_millis(100))) {
+            match self
+                .inbox
+                .recv_timeout(left.min(Duration::from_millis(100)))
+            {
                 Ok(Incoming::Frame(f)) => match pick(&f) {
                     Some(t) => return Ok(t),
                     None => self.take(Incoming::Frame(f)),

@@ -72,12 +72,7 @@ pub fn data_dir(agent_data: &Path, name: &str) -> PathBuf {
 /// The policy extension `dir` (canonical) runs under: the agent's, plus
 /// `dir` readable (its working directory) and `data` writable, and the
 /// environment cut down to [`ENV_KEEP`] and `env_read`.
-pub fn policy(
-    base: &SandboxPolicy,
-    dir: &Path,
-    data: &Path,
-    env_read: &[String],
-) -> SandboxPolicy {
+pub fn policy(base: &SandboxPolicy, dir: &Path, data: &Path, env_read: &[String]) -> SandboxPolicy {
     let mut p = base.clone();
     p.cwd = dir.to_path_buf();
     if let zot_policy::sandbox::ReadScope::Restricted { paths } = &mut p.read {
@@ -98,17 +93,20 @@ pub fn policy(
 /// `argv` of an extension: `exec` resolved (relative to its directory
 /// when it has a slash, through the sandbox's `PATH` when bare), then
 /// `args`.
-pub fn argv(dir: &Path, m: &zot_policy::zotfile::extension::ExtensionManifest) -> Result<Vec<String>, String> {
+pub fn argv(
+    dir: &Path,
+    m: &zot_policy::zotfile::extension::ExtensionManifest,
+) -> Result<Vec<String>, String> {
     use zot_policy::zotfile::extension::ExecKind;
     let exec = match m.exec_kind() {
         ExecKind::Path(n) | ExecKind::Absolute(n) => n.to_string(),
         ExecKind::Relative(r) => {
             let p = dir.join(r);
-            let real = p
-                .canonicalize()
-                .map_err(|e| format!("exec {r:?}: {e}"))?;
+            let real = p.canonicalize().map_err(|e| format!("exec {r:?}: {e}"))?;
             if !real.starts_with(dir) {
-                return Err(format!("exec {r:?}: leads outside the extension's directory"));
+                return Err(format!(
+                    "exec {r:?}: leads outside the extension's directory"
+                ));
             }
             real.to_string_lossy().into_owned()
         }
@@ -189,11 +187,12 @@ impl Extensions {
                 }
             };
             let data = data_dir(cx.agent_data, &m.name);
-            crate::home::private_dir(&data)
-                .map_err(|err| RunError::io(format!("extension data dir {}", data.display()), err))?;
-            let data = data
-                .canonicalize()
-                .map_err(|err| RunError::io(format!("extension data dir {}", data.display()), err))?;
+            crate::home::private_dir(&data).map_err(|err| {
+                RunError::io(format!("extension data dir {}", data.display()), err)
+            })?;
+            let data = data.canonicalize().map_err(|err| {
+                RunError::io(format!("extension data dir {}", data.display()), err)
+            })?;
             let pol = policy(cx.policy, &dir, &data, cx.env_read);
             let ack = protocol::HelloAck {
                 zot_version: crate::ZOT_VERSION,
@@ -229,7 +228,8 @@ impl Extensions {
                 Err(e) => return Err(e),
             };
             for w in std::mem::take(&mut h.warnings) {
-                me.messages.push((true, format!("extension {}: {w}", m.name)));
+                me.messages
+                    .push((true, format!("extension {}: {w}", m.name)));
             }
             me.hosts.push(h);
         }
@@ -282,7 +282,11 @@ impl Extensions {
 
     /// Names of the running extensions.
     pub fn names(&self) -> Vec<String> {
-        self.hosts.iter().filter(|h| h.dead.is_none()).map(|h| h.name.clone()).collect()
+        self.hosts
+            .iter()
+            .filter(|h| h.dead.is_none())
+            .map(|h| h.name.clone())
+            .collect()
     }
 
     /// The tool definitions of the live extensions, to offer the model
@@ -347,7 +351,8 @@ impl Extensions {
                 }
             }
             for w in std::mem::take(&mut h.warnings) {
-                self.messages.push((true, format!("extension {}: {w}", h.name)));
+                self.messages
+                    .push((true, format!("extension {}: {w}", h.name)));
             }
             if !h.reported {
                 if let Some(why) = &h.dead {
@@ -395,7 +400,8 @@ impl Extensions {
             if h.dead.is_some() || !h.intercepts.iter().any(|e| e == "tool_call") {
                 continue;
             }
-            let payload = json!({"tool_call_id": call.id, "name": call.name, "args": call.arguments});
+            let payload =
+                json!({"tool_call_id": call.id, "name": call.name, "args": call.arguments});
             match h.intercept("tool_call", &payload) {
                 Ok(r) if r.block => {
                     return Err(format!(
@@ -486,7 +492,8 @@ impl Extensions {
                     let h = &self.hosts[i];
                     let names: Vec<&str> = h.tools.iter().map(|t| t.name.as_str()).collect();
                     // The model is told here: no separate notice.
-                    self.notices.retain(|n| !n.starts_with(&format!("extension {} stopped", h.name)));
+                    self.notices
+                        .retain(|n| !n.starts_with(&format!("extension {} stopped", h.name)));
                     (
                         format!(
                             "extension {} stopped ({}); its tools are no longer available: {}",

@@ -154,7 +154,10 @@ pub fn parse_frame(line: &[u8]) -> Result<FromExt, String> {
 
 fn excerpt(line: &[u8]) -> String {
     let s = String::from_utf8_lossy(&line[..line.len().min(120)]);
-    let s: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let s: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
     if line.len() > 120 {
         format!("{s}...")
     } else {
@@ -260,11 +263,14 @@ mod tests {
 
     #[test]
     fn frames_parse_and_name_their_problem() {
-        let f = parse_frame(br#"{"type":"hello","name":"x","version":"1","capabilities":["tools"]}"#)
-            .unwrap();
+        let f =
+            parse_frame(br#"{"type":"hello","name":"x","version":"1","capabilities":["tools"]}"#)
+                .unwrap();
         assert!(matches!(f, FromExt::Hello { ref name, .. } if name == "x"));
-        let f = parse_frame(br#"{"type":"tool_result","id":7,"content":[{"type":"text","text":"hi"}]}"#)
-            .unwrap();
+        let f = parse_frame(
+            br#"{"type":"tool_result","id":7,"content":[{"type":"text","text":"hi"}]}"#,
+        )
+        .unwrap();
         assert_eq!(
             f,
             FromExt::ToolResult {
@@ -274,8 +280,12 @@ mod tests {
             }
         );
         assert!(parse_frame(b"nope").unwrap_err().contains("not JSON"));
-        assert!(parse_frame(br#"{"x":1}"#).unwrap_err().contains("no string `type`"));
-        assert!(parse_frame(br#"{"type":"warp"}"#).unwrap_err().contains("`warp`"));
+        assert!(parse_frame(br#"{"x":1}"#)
+            .unwrap_err()
+            .contains("no string `type`"));
+        assert!(parse_frame(br#"{"type":"warp"}"#)
+            .unwrap_err()
+            .contains("`warp`"));
         assert!(parse_frame(br#"{"type":"register_tool"}"#)
             .unwrap_err()
             .contains("register_tool"));
@@ -284,7 +294,10 @@ mod tests {
     #[test]
     fn framer_splits_and_caps() {
         let mut f = Framer::default();
-        assert_eq!(f.push(b"{\"a\":1}\n{\"b\"").unwrap(), vec![b"{\"a\":1}".to_vec()]);
+        assert_eq!(
+            f.push(b"{\"a\":1}\n{\"b\"").unwrap(),
+            vec![b"{\"a\":1}".to_vec()]
+        );
         assert_eq!(f.push(b":2}\r\n\n").unwrap(), vec![b"{\"b\":2}".to_vec()]);
         let big = vec![b'x'; MAX_FRAME];
         assert!(f.push(&big).is_ok());

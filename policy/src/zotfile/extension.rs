@@ -71,9 +71,7 @@ pub fn valid_name(name: &str) -> bool {
 fn text(v: &Value, field: &str, max: usize) -> Result<Option<String>, String> {
     match v.get(field) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.len() > max => {
-            Err(format!("{field}: longer than {max} bytes"))
-        }
+        Some(Value::String(s)) if s.len() > max => Err(format!("{field}: longer than {max} bytes")),
         Some(Value::String(s)) if s.contains('\0') => Err(format!("{field}: contains a NUL byte")),
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(_) => Err(format!("{field}: must be a string")),
@@ -115,10 +113,7 @@ pub fn parse(bytes: &[u8]) -> Result<(ExtensionManifest, Vec<String>), String> {
     if exec.trim().is_empty() {
         return Err("exec: must not be empty".into());
     }
-    if !exec.starts_with('/')
-        && exec.contains('/')
-        && exec.split('/').any(|c| c == "..")
-    {
+    if !exec.starts_with('/') && exec.contains('/') && exec.split('/').any(|c| c == "..") {
         return Err(format!(
             "exec: {exec:?} leaves the extension's directory (a relative exec may not contain `..`)"
         ));
