@@ -632,3 +632,94 @@ fn open_log(path: &Path) -> Option<std::fs::File> {
         .open(path)
         .ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A host without a process: what it sends, and a feed of what it
+    /// receives.
+    fn fake() -> (Host, Receiver<Vec<u8>>, mpsc::Sender<Incoming>) {
+        let (tx, inbox) = mpsc::channel();
+        let (out_tx, out_rx) = mpsc::sync_channel(16);
+        let h = Host {
+            name: "fake".into(),
+            tools: Vec::new(),
+            commands: Vec::new(),
+            events: Vec::new(),
+            intercepts: Vec::new(),
+            warnings: Vec::new(),
+            out: Some(out_tx),
+            inbox,
+            service: None,
+            dead: None,
+            reported: false,
+            next_id: 0,
+            unasked: Vec::new(),
+        };
+        (h, out_rx, tx)
+    }
+
+    fn frame(s: &str) -> Incoming {
+        Incoming::Frame(protocol::parse_frame(s.as_bytes()).unwrap())
+    }
+
+    #[test]
+    fn a_request_waits_for_its_own_reply() {
+        let (mut h, out, feed) = fake();
+        let t = std::thread::spawn(move || {
+            let sent: Value = serde_json::from_slice(&out.recv().unwrap()).unwrap();
+            assert_eq!(sent["type"], "tool_call");
+            let id = sent["id"].as_str().unwrap().to_string();
+            feed.send(frame(r#"{"type":"notify","level":"warn","message":"m"}"#))
+                .unwrap();
+            // A late reply to an earlier call is dropped.
+            feed.send(frame(
+                r#"{"type":"tool_result","id":"t0","content":[{"type":"text","text":"old"}]}"#,
+            ))
+            .unwrap();
+            feed.send(frame(&format!(
+                r#"{{"type":"tool_result","id":"{id}","content":[{{"type":"text","text":"new"}}],"is_error":true}}"#
+            )))
+            .unwrap();
+            (feed, out)
+        });
+        let r = h.call_tool("x", &json!({}), None);
+        assert_eq!(r, Ok(("new".to_string(), true)));
+        assert_eq!(
+            h.unasked,
+            vec![Unasked::Notify {
+                level: "warn".into(),
+                message: "m".into()
+            }]
+        );
+        let (feed, _out) = t.join().unwrap();
+        // No reply in time: a timeout, the extension stays.
+        let r = h.request(
+            json!({"type": "tool_call", "id": "t9"}),
+            Duration::from_millis(150),
+            None,
+            |_| Some(()),
+        );
+        assert_eq!(r, Err(Wait::Timeout));
+        assert!(h.dead.is_none());
+        // A broken stream ends it with the reason.
+        feed.send(Incoming::Broken("frame larger than 4 MiB".into()))
+            .unwrap();
+        let r = h.call_tool("x", &json!({}), None);
+        assert_eq!(r, Err(Wait::Dead));
+        assert_eq!(h.dead.as_deref(), Some("frame larger than 4 MiB"));
+    }
+
+    #[test]
+    fn a_closed_stream_is_a_stopped_extension() {
+        let (mut h, _out, feed) = fake();
+        feed.send(Incoming::Closed).unwrap();
+        assert!(!h.poll());
+        assert!(h.dead.is_some());
+        assert_eq!(
+            h.intercept("tool_call", &json!({})).unwrap_err(),
+            Wait::Dead
+        );
+    }
+}
