@@ -222,6 +222,18 @@ fn attacks(w: &World, backend: &str) {
             let _ = std::io::Write::write_all(&mut c, b"HOST-SOCKET-HELLO");
         }
     });
+    // One where the extension can see it: its connect is still refused.
+    let ws_sock = w.ws.join("inside.sock");
+    let l2 = std::os::unix::net::UnixListener::bind(&ws_sock).unwrap();
+    if w.nobody {
+        std::os::unix::fs::lchown(&ws_sock, Some(65534), Some(65534)).unwrap();
+    }
+    std::thread::spawn(move || {
+        for c in l2.incoming().flatten() {
+            let mut c = c;
+            let _ = std::io::Write::write_all(&mut c, b"HOST-SOCKET-HELLO");
+        }
+    });
     let port = common::origin("HOST-TCP-HELLO");
     let needle = "sk-PROVIDER-SECRET-4242";
 
@@ -237,6 +249,7 @@ fn attacks(w: &World, backend: &str) {
     )
     .starts_with("FOUND"));
     assert!(direct("unix", json!({"path": sock}), &[]).contains("HOST-SOCKET-HELLO"));
+    assert!(direct("unix", json!({"path": ws_sock}), &[]).contains("HOST-SOCKET-HELLO"));
     assert!(
         direct("tcp", json!({"host": "127.0.0.1", "port": port}), &[]).contains("HOST-TCP-HELLO")
     );
@@ -260,11 +273,12 @@ fn attacks(w: &World, backend: &str) {
                 json!({"path": w.ws.join("granted.txt"), "content": "ok"})
             ),
             probe("read", json!({"path": w.ws.join("README.md")})),
+            probe("unix", json!({"path": ws_sock})),
         ]),
     );
     assert!(out.status.success(), "{who}: {}", text(&out.stderr));
     let r = results(&out);
-    assert_eq!(r.len(), 10, "{who}: {r:?} {}", text(&out.stderr));
+    assert_eq!(r.len(), 11, "{who}: {r:?} {}", text(&out.stderr));
     let all: String = r
         .iter()
         .map(|(c, _)| c.as_str())
@@ -327,6 +341,11 @@ fn attacks(w: &World, backend: &str) {
         "ok"
     );
     assert_eq!(r[9].0, "READ:hello from the workspace\n", "{who}");
+    assert!(
+        r[10].0.starts_with("ERR:"),
+        "{who}: workspace socket: {}",
+        r[10].0
+    );
     // The data dir persists across runs.
     let starts = data_dir(w, "prober", "probe").join("starts");
     assert_eq!(std::fs::read_to_string(&starts).unwrap(), "x", "{who}");
@@ -719,4 +738,64 @@ fn interactive_commands_and_submit() {
     p.at_prompt("talker> ", CTRL_D);
     let (_, code) = p.finish();
     assert_eq!(code, Some(0), "{}", p.transcript);
+}
+
+/// `net.allow` and `env.read` apply to an extension as to the agent's bash:
+/// the listed host answers through the proxy, an unlisted one is refused;
+/// exactly the listed variables arrive, never a provider key.
+#[test]
+fn net_allow_and_env_read_apply_to_extensions() {
+    if !python_ok() {
+        return;
+    }
+    let w = World::new();
+    if !sandbox_works(&w) {
+        return;
+    }
+    let port = common::origin("hello from the origin");
+    let agent = probe_agent(
+        &w,
+        "netter",
+        "normal",
+        json!({"fs": {"read": ["${workspace}"]}, "bash": {"mode": "none"},
+               "net": {"allow": [format!("127.0.0.1:{port}")]},
+               "env": {"read": ["MYAPP_*", "OPENAI_*"]}}),
+    );
+    let script = w.script(
+        "net.json",
+        json!([{"text": "", "tool_calls": [
+            probe("http", json!({"url": format!("http://127.0.0.1:{port}/x")})),
+            probe("http", json!({"url": format!("http://127.0.0.2:{port}/x")})),
+            probe("env", json!({}))]}, {"text": "done"}]),
+    );
+    let out = w
+        .cmd(&[
+            "run",
+            s(&agent),
+            "-y",
+            "--json",
+            "--no-session",
+            "--sim-script",
+            s(&script),
+            "go",
+        ])
+        .env("MYAPP_A", "a-value")
+        .env("ZOT_UNSEEN", "unseen")
+        .env("OPENAI_API_KEY", "sk-PROVIDER-SECRET-4242")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let r = results(&out);
+    assert_eq!(r[0].0, "HTTP:200:hello from the origin", "{r:?}");
+    assert!(
+        r[1].0.starts_with("HTTP:403") || r[1].0.starts_with("ERR:"),
+        "{r:?}"
+    );
+    assert!(r[2].0.contains("\"MYAPP_A\": \"a-value\""), "{}", r[2].0);
+    assert!(r[2].0.contains("HTTP_PROXY"), "{}", r[2].0);
+    assert!(
+        !r[2].0.contains("ZOT_UNSEEN") && !r[2].0.contains("sk-PROVIDER"),
+        "{}",
+        r[2].0
+    );
 }
