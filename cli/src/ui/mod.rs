@@ -191,7 +191,9 @@ impl Ui for TermUi {
     fn confirm(&mut self, text: &str, question: &str) -> bool {
         self.settle();
         if !text.is_empty() {
-            eprintln!("{text}");
+            // It may quote the agent's own text (a command, an extension's
+            // description): sanitised like model output.
+            eprintln!("{}", style::sanitize(text));
         }
         let q = format!("{question} [y/N] ");
         if let Some(ed) = self.editor() {
