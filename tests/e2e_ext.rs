@@ -799,3 +799,49 @@ fn net_allow_and_env_read_apply_to_extensions() {
         r[2].0
     );
 }
+
+/// The consent prompt lists the bundled extensions (their text sanitised);
+/// the receipt covers the extension's files: changing one asks again.
+#[test]
+fn consent_lists_extensions_and_covers_their_files() {
+    if !python_ok() {
+        return;
+    }
+    let w = World::new();
+    if !sandbox_works(&w) {
+        return;
+    }
+    // (bash `ask` consent is never cached: none here.)
+    let agent = probe_agent(
+        &w,
+        "consented",
+        "normal",
+        json!({"fs": {"read": ["${workspace}"]}, "bash": {"mode": "none"}}),
+    );
+    std::fs::write(
+        agent.join("extensions/probe/extension.json"),
+        json!({"name": "probe", "exec": "./probe.py", "args": ["normal"],
+               "description": "probes \u{1b}]0;pwned\u{7}"})
+        .to_string(),
+    )
+    .unwrap();
+    let args = ["run", s(&agent), "--no-session", "--print", "hi"];
+    let mut p = Pty::spawn(w.cmd(&args));
+    p.expect("extension: probe (extensions/probe): ./probe.py normal - probes ^[]0;pwned^G");
+    p.expect("Allow?");
+    p.line("y");
+    let (_, code) = p.finish();
+    assert_eq!(code, Some(0), "{}", p.transcript);
+    assert!(!p.transcript.contains("\u{1b}]0;pwned"), "{}", p.transcript);
+    // The receipt: no question now.
+    let out = w.run(&args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // A changed extension file is another artifact: consent again.
+    let py = agent.join("extensions/probe/probe.py");
+    let mut src = std::fs::read_to_string(&py).unwrap();
+    src.push_str("\n# changed\n");
+    std::fs::write(&py, src).unwrap();
+    let out = w.run(&args);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--yes"), "{}", text(&out.stderr));
+}
