@@ -432,6 +432,7 @@ fn protocol_round_trip() {
             {"name": "bash", "arguments": {"command": "echo fine"}},
             {"name": "read", "arguments": {"path": "REWRITE"}},
             {"name": "read", "arguments": {"path": "REWRITE", "to": "README.md"}},
+            {"name": "bash", "arguments": {"command": "REWRITE"}},
         ]),
     );
     let err = text(&out.stderr);
@@ -448,6 +449,7 @@ fn protocol_round_trip() {
         "{r:?}"
     );
     assert_eq!(r[4], ("hello from the workspace\n".into(), false));
+    assert!(r[5].1 && r[5].0.contains("risk gate"), "{r:?}");
     // Built-ins shadow; extension text is shown sanitised.
     assert!(
         err.contains("tool `read` is shadowed by the built-in tool"),
