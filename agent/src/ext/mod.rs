@@ -465,7 +465,18 @@ impl Extensions {
             Value::Null => json!({}),
             v => v.clone(),
         };
-        let (content, is_error) = if h.dead.is_some() {
+        let too_large =
+            serde_json::to_vec(&args).map_or(0, |v| v.len()) + 1024 > protocol::MAX_FRAME;
+        let (content, is_error) = if too_large {
+            (
+                format!(
+                    "the arguments are too large for extension {} (frames are at most {} MiB)",
+                    h.name,
+                    protocol::MAX_FRAME >> 20
+                ),
+                true,
+            )
+        } else if h.dead.is_some() {
             (
                 format!(
                     "tool `{}` is not available: extension {} stopped ({})",
