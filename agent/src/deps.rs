@@ -423,3 +423,61 @@ pub fn host_protections(
         &zot_supervisor::resolve::path_cwds(policy),
     )
 }
+
+/// A long-lived command started by [`run_service`].
+pub struct Service {
+    /// The write end of the command's stdin (dropping it closes stdin).
+    pub stdin: std::fs::File,
+    /// Fires TERM, then KILL after the grace (the supervisor's cancel).
+    pub cancel: zot_supervisor::Cancel,
+    /// Ends with the command: its outcome, or why it could not start.
+    pub done: std::thread::JoinHandle<Result<zot_supervisor::RunOutcome, RunError>>,
+}
+
+/// Start `argv` under `policy` with the supervisor, as [`run_sandboxed`]
+/// does (same backends, same refusal of a host that cannot enforce the
+/// policy), but long-lived: stdin is a pipe the caller writes to, stdout
+/// and stderr go to `sink` as they come (nothing is kept), no timeout;
+/// `kill_grace` between TERM and KILL when cancelled.
+pub fn run_service(
+    policy: &SandboxPolicy,
+    argv: &[String],
+    backend: Option<&str>,
+    sink: zot_supervisor::OutputSink,
+    kill_grace: Duration,
+) -> Result<Service, RunError> {
+    use std::os::fd::AsRawFd;
+    use zot_supervisor as sv;
+    let mut req = sv::RunRequest::new(policy.clone(), argv.iter().map(Into::into).collect());
+    if let Some(b) = backend {
+        req.backend = b.parse().map_err(RunError::Usage)?;
+    }
+    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|e| RunError::io("creating a pipe", e.into()))?;
+    let cancel = sv::Cancel::new().map_err(|e| RunError::io("cancellation pipe", e))?;
+    req.stdin = sv::Stdin::Fd(r.as_raw_fd());
+    req.output = sv::Output::Forward {
+        max_bytes: usize::MAX,
+    };
+    req.on_output = Some(sink);
+    req.timeout = None;
+    req.kill_grace = kill_grace;
+    req.cancel = Some(cancel.clone());
+    req.journal = crate::home::zot_home()
+        .ok()
+        .map(|h| zot_supervisor::journal::for_process(&h));
+    let done = std::thread::Builder::new()
+        .name("zot-service".into())
+        .spawn(move || {
+            // The read end stays open until the run ends (the supervisor
+            // duplicates it into the command when it starts).
+            let _r = r;
+            sv::run(req).map_err(RunError::Sandbox)
+        })
+        .map_err(|e| RunError::io("starting a thread", e))?;
+    Ok(Service {
+        stdin: std::fs::File::from(w),
+        cancel,
+        done,
+    })
+}

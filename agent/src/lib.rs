@@ -15,6 +15,7 @@ pub mod consent;
 pub mod context;
 pub mod deps;
 pub mod events;
+pub mod ext;
 pub mod fsscope;
 pub mod home;
 pub mod message;
@@ -31,7 +32,9 @@ pub mod trust;
 pub mod ui;
 
 pub use providers::Cancel;
-pub use runtime::{compile_policy, models_report, run, OutputMode, RunOptions, SessionChoice};
+pub use runtime::{
+    compile_policies, compile_policy, models_report, run, OutputMode, RunOptions, SessionChoice,
+};
 pub use ui::{Line, LineRequest, NullUi, Ui};
 
 /// Errors of `zot run`. Messages are lowercase and name what failed.

@@ -114,6 +114,37 @@ pub fn compile_policy(reference: &str, workspace: &Path) -> Result<SandboxPolicy
     compile(&perms, &ws, &ah, &[], &cfg.config)
 }
 
+/// [`compile_policy`], plus the policy each enabled bundled extension of
+/// the agent runs under (see [`crate::ext::policy`]): `(name, policy)`.
+/// Creates nothing.
+#[allow(clippy::type_complexity)]
+pub fn compile_policies(
+    reference: &str,
+    workspace: &Path,
+) -> Result<(SandboxPolicy, Vec<(String, SandboxPolicy)>), RunError> {
+    let here = std::env::current_dir().map_err(|e| RunError::io("current directory", e))?;
+    let agent = reference::resolve(reference, &here)?;
+    let ws = workspace
+        .canonicalize()
+        .map_err(|e| RunError::io(format!("workspace {}", workspace.display()), e))?;
+    let ah = AgentHome::new(home::zot_home()?, &agent.spec.name);
+    let cfg = config::load()?;
+    let perms = perms::expand(&agent.spec, &ws, &ah.data_dir(), &cfg.config)?;
+    let base = compile(&perms, &ws, &ah, &[], &cfg.config)?;
+    let (list, _) = crate::ext::bundled(&agent)?;
+    let data = perms::canonical_prefix(&ah.data_dir());
+    let mut out = Vec::new();
+    for e in list.iter().filter(|e| e.manifest.enabled) {
+        let dir = perms::canonical_prefix(&agent.root.join("extensions").join(&e.dir));
+        let ext_data = crate::ext::data_dir(&data, &e.manifest.name);
+        out.push((
+            e.manifest.name.clone(),
+            crate::ext::policy(&base, &dir, &ext_data, &perms.env_read),
+        ));
+    }
+    Ok((base, out))
+}
+
 /// Run an agent, talking to the user through `ui`. Returns the exit code;
 /// a failure is also reported to `ui` as an [`Event::Error`] (with its
 /// causes) before it is returned.
@@ -296,6 +327,10 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
         ui.warn(n);
     }
     let enabled = tools::enabled(&spec, opts.tools.as_deref()).map_err(RunError::Usage)?;
+    let (ext_list, ext_warnings) = crate::ext::bundled(&agent)?;
+    for w in &ext_warnings {
+        ui.warn(w);
+    }
     let model = open_model(&selection, opts.sim_script.as_deref(), signals)?;
     let ah = AgentHome::new(zot_home.clone(), &spec.name);
     let data = ah.data_dir();
@@ -324,7 +359,7 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
     } else {
         perms::expand(&spec, &workspace, &data, &cfg.config)?
     };
-    get_consent(&ah, &agent, &perms, bypass, ui)?;
+    get_consent(&ah, &agent, &perms, &ext_list, bypass, ui)?;
     let (workspace, perms, read_only) = if seeded {
         let tree = match &session_path {
             Some(p) => session::files_dir(p),
@@ -411,6 +446,8 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
         seeded,
         learned_window: None,
         anchor: None,
+        ext: crate::ext::Extensions::default(),
+        ext_list,
     };
     rt.main(&opts)
 }
@@ -466,6 +503,7 @@ fn get_consent(
     ah: &AgentHome,
     agent: &LoadedAgent,
     perms: &Permissions,
+    exts: &[crate::ext::BundledExtension],
     bypass: Bypass,
     ui: &mut dyn Ui,
 ) -> Result<(), RunError> {
@@ -478,8 +516,14 @@ fn get_consent(
         perms,
     };
     let interactive = ui.can_ask();
+    // Bundled extensions run inside the same sandbox; the digest (which
+    // the receipt is keyed by) covers their files.
+    let mut extra = String::new();
+    for l in crate::ext::describe(exts) {
+        extra.push_str(&format!("  extension: {l}\n"));
+    }
     consent::obtain(ah, &req, bypass, interactive, &mut |text| {
-        ui.confirm(text, "Allow?")
+        ui.confirm(&format!("{text}{extra}"), "Allow?")
     })
     .map(|_| ())
 }
@@ -512,11 +556,21 @@ struct Runtime<'u> {
     learned_window: Option<u64>,
     /// The reported tokens of the last response (see [`crate::context`]).
     anchor: Option<crate::context::Anchor>,
+    /// The running bundled extensions (see [`crate::ext`]).
+    ext: crate::ext::Extensions,
+    ext_list: Vec<crate::ext::BundledExtension>,
 }
 
 impl Runtime<'_> {
     fn main(&mut self, opts: &RunOptions) -> Result<u8, RunError> {
+        let r = self.main_inner(opts);
+        self.ext.shutdown();
+        r
+    }
+
+    fn main_inner(&mut self, opts: &RunOptions) -> Result<u8, RunError> {
         let non_interactive = opts.output != OutputMode::Interactive;
+        self.start_extensions()?;
         if let Some(pre) = self.agent.spec.entry_pre.clone() {
             if let Some(cmd) = pre.strip_prefix('!') {
                 let call = ToolCall {
@@ -548,14 +602,24 @@ impl Runtime<'_> {
             } else {
                 self.run_turn(&pre)?;
             }
-            // `pre` may have installed skills: discover them again.
+            // `pre` may have installed skills: discover them again; and
+            // reload the extensions.
             self.refresh_prompt()?;
+            self.start_extensions()?;
         }
         if non_interactive {
             let prompt = opts.prompt.clone().or_else(|| self.agent.spec.default_prompt.clone()).ok_or_else(|| {
                 RunError::Usage("no prompt: pass one on the command line (the agent has no entry.default_prompt)".into())
             })?;
             self.run_turn(&prompt)?;
+            self.poll_extensions();
+            if !self.ext.submits.is_empty() {
+                self.ui.warn(&format!(
+                    "extensions submitted {} prompt(s); they run only in the interactive mode",
+                    self.ext.submits.len()
+                ));
+                self.ext.submits.clear();
+            }
         } else {
             self.repl(opts)?;
         }
@@ -569,6 +633,80 @@ impl Runtime<'_> {
             usage: self.session_usage,
         });
         Ok(0)
+    }
+
+    /// (Re)start the bundled extensions inside the agent's sandbox. A host
+    /// that cannot confine them refuses the run.
+    fn start_extensions(&mut self) -> Result<(), RunError> {
+        self.ext.shutdown();
+        if self.ext_list.iter().all(|e| !e.manifest.enabled) {
+            return Ok(());
+        }
+        let policy = match &self.env.policy {
+            Ok(p) => p.clone(),
+            Err(e) => {
+                return Err(RunError::Unenforced(format!(
+                    "the agent's extensions cannot run: {e}"
+                )))
+            }
+        };
+        let cx = crate::ext::Context {
+            agent_root: &self.agent.root,
+            agent_data: &self.env.agent_data,
+            log_dir: self.ah.agent_dir().join("logs"),
+            policy: &policy,
+            env_read: &self.env.perms.env_read,
+            backend: self.env.backend.as_deref(),
+            provider: &self.selection.provider.name,
+            model: &self.selection.model.id,
+            workspace: &self.env.workspace,
+        };
+        self.ext = crate::ext::Extensions::start(&self.ext_list, &cx)?;
+        self.sync_extension_tools();
+        let session = self.session.as_ref().map(|s| s.id.clone());
+        self.ext.event(
+            "session_start",
+            serde_json::json!({"agent": self.agent.spec.name, "session": session, "cwd": self.env.workspace}),
+        );
+        self.show_extension_messages();
+        Ok(())
+    }
+
+    /// The model is offered the live extensions' tools.
+    fn sync_extension_tools(&mut self) {
+        self.env.tool_specs.retain(|s| tools::NAMES.contains(&s.name));
+        self.env.tool_specs.extend(self.ext.tool_specs());
+    }
+
+    /// Take what the extensions sent; a stopped one's tools are withdrawn.
+    fn poll_extensions(&mut self) {
+        if self.ext.collect() {
+            self.sync_extension_tools();
+        }
+        self.show_extension_messages();
+    }
+
+    /// Extension text, shown as notes and warnings (the front end
+    /// sanitises them like model output).
+    fn show_extension_messages(&mut self) {
+        for (warn, m) in std::mem::take(&mut self.ext.messages) {
+            if warn {
+                self.ui.warn(&m);
+            } else {
+                self.ui.note(&m);
+            }
+        }
+    }
+
+    /// What the model must be told about extensions, once.
+    fn ext_notices(&mut self) -> Option<String> {
+        let n = std::mem::take(&mut self.ext.notices);
+        (!n.is_empty()).then(|| {
+            n.iter()
+                .map(|n| format!("[zot: {n}]"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
     }
 
     /// `/cd DIR`: re-expand `${workspace}` for the new directory; changed
@@ -586,7 +724,14 @@ impl Runtime<'_> {
         }
         let perms = perms::expand(&self.agent.spec, &ws, &self.ah.data_dir(), &self.config)?;
         if perms != self.env.perms {
-            get_consent(&self.ah, &self.agent, &perms, self.bypass, &mut *self.ui)?;
+            get_consent(
+                &self.ah,
+                &self.agent,
+                &perms,
+                &self.ext_list,
+                self.bypass,
+                &mut *self.ui,
+            )?;
         }
         self.env.policy = policy_for(&perms, &ws, &self.ah, &[], &self.config);
         self.env.index = deps::start_index(&self.env.policy, &self.ah.home);
@@ -594,6 +739,7 @@ impl Runtime<'_> {
         self.env.perms = perms;
         self.env.workspace = ws.clone();
         self.refresh_prompt()?;
+        self.start_extensions()?;
         self.ui.note(&format!("workspace is now {}", ws.display()));
         Ok(())
     }
@@ -675,9 +821,14 @@ impl Runtime<'_> {
 
     fn turn_inner(&mut self, turn: u32, user: &str) -> Result<(), RunError> {
         self.ui.event(&Event::TurnStart { turn });
-        self.record(Message::User {
-            content: user.to_string(),
-        })?;
+        self.poll_extensions();
+        let user = match self.ext_notices() {
+            Some(n) => format!("{n}\n\n{user}"),
+            None => user.to_string(),
+        };
+        self.ext
+            .event("turn_start", serde_json::json!({"turn": turn, "text": user}));
+        self.record(Message::User { content: user })?;
         let max_steps = self
             .agent
             .spec
@@ -689,15 +840,27 @@ impl Runtime<'_> {
             if self.cancel.is_cancelled() {
                 return Err(self.stopped());
             }
+            self.poll_extensions();
             // Compact first when the request would not fit; a refusal as
             // too long is compacted and sent again once.
             self.fit(turn)?;
-            let t = self.ask(turn)?;
+            let mut t = self.ask(turn)?;
+            if let Some(text) = self.ext.intercept_text(
+                "assistant_message",
+                &t.text,
+                serde_json::json!({"turn": turn}),
+            ) {
+                t.text = text;
+            }
             self.ui.event(&Event::AssistantMessage {
                 turn,
                 text: t.text.clone(),
                 tool_calls: t.tool_calls.clone(),
             });
+            self.ext.event(
+                "assistant_message",
+                serde_json::json!({"turn": turn, "text": t.text, "tool_calls": t.tool_calls}),
+            );
             self.record(Message::Assistant {
                 content: t.text.clone(),
                 tool_calls: t.tool_calls.clone(),
@@ -721,6 +884,8 @@ impl Runtime<'_> {
                     s.sync()?;
                 }
                 self.last_turn = Some(turn_usage);
+                self.ext
+                    .event("turn_end", serde_json::json!({"turn": turn, "text": t.text}));
                 self.ui.event(&Event::TurnEnd {
                     turn,
                     text: t.text,

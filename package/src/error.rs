@@ -89,8 +89,10 @@ pub enum PackageError {
     NonUtf8Name { path: PathBuf },
     #[error("{}: {reason}", path.display())]
     BadName { path: PathBuf, reason: &'static str },
-    #[error("{entry}: bundled executable extensions are rejected (extensions cannot be confined to the manifest permissions yet)")]
-    BundledExtension { entry: String },
+    /// A bundled extension's `extension.json` is invalid (`message` names
+    /// the field).
+    #[error("{entry}: {message}")]
+    InvalidExtension { entry: String, message: String },
     #[error("{}: {size} bytes, over the {limit}-byte limit per entry", path.display())]
     FileTooLarge {
         path: PathBuf,

@@ -112,6 +112,65 @@ impl Agent {
     }
 }
 
+/// A bundled extension: its directory under `extensions/` and its
+/// checked `extension.json`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BundledExtension {
+    /// `<dir>` of `extensions/<dir>/extension.json`.
+    pub dir: String,
+    pub manifest: zot_policy::zotfile::extension::ExtensionManifest,
+}
+
+impl Agent {
+    /// The bundled extensions (`extensions/<dir>/extension.json`), sorted
+    /// by directory, each manifest checked (see
+    /// [`zot_policy::zotfile::extension::parse`]); two with one name are
+    /// refused. Warnings (unknown fields) are added to `warnings`.
+    pub fn extensions(
+        &self,
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<BundledExtension>, PackageError> {
+        read_extensions(&self.root, &self.files, warnings)
+    }
+}
+
+/// The bundled extensions of the files `files` under `root` (see
+/// [`Agent::extensions`]).
+fn read_extensions(
+    root: &Path,
+    files: &[String],
+    warnings: &mut Vec<String>,
+) -> Result<Vec<BundledExtension>, PackageError> {
+    {
+        use zot_policy::zotfile::extension as ext;
+        let mut out: Vec<BundledExtension> = Vec::new();
+        for f in files {
+            let Some(dir) = ext::manifest_dir(f) else {
+                continue;
+            };
+            let bad = |message: String| PackageError::InvalidExtension {
+                entry: f.clone(),
+                message,
+            };
+            let bytes = fs::read(root.join(f)).map_err(|e| bad(format!("cannot read: {e}")))?;
+            let (manifest, w) = ext::parse(&bytes).map_err(bad)?;
+            warnings.extend(w.into_iter().map(|w| format!("{f}: {w}")));
+            if let Some(other) = out.iter().find(|e| e.manifest.name == manifest.name) {
+                return Err(bad(format!(
+                    "name: {:?} is also the name of extensions/{}",
+                    manifest.name, other.dir
+                )));
+            }
+            out.push(BundledExtension {
+                dir: dir.to_string(),
+                manifest,
+            });
+        }
+        out.sort_by(|a, b| a.dir.cmp(&b.dir));
+        Ok(out)
+    }
+}
+
 /// Directory of bundled skills in a zotfile agent.
 pub const SKILLS_DIR: &str = "skills";
 
@@ -216,7 +275,7 @@ fn open_into(path: &Path, limits: &Limits, into: Option<&Path>) -> Result<Agent,
         let (manifest, mut warnings) = read_dir_manifest(&root)?;
         let digest = digest_entries(&entries)?;
         warnings.sort();
-        Ok(Agent {
+        let mut agent = Agent {
             root,
             source: path.to_path_buf(),
             kind: SourceKind::Directory,
@@ -225,7 +284,11 @@ fn open_into(path: &Path, limits: &Limits, into: Option<&Path>) -> Result<Agent,
             files: file_list_tree(&entries),
             warnings,
             _temp: None,
-        })
+        };
+        let mut w = Vec::new();
+        agent.extensions(&mut w)?;
+        agent.warnings.extend(w);
+        Ok(agent)
     } else if meta.is_file() {
         check_compressed_size(path, meta.len(), limits)?;
         let (root, temp) = match into {
@@ -246,7 +309,7 @@ fn open_into(path: &Path, limits: &Limits, into: Option<&Path>) -> Result<Agent,
         let file = File::open(path).map_err(PackageError::io("opening", path))?;
         let ex = extract_reader(file, &root, limits).map_err(|e| archive_err(path, e))?;
         let (manifest, warnings) = check_archive(path, &ex)?;
-        Ok(Agent {
+        let mut agent = Agent {
             root,
             source: path.to_path_buf(),
             kind: SourceKind::Archive,
@@ -255,7 +318,11 @@ fn open_into(path: &Path, limits: &Limits, into: Option<&Path>) -> Result<Agent,
             files: file_list(&ex.entries),
             warnings,
             _temp: temp,
-        })
+        };
+        let mut w = Vec::new();
+        agent.extensions(&mut w)?;
+        agent.warnings.extend(w);
+        Ok(agent)
     } else {
         Err(PackageError::NotAnAgent {
             path: path.to_path_buf(),
@@ -497,6 +564,7 @@ pub fn pack_with_progress(
     let file_name = out_abs.file_name().unwrap_or_default().to_owned();
     let entries = tree::walk(&root, Some(&out_abs), limits)?;
     check_tree_layout(&root, &entries)?;
+    read_extensions(&root, &file_list_tree(&entries), &mut Vec::new())?;
     if !opts.include_secrets {
         let secrets = credential_files(&entries)?;
         if !secrets.is_empty() {
@@ -727,14 +795,6 @@ fn file_list(entries: &[EntryInfo]) -> Vec<String> {
     v
 }
 
-/// `extensions/<x>/extension.json`, at any depth below `extensions/<x>`?
-/// The spec rejects "any bundled extension directory containing
-/// `extension.json`": we reject the file directly inside an extension dir.
-fn is_bundled_extension(path: &str) -> bool {
-    let parts: Vec<&str> = path.split('/').collect();
-    parts.len() == 3 && parts[0] == "extensions" && parts[2] == "extension.json"
-}
-
 /// Layout rules shared by directories and archives.
 fn check_layout<'a>(
     source: &Path,
@@ -742,11 +802,6 @@ fn check_layout<'a>(
 ) -> Result<(), PackageError> {
     let mut manifest_ok = false;
     for (path, kind) in entries {
-        if is_bundled_extension(path) {
-            return Err(PackageError::BundledExtension {
-                entry: path.to_string(),
-            });
-        }
         if path == MANIFEST_FILE || path == AGENT_FILE {
             if kind != EntryKind::File {
                 return Err(PackageError::NotRegular {

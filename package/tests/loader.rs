@@ -679,7 +679,8 @@ fn layout_rules() {
         open_archive_err(&zst(&tar)),
         PackageError::NotRegular { .. }
     ));
-    // Bundled extensions are rejected.
+    // A bundled extension's manifest is checked; an invalid one is refused
+    // naming the file and the field.
     let tar = RawTar::new()
         .manifest()
         .dir("extensions/lint")
@@ -687,9 +688,18 @@ fn layout_rules() {
         .finish();
     let e = open_archive_err(&zst(&tar));
     assert!(
-        matches!(&e, PackageError::BundledExtension { entry } if entry == "extensions/lint/extension.json"),
+        matches!(&e, PackageError::InvalidExtension { entry, message } if entry == "extensions/lint/extension.json" && message.contains("name: required")),
         "{e}"
     );
+    let tar = RawTar::new()
+        .manifest()
+        .dir("extensions/lint")
+        .file("extensions/lint/extension.json", br#"{"name":"lint","exec":"./lint.py"}"#)
+        .finish();
+    let t = tempfile::tempdir().unwrap();
+    let a = open(&write(t.path(), "a.zot", &zst(&tar))).unwrap();
+    let ext = a.extensions(&mut Vec::new()).unwrap();
+    assert_eq!((ext[0].dir.as_str(), ext[0].manifest.exec.as_str()), ("lint", "./lint.py"));
     // Other files under extensions/ are just files.
     let tar = RawTar::new()
         .manifest()

@@ -257,7 +257,7 @@ fn special_files_fail_naming_the_path() {
 }
 
 #[test]
-fn bundled_extensions_are_rejected() {
+fn bundled_extensions_are_checked() {
     let t = tempfile::tempdir().unwrap();
     let src = t.path().join("src");
     agent_dir(&src);
@@ -265,12 +265,18 @@ fn bundled_extensions_are_rejected() {
     fs::write(src.join("extensions/lint/extension.json"), "{}").unwrap();
     let before = listing(t.path());
     let e = pack(&src, Some(&t.path().join("x.zot"))).unwrap_err();
-    assert!(matches!(e, PackageError::BundledExtension { .. }), "{e}");
+    assert!(matches!(e, PackageError::InvalidExtension { .. }), "{e}");
     assert!(
-        e.to_string().contains("extensions/lint/extension.json"),
+        e.to_string().contains("extensions/lint/extension.json") && e.to_string().contains("name: required"),
         "{e}"
     );
     assert_nothing_written(t.path(), &before);
+    fs::write(
+        src.join("extensions/lint/extension.json"),
+        r#"{"name":"lint","exec":"./lint.py"}"#,
+    )
+    .unwrap();
+    pack(&src, Some(&t.path().join("x.zot"))).unwrap();
 }
 
 #[test]

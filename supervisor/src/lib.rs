@@ -85,6 +85,10 @@ pub enum Output {
     /// Copied to the caller's stdout/stderr as it comes, at most `max_bytes`
     /// per stream; the rest is dropped.
     Stream { max_bytes: usize },
+    /// Given only to [`RunRequest::on_output`] as it comes, at most
+    /// `max_bytes` per stream: neither kept nor copied (a long-lived
+    /// command whose output the caller reads, e.g. a protocol on stdout).
+    Forward { max_bytes: usize },
 }
 
 /// Which of the command's output streams a chunk came from.
@@ -114,6 +118,10 @@ impl std::fmt::Debug for OutputSink {
 pub enum Stdin {
     Inherit,
     Null,
+    /// This open file descriptor of the caller (e.g. the read end of a
+    /// pipe the caller writes to); it must stay open until the run has
+    /// started. The caller keeps its own copy.
+    Fd(std::os::fd::RawFd),
 }
 
 /// One sandboxed run.

@@ -30,6 +30,7 @@ pub(crate) fn pump(
         let (max, capture) = match output {
             Output::Capture { max_bytes } => (max_bytes, true),
             Output::Stream { max_bytes } => (max_bytes, false),
+            Output::Forward { max_bytes } => (max_bytes, false),
             Output::Inherit => (usize::MAX, false),
         };
         let mut src = src;
@@ -73,6 +74,7 @@ pub(crate) fn pump(
                 }
                 if capture {
                     kept.extend_from_slice(&buf[..take]);
+                } else if matches!(output, Output::Forward { .. }) {
                 } else if stream == OutStream::Stderr {
                     let _ = std::io::stderr().write_all(&buf[..take]);
                 } else {

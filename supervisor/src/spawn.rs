@@ -14,7 +14,7 @@
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -93,7 +93,9 @@ pub(crate) fn start(
             })
         }
         Backend::Native | Backend::Landlock
-            if req.in_process && zot_launcher::thread_count().is_ok_and(|n| n == 1) =>
+            if req.in_process
+                && !matches!(req.stdin, Stdin::Fd(_))
+                && zot_launcher::thread_count().is_ok_and(|n| n == 1) =>
         {
             // The tail is compiled after PID 1 is cloned (native), while it
             // builds the view.
@@ -336,6 +338,9 @@ fn spawn_unconfined(
     cmd.stdin(match req.stdin {
         Stdin::Inherit => Stdio::inherit(),
         Stdin::Null => Stdio::null(),
+        // SAFETY: the caller keeps `fd` open until the run has started;
+        // we duplicate it.
+        Stdin::Fd(fd) => Stdio::from(unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned()?),
     });
     if let Some((o, e)) = out {
         cmd.stdout(Stdio::from(o)).stderr(Stdio::from(e));
@@ -355,6 +360,8 @@ struct SpawnArgs {
     prog: *const libc::c_char,
     argv: *const *const libc::c_char,
     stdin_null: bool,
+    /// Dup'd to fd 0 when not -1.
+    stdin_fd: libc::c_int,
     out: [libc::c_int; 2],
     keep: Vec<libc::c_int>,
     /// The child's errno when it could not exec.
@@ -380,6 +387,9 @@ extern "C" fn spawn_child(arg: *mut libc::c_void) -> libc::c_int {
             if fd < 0 || libc::dup2(fd, 0) < 0 {
                 return fail(a);
             }
+        }
+        if a.stdin_fd >= 0 && libc::dup2(a.stdin_fd, 0) < 0 {
+            return fail(a);
         }
         for (i, target) in [1, 2].into_iter().enumerate() {
             if a.out[i] >= 0 && libc::dup2(a.out[i], target) < 0 {
@@ -436,6 +446,10 @@ fn spawn_known_signals(
         prog: prog.as_ptr(),
         argv: argp.as_ptr(),
         stdin_null: stdin == Stdin::Null,
+        stdin_fd: match stdin {
+            Stdin::Fd(fd) => fd,
+            _ => -1,
+        },
         out: match &out {
             Some((o, e)) => [o.as_raw_fd(), e.as_raw_fd()],
             None => [-1, -1],
@@ -513,6 +527,9 @@ fn spawn_raw(
                 libc::O_RDONLY,
                 0,
             );
+        }
+        if let Stdin::Fd(fd) = stdin {
+            rc |= libc::posix_spawn_file_actions_adddup2(&mut fa, fd, 0);
         }
         if let Some((o, e)) = &out {
             rc |= libc::posix_spawn_file_actions_adddup2(&mut fa, o.as_raw_fd(), 1);

@@ -383,27 +383,55 @@ impl Runtime<'_> {
             } else {
                 1
             };
-            let batch = &calls[i..i + n];
-            let announce = |ui: &mut dyn Ui, call: &ToolCall| {
-                ui.event(&Event::ToolCall {
+            // Extensions may block or rewrite a call; the tool checks the
+            // final arguments (scopes, risk gate) as usual.
+            let mut batch: Vec<ToolCall> = calls[i..i + n].to_vec();
+            let blocked: Vec<Option<String>> = batch
+                .iter_mut()
+                .map(|c| self.ext.intercept_tool_call(c).err())
+                .collect();
+            let batch = &batch[..];
+            let announce = |rt: &mut Self, call: &ToolCall| {
+                rt.ui.event(&Event::ToolCall {
                     turn,
                     id: call.id.clone(),
                     name: call.name.clone(),
                     arguments: call.arguments.clone(),
-                })
+                });
+                rt.ext.event(
+                    "tool_call",
+                    serde_json::json!({"turn": turn, "tool_call_id": call.id, "name": call.name, "args": call.arguments}),
+                );
+            };
+            let refused = |why: &String| tools::ToolOutput {
+                content: why.clone(),
+                is_error: true,
+                ..Default::default()
             };
             // Each call's event comes just before its result (front ends
             // show one call at a time): a batch's calls are announced once
             // they all ran.
             let results: Vec<tools::ToolOutput> = if n == 1 {
-                announce(&mut *self.ui, &batch[0]);
-                vec![tools::execute(&self.env, &batch[0], &mut *self.ui)]
+                announce(self, &batch[0]);
+                vec![match &blocked[0] {
+                    Some(why) => refused(why),
+                    None => match self.ext.call_tool(&batch[0], Some(&self.cancel)) {
+                        Some(r) => r,
+                        None => tools::execute(&self.env, &batch[0], &mut *self.ui),
+                    },
+                }]
             } else {
                 let env = &self.env;
                 std::thread::scope(|s| {
                     let hs: Vec<_> = batch
                         .iter()
-                        .map(|c| s.spawn(move || tools::execute(env, c, &mut crate::ui::NullUi)))
+                        .zip(&blocked)
+                        .map(|(c, b)| {
+                            s.spawn(move || match b {
+                                Some(why) => refused(why),
+                                None => tools::execute(env, c, &mut crate::ui::NullUi),
+                            })
+                        })
                         .collect();
                     hs.into_iter()
                         .map(|h| {
@@ -418,7 +446,7 @@ impl Runtime<'_> {
             };
             for (call, r) in batch.iter().zip(results) {
                 if n > 1 {
-                    announce(&mut *self.ui, call);
+                    announce(self, call);
                 }
                 self.tool_done(turn, call, r)?;
             }
@@ -431,8 +459,14 @@ impl Runtime<'_> {
         &mut self,
         turn: u32,
         call: &ToolCall,
-        r: tools::ToolOutput,
+        mut r: tools::ToolOutput,
     ) -> Result<(), RunError> {
+        // What the extensions said meanwhile (a crash, a notice) reaches
+        // the model with this result.
+        self.poll_extensions();
+        if let Some(n) = self.ext_notices() {
+            r.content.push_str(&format!("\n{n}"));
+        }
         self.ui.event(&Event::ToolResult {
             turn,
             id: call.id.clone(),

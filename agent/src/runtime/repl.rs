@@ -15,6 +15,9 @@ use crate::session::{self, Session, SessionChoice};
 use crate::ui::{Line, LineRequest};
 use crate::RunError;
 
+/// Prompts extensions may submit between two lines of the user.
+const MAX_SUBMITS: usize = 8;
+
 /// Sessions `/sessions` lists (the most recent ones).
 const LISTED_SESSIONS: usize = 20;
 
@@ -46,6 +49,7 @@ impl Runtime<'_> {
         let history = self.ah.history_file();
         let prompt = format!("{}> ", self.agent.spec.name);
         loop {
+            self.run_submits()?;
             let line = self.ui.read_line(&LineRequest {
                 prompt: &prompt,
                 initial: initial.take().as_deref(),
@@ -56,6 +60,12 @@ impl Runtime<'_> {
                 Line::Interrupted => continue,
                 Line::Eof => break,
             };
+            if let Some((name, args)) = crate::ext::command_line(&line) {
+                if self.ext.commands().iter().any(|(n, _, _)| n == name) {
+                    self.ext_command(name, args)?;
+                    continue;
+                }
+            }
             match commands::parse(&line) {
                 Input::Empty => {}
                 Input::Prompt(text) => self.interactive_turn(&text)?,
@@ -68,6 +78,48 @@ impl Runtime<'_> {
                 },
             }
         }
+        Ok(())
+    }
+
+    /// Run what extensions submitted as user turns (at most
+    /// [`MAX_SUBMITS`] between two lines of the user).
+    fn run_submits(&mut self) -> Result<(), RunError> {
+        let mut n = 0;
+        loop {
+            self.poll_extensions();
+            if self.ext.submits.is_empty() {
+                return Ok(());
+            }
+            let text = self.ext.submits.remove(0);
+            n += 1;
+            if n > MAX_SUBMITS {
+                let dropped = self.ext.submits.len() + 1;
+                self.ext.submits.clear();
+                self.ui.warn(&format!(
+                    "extensions submitted more than {MAX_SUBMITS} prompts in a row; {dropped} dropped"
+                ));
+                return Ok(());
+            }
+            self.interactive_turn(&text)?;
+        }
+    }
+
+    /// `/NAME ARGS` of an extension: `command_invoked`, then what its
+    /// `command_response` asks (`submit` runs its text as a user turn;
+    /// other text is shown).
+    fn ext_command(&mut self, name: &str, args: &str) -> Result<(), RunError> {
+        match self.ext.invoke(name, args) {
+            None => {}
+            Some(Err(why)) => self.ui.warn(&format!("/{name}: {why}")),
+            Some(Ok(reply)) => match (reply.action.as_str(), reply.text) {
+                ("submit" | "prompt", Some(t)) if !t.trim().is_empty() => {
+                    self.interactive_turn(&t)?
+                }
+                (_, Some(t)) if !t.is_empty() => self.ui.note(&format!("/{name}: {t}")),
+                _ => {}
+            },
+        }
+        self.poll_extensions();
         Ok(())
     }
 
@@ -86,7 +138,17 @@ impl Runtime<'_> {
 
     fn command(&mut self, c: Command, opts: &RunOptions) -> Result<Next, RunError> {
         match c {
-            Command::Help => self.ui.show(&commands::help()),
+            Command::Help => {
+                let mut h = commands::help();
+                let ext = self.ext.commands();
+                if !ext.is_empty() {
+                    h.push_str("Commands of the agent's extensions:\n");
+                    for (name, what, from) in ext {
+                        h.push_str(&format!("  /{name:<21} {what} ({from})\n"));
+                    }
+                }
+                self.ui.show(&h)
+            }
             Command::Exit => return Ok(Next::Exit),
             Command::Cd(dir) => self.change_dir(Path::new(&dir))?,
             Command::Model(None) => self.show_models(),

@@ -155,14 +155,18 @@ fn run_explain(args: &Args) -> anyhow::Result<u8> {
         Some(_) => None,
         None => Some(super::sandbox::load_config()?),
     };
+    // The agent's bundled extensions run under policies of their own.
+    let mut extensions = Vec::new();
     let policy = match &args.reference {
         Some(reference) => {
             let here = std::env::current_dir().context("cannot read the current directory")?;
             let ws = args.cwd.as_ref().map(|c| here.join(c)).unwrap_or(here);
             let ws = std::fs::canonicalize(&ws)
                 .with_context(|| format!("workspace {}", ws.display()))?;
-            zot_agent::compile_policy(reference, &ws)
-                .with_context(|| format!("agent {reference}"))?
+            let (p, exts) = zot_agent::compile_policies(reference, &ws)
+                .with_context(|| format!("agent {reference}"))?;
+            extensions = exts;
+            p
         }
         None => super::sandbox::policy_from_args(
             config.as_ref().expect("loaded without a reference"),
@@ -188,12 +192,31 @@ fn run_explain(args: &Args) -> anyhow::Result<u8> {
         }
     }
     let ex = explain::explain(&policy, args.backend);
+    let exts: Vec<(String, Explanation)> = extensions
+        .iter()
+        .map(|(name, p)| (name.clone(), explain::explain(p, args.backend)))
+        .collect();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&ex)?);
+        let mut v = serde_json::to_value(&ex)?;
+        if let (Some(obj), false) = (v.as_object_mut(), exts.is_empty()) {
+            let list: Vec<serde_json::Value> = exts
+                .iter()
+                .map(|(n, e)| serde_json::json!({"name": n, "explanation": e}))
+                .collect();
+            obj.insert("extensions".into(), list.into());
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print!("{}", explain_text(&ex));
+        for (name, e) in &exts {
+            print!(
+                "\nextension {name}: the agent's policy, plus its directory readable (the working directory) and its data dir writable; environment HOME, TMPDIR, PATH, LANG, TERM, TZ and env.read\n{}",
+                explain_text(e)
+            );
+        }
     }
-    Ok(if ex.error.is_some() { 1 } else { 0 })
+    let failed = ex.error.is_some() || exts.iter().any(|(_, e)| e.error.is_some());
+    Ok(if failed { 1 } else { 0 })
 }
 
 /// The human `--explain`, rendered from the plan (the same data `--json`

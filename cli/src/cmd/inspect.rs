@@ -185,8 +185,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Loaded::Zotfile(s) => s,
         Loaded::AgentToml(s) => return print_agent_toml(&s, args.json),
     };
+    let extensions = bundled_extensions(&s)?;
     if args.json {
-        emit(&format!("{}\n", serde_json::to_string_pretty(&s)?))?;
+        let mut v = serde_json::to_value(&s)?;
+        if let (Some(obj), false) = (v.as_object_mut(), extensions.is_empty()) {
+            obj.insert("extensions".into(), serde_json::to_value(&extensions)?);
+        }
+        emit(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
         return Ok(0);
     }
     for w in &s.warnings {
@@ -270,10 +275,36 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if m.replace_system_prompt {
         writeln!(o, "AGENT.md replaces the system prompt")?;
     }
+    if !extensions.is_empty() {
+        writeln!(
+            o,
+            "extensions   (each runs inside the agent's sandbox, with its permissions)"
+        )?;
+        for l in zot_agent::ext::describe(&extensions) {
+            writeln!(o, "  {}", crate::ui::style::sanitize(&l))?;
+        }
+    }
     writeln!(o, "files ({}, {} bytes)", s.files.len(), s.total_size)?;
     for f in &s.files {
         writeln!(o, "  {f}")?;
     }
     emit(&o)?;
     Ok(0)
+}
+
+/// The bundled extensions of a zotfile agent, their manifests checked (an
+/// archive is opened into a private temp dir for that, only when it has
+/// some).
+fn bundled_extensions(
+    s: &zot_package::Summary,
+) -> anyhow::Result<Vec<zot_package::BundledExtension>> {
+    if !s
+        .files
+        .iter()
+        .any(|f| zot_policy::zotfile::extension::manifest_dir(f).is_some())
+    {
+        return Ok(Vec::new());
+    }
+    let agent = zot_package::open(&s.source)?;
+    Ok(agent.extensions(&mut Vec::new())?)
 }

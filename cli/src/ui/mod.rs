@@ -112,14 +112,19 @@ impl Ui for TermUi {
         self.settle();
         eprintln!(
             "{}",
-            paint(self.color(), style::DIM, &format!("zot: {msg}"))
+            paint(self.color(), style::DIM, &format!("zot: {}", style::sanitize(msg)))
         );
     }
 
     fn warn(&mut self, msg: &str) {
         self.settle();
         let c = self.color();
-        eprintln!("{} {msg}", paint(c, style::WARN, "zot: warning:"));
+        // Extension text comes this way too: sanitised like model output.
+        eprintln!(
+            "{} {}",
+            paint(c, style::WARN, "zot: warning:"),
+            style::sanitize(msg)
+        );
     }
 
     fn error(&mut self, err: &dyn std::error::Error) {
@@ -186,7 +191,9 @@ impl Ui for TermUi {
     fn confirm(&mut self, text: &str, question: &str) -> bool {
         self.settle();
         if !text.is_empty() {
-            eprintln!("{text}");
+            // It may quote the agent's own text (a command, an extension's
+            // description): sanitised like model output.
+            eprintln!("{}", style::sanitize(text));
         }
         let q = format!("{question} [y/N] ");
         if let Some(ed) = self.editor() {

@@ -16,6 +16,7 @@ use crate::strict_json::StrictValue;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub mod extension;
 #[cfg(test)]
 mod tests;
 
