@@ -26,7 +26,15 @@ use crate::diagnostic::{suggest, Diagnostic};
 pub const FILE_NAME: &str = "config.toml";
 
 /// Top-level tables of the file.
-pub const SECTIONS: &[&str] = &["defaults", "http", "providers", "models", "trust", "sandbox"];
+pub const SECTIONS: &[&str] = &[
+    "defaults",
+    "http",
+    "providers",
+    "models",
+    "trust",
+    "sandbox",
+    "registries",
+];
 
 /// The wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -108,6 +116,16 @@ pub struct Config {
     pub trust: Trust,
     /// `[sandbox]`: resource limits of every sandbox.
     pub sandbox: SandboxSettings,
+    /// `[registries."HOST[:PORT]"]`: per-registry settings of OCI
+    /// references (`zot install`, `zot publish`, `zot run REGISTRY/REPO`).
+    pub registries: BTreeMap<String, RegistrySettings>,
+}
+
+/// One `[registries."HOST[:PORT]"]` table.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RegistrySettings {
+    /// Talk plain HTTP to this registry (loopback registries always may).
+    pub insecure: bool,
 }
 
 /// `[sandbox]`: `tmp_size` (`"512M"` or bytes), `max_procs`,
@@ -243,6 +261,7 @@ pub fn parse(text: &str) -> Result<Config, Vec<Diagnostic>> {
             "models" => cfg.models = section_models(&mut w, v),
             "trust" => cfg.trust = section_trust(&mut w, v),
             "sandbox" => cfg.sandbox = section_sandbox(&mut w, v),
+            "registries" => cfg.registries = section_registries(&mut w, v),
             _ => w.unknown("", k, SECTIONS),
         }
     }
@@ -313,6 +332,81 @@ fn section_trust(w: &mut Walker, v: &Value) -> Trust {
     t
 }
 
+/// `[registries."HOST[:PORT]"]`: the key is a registry host as OCI
+/// references name it (lowercase letters, digits, `.`, `-`, an optional
+/// `:PORT`).
+fn section_registries(w: &mut Walker, v: &Value) -> BTreeMap<String, RegistrySettings> {
+    let mut out = BTreeMap::new();
+    let Some(table) = w.table(v, "registries") else {
+        return out;
+    };
+    for (host, v) in table {
+        let path = join("registries", host);
+        if !is_registry_host(host) {
+            w.err(
+                &path,
+                "not a registry host (expected HOST or HOST:PORT, e.g. \"registry.example.com\" or \"localhost:5000\")",
+            );
+            continue;
+        }
+        let Some(t) = w.table(v, &path) else {
+            continue;
+        };
+        let mut r = RegistrySettings::default();
+        for (k, v) in t {
+            match k.as_str() {
+                "insecure" => r.insecure = w.bool(v, &join(&path, k)).unwrap_or(false),
+                _ => w.unknown(&path, k, &["insecure"]),
+            }
+        }
+        out.insert(host.clone(), r);
+    }
+    out
+}
+
+/// `HOST[:PORT]` as an OCI reference's registry part: a DNS name or IPv4
+/// address of lowercase letters, digits, `.` and `-`, or a bracketed IPv6
+/// address, then an optional decimal port.
+pub fn is_registry_host(s: &str) -> bool {
+    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+        let Some((h, after)) = rest.split_once(']') else {
+            return false;
+        };
+        if h.parse::<std::net::Ipv6Addr>().is_err() {
+            return false;
+        }
+        match after {
+            "" => return true,
+            p => match p.strip_prefix(':') {
+                Some(p) => (h, Some(p)),
+                None => return false,
+            },
+        }
+    } else {
+        match s.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (s, None),
+        }
+    };
+    let host_ok = s.starts_with('[')
+        || (!host.is_empty()
+            && host.len() <= 253
+            && host.split('.').all(|l| {
+                !l.is_empty()
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+                    && l.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            }));
+    let port_ok = port.is_none_or(|p| {
+        !p.is_empty()
+            && p.len() <= 5
+            && p.bytes().all(|b| b.is_ascii_digit())
+            && p.parse::<u16>().is_ok_and(|n| n > 0)
+    });
+    host_ok && port_ok
+}
+
 fn section_sandbox(w: &mut Walker, v: &Value) -> SandboxSettings {
     use crate::limits::{check_max_procs, check_tmp_size, parse_size};
     let mut s = SandboxSettings::default();
@@ -334,12 +428,12 @@ fn section_sandbox(w: &mut Walker, v: &Value) -> SandboxSettings {
         let p = join("sandbox", k);
         match k.as_str() {
             "tmp_size" => {
-                s.tmp_size = size(w, v, &p)
-                    .and_then(|n| check_tmp_size(n).map_err(|e| w.err(&p, e)).ok())
+                s.tmp_size =
+                    size(w, v, &p).and_then(|n| check_tmp_size(n).map_err(|e| w.err(&p, e)).ok())
             }
             "max_file_size" => {
-                s.max_file_size = size(w, v, &p)
-                    .and_then(|n| check_tmp_size(n).map_err(|e| w.err(&p, e)).ok())
+                s.max_file_size =
+                    size(w, v, &p).and_then(|n| check_tmp_size(n).map_err(|e| w.err(&p, e)).ok())
             }
             "max_procs" => {
                 s.max_procs = w
@@ -871,11 +965,15 @@ mod tests {
 
     #[test]
     fn sandbox_section() {
-        let c = parse("[sandbox]\ntmp_size = \"1G\"\nmax_procs = 2048\nmax_file_size = 1048576\n").unwrap();
+        let c = parse("[sandbox]\ntmp_size = \"1G\"\nmax_procs = 2048\nmax_file_size = 1048576\n")
+            .unwrap();
         assert_eq!(c.sandbox.tmp_size, Some(1 << 30));
         assert_eq!(c.sandbox.limits().max_procs, 2048);
         assert_eq!(c.sandbox.limits().max_file_size, 1 << 20);
-        assert_eq!(Config::default().sandbox.limits(), crate::limits::Limits::default());
+        assert_eq!(
+            Config::default().sandbox.limits(),
+            crate::limits::Limits::default()
+        );
         let e = parse("[sandbox]\ntmp_size = \"12X\"\nmax_procs = 3\nmax_proc = 1\n").unwrap_err();
         let paths: Vec<&str> = e.iter().map(|d| d.path.as_str()).collect();
         assert!(paths.contains(&"sandbox.tmp_size"), "{e:?}");
@@ -997,11 +1095,34 @@ reasoning = true
     #[test]
     fn trust_section() {
         assert!(!parse("").unwrap().trust.require_signature);
-        assert!(parse("[trust]\nrequire_signature = true\n").unwrap().trust.require_signature);
+        let c = parse("[registries.\"localhost:5000\"]\ninsecure = true\n").unwrap();
+        assert!(c.registries["localhost:5000"].insecure);
+        for bad in [
+            "[registries.\"Bad Host\"]\ninsecure = true\n",
+            "[registries.\"h:99999\"]\ninsecure = true\n",
+            "[registries.\"h:5000\"]\ninsecur = true\n",
+            "[registries.\"h:5000\"]\ninsecure = \"yes\"\n",
+            "[registries]\nh = 1\n",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert!(
+            parse("[trust]\nrequire_signature = true\n")
+                .unwrap()
+                .trust
+                .require_signature
+        );
         let e = errors("[trust]\nrequire_signature = \"yes\"\n");
-        assert!(e.iter().any(|d| d.starts_with("trust.require_signature")), "{e:?}");
+        assert!(
+            e.iter().any(|d| d.starts_with("trust.require_signature")),
+            "{e:?}"
+        );
         let e = errors("[trust]\nrequire_signatures = true\n");
-        assert!(e.iter().any(|d| d.contains("did you mean") && d.contains("require_signature")), "{e:?}");
+        assert!(
+            e.iter()
+                .any(|d| d.contains("did you mean") && d.contains("require_signature")),
+            "{e:?}"
+        );
         let e = errors("require_signature = true\n");
         assert!(e.iter().any(|d| d.contains("require_signature")), "{e:?}");
     }
