@@ -259,10 +259,31 @@ fn fetch_oci(
     let cfg = crate::config::load()?;
     let tmp = deps::scratch_dir("zot-oci-")?;
     let pulled = crate::oci::pull(r, &cfg.config, tmp.path(), progress)?;
+    let pinned = r.pinned(&pulled.manifest_digest);
+    if sigs.required && pulled.signature.is_none() {
+        return Err(RunError::Signature(format!(
+            "{pinned}: a signature is required, but the registry has no signature for it (publish it with `zot publish --key`)"
+        )));
+    }
     let sig = zot_package::signature::signature_path(&pulled.archive);
+    let file = pulled
+        .archive
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let mut agent =
-        crate::trust::open_archive(&pulled.archive, &sig, sigs.keys, sigs.required, warnings)?;
-    agent.source = Some(r.pinned(&pulled.manifest_digest));
+        crate::trust::open_archive(&pulled.archive, &sig, sigs.keys, sigs.required, warnings)
+            .map_err(|e| match e {
+                // Name the reference, not the temp copy.
+                RunError::Package(p) => RunError::Signature(format!(
+                    "{pinned}: {}",
+                    crate::trust::error_chain(&p)
+                        .replace(&sig.display().to_string(), &format!("{file}.minisig"))
+                        .replace(&pulled.archive.display().to_string(), &file)
+                )),
+                e => e,
+            })?;
+    agent.source = Some(pinned);
     agent._scratch.push(tmp);
     Ok(agent)
 }

@@ -52,9 +52,22 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
     let summary = zot_package::inspect(&archive)
         .with_context(|| format!("{} is not a valid .zot archive", a.src.display()))?;
     let m = &summary.manifest;
+    let version = m.version.clone().filter(|v| !v.is_empty());
+    let title = match &version {
+        Some(v) => format!("{}-{v}.zot", m.name),
+        None => format!("{}.zot", m.name),
+    };
+    // A packed directory is signed under its published file name.
+    let archive = if meta.is_dir() {
+        let named = scratch.path().join(&title);
+        std::fs::rename(&archive, &named).context("naming the packed archive")?;
+        named
+    } else {
+        archive
+    };
     if let Some(k) = &a.key {
         let key = super::sign::unlock_key(k)?;
-        let out = scratch.path().join("agent.zot.minisig");
+        let out = scratch.path().join(format!("{title}.minisig"));
         zot_package::sign(&archive, &out, &key)
             .with_context(|| format!("signing {}", a.src.display()))?;
         sig = Some(out);
@@ -63,11 +76,7 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         zot_package::signature::Signature::read(s)
             .with_context(|| format!("signature {}", s.display()))?;
     }
-    let version = m.version.clone().filter(|v| !v.is_empty());
-    let title = match &version {
-        Some(v) => format!("{}-{v}.zot", m.name),
-        None => format!("{}.zot", m.name),
-    };
+
     let mut ann = BTreeMap::new();
     ann.insert(oci::TITLE.to_string(), m.name.clone());
     if let Some(v) = &version {
