@@ -858,10 +858,14 @@ impl Client {
                 )
             })
             .filter(|s| !s.is_empty());
-        let hint = match status {
-            401 | 403 => " (access denied: check the credentials in the Docker config)",
-            404 => " (not found)",
-            _ => "",
+        let hint = match (status, self.creds.is_some()) {
+            (401 | 403, true) => " (access denied with the credentials of the Docker config)".to_string(),
+            (401 | 403, false) => format!(
+                " (access denied: no credentials for {} in the Docker config; `docker login {}` adds them)",
+                self.reference.registry, self.reference.registry
+            ),
+            (404, _) => " (not found)".to_string(),
+            _ => String::new(),
         };
         self.err(format!(
             "{what}: HTTP {status}{hint}{}",

@@ -346,11 +346,41 @@ pub fn verify(
     sigs: &Signatures,
     warnings: &mut Vec<String>,
 ) -> Result<LoadedAgent, RunError> {
+    let shown = match &f.manifest_digest {
+        Some(d) => format!("{}@{d}", f.source.split(['@']).next().unwrap_or(&f.source)),
+        None => f.source.clone(),
+    };
+    if sigs.required && f.signature.is_none() {
+        return Err(RunError::Signature(format!(
+            "{shown}: a signature is required, but it has none{}",
+            if f.manifest_digest.is_some() {
+                " in the registry (publish it with `zot publish --key`)"
+            } else {
+                " (ARCHIVE.minisig next to it)"
+            }
+        )));
+    }
     let sig = f
         .signature
         .clone()
         .unwrap_or_else(|| zot_package::signature::signature_path(&f.archive));
-    crate::trust::open_archive(&f.archive, &sig, sigs.keys, sigs.required, warnings)
+    let file = f
+        .archive
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    crate::trust::open_archive(&f.archive, &sig, sigs.keys, sigs.required, warnings).map_err(|e| {
+        match e {
+            // Name the source, not the scratch copy.
+            RunError::Package(p) => RunError::Signature(format!(
+                "{shown}: {}",
+                crate::ui::error_chain(&p)
+                    .replace(&sig.display().to_string(), &format!("{file}.minisig"))
+                    .replace(&f.archive.display().to_string(), &file)
+            )),
+            e => e,
+        }
+    })
 }
 
 /// Progress sink that ignores everything.
