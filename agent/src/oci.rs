@@ -1014,8 +1014,6 @@ impl Client {
                 "{what}: the content does not match its digest (got {got}, {n} bytes): refused"
             )));
         }
-        f.sync_all()
-            .map_err(|e| RunError::io(out.display().to_string(), e))?;
         Ok(())
     }
 

@@ -156,27 +156,25 @@ fn now() -> u64 {
 pub fn add(
     home: &Path,
     name: &str,
-    agent: &LoadedAgent,
+    agent: &Checked,
     archive: &Path,
     sig: Option<&Path>,
     source: &str,
     manifest_digest: Option<&str>,
 ) -> Result<Record, RunError> {
     check_name(name)?;
-    let (digest, _) = oci::sha256_file(archive)?;
     let blobs = blobs_dir(home);
     private_dir(&blobs).map_err(|e| RunError::io(blobs.display().to_string(), e))?;
     private_dir(&records_dir(home)).map_err(|e| RunError::io("installed records", e))?;
-    let dst = blob_path(home, &digest);
-    let bytes =
-        std::fs::read(archive).map_err(|e| RunError::io(archive.display().to_string(), e))?;
-    if oci::sha256(&bytes) != digest {
+    let digest = copy_in(archive, &blobs)?;
+    if digest != agent.archive_digest {
+        gc(home)?;
         return Err(store_err(format!(
             "{}: changed while it was installed",
             archive.display()
         )));
     }
-    write_atomic(&dst, &bytes).map_err(|e| RunError::io(dst.display().to_string(), e))?;
+    let dst = blob_path(home, &digest);
     let dst_sig = zot_package::signature::signature_path(&dst);
     match sig.filter(|s| s.is_file()) {
         Some(s) if agent.signature.is_some() => {
@@ -188,8 +186,8 @@ pub fn add(
     }
     let r = Record {
         name: name.to_string(),
-        agent: agent.spec.name.clone(),
-        version: agent.spec.version.clone(),
+        agent: agent.name.clone(),
+        version: agent.version.clone(),
         digest,
         content_digest: agent.digest.clone(),
         manifest_digest: manifest_digest.map(Into::into),
@@ -272,6 +270,8 @@ pub struct Fetched {
     pub archive: PathBuf,
     pub signature: Option<PathBuf>,
     pub manifest_digest: Option<String>,
+    /// `sha256:` of the archive, when already checked (a pulled layer).
+    pub archive_digest: Option<String>,
     /// The source as recorded (absolute for local paths).
     pub source: String,
     pub _scratch: zot_supervisor::journal::TempDir,
@@ -293,6 +293,7 @@ pub fn fetch(
             archive: p.archive,
             signature: p.signature,
             manifest_digest: Some(p.manifest_digest),
+            archive_digest: Some(p.archive_digest),
             source: r.to_string(),
             _scratch: scratch,
         });
@@ -311,6 +312,7 @@ pub fn fetch(
             archive: out,
             signature: None,
             manifest_digest: None,
+            archive_digest: None,
             source: abs.display().to_string(),
             _scratch: scratch,
         });
@@ -334,21 +336,58 @@ pub fn fetch(
         archive: out,
         signature,
         manifest_digest: None,
+        archive_digest: None,
         source: abs.display().to_string(),
         _scratch: scratch,
     })
 }
 
-/// Verify a fetched archive like `zot run` would (loader, signature
-/// rules): what [`add`] then stores.
+/// What [`verify`] found: the archive is a valid agent, and its signature
+/// verified when there is one by a trusted key.
+#[derive(Debug)]
+pub struct Checked {
+    pub name: String,
+    pub version: Option<String>,
+    /// The agent's content digest.
+    pub digest: String,
+    /// `sha256:` of the archive file.
+    pub archive_digest: String,
+    pub signature: Option<zot_package::signature::Verified>,
+    pub warnings: Vec<String>,
+}
+
+/// Verify a fetched archive as `zot run` would, without extracting it:
+/// the loader's checks (streamed), and the signature rules of
+/// [`crate::trust::open_archive`] (required: a valid signature by a
+/// trusted key; otherwise a trusted key's signature that fails is
+/// tampering, and a missing or untrusted one loads unsigned with a
+/// warning). An installed agent is checked again, in full, at each run.
 pub fn verify(
     f: &Fetched,
     sigs: &Signatures,
     warnings: &mut Vec<String>,
-) -> Result<LoadedAgent, RunError> {
+) -> Result<Checked, RunError> {
+    use zot_package::signature::{self, SignatureError};
     let shown = match &f.manifest_digest {
-        Some(d) => format!("{}@{d}", f.source.split(['@']).next().unwrap_or(&f.source)),
+        Some(d) => format!("{}@{d}", f.source.split('@').next().unwrap_or(&f.source)),
         None => f.source.clone(),
+    };
+    let file = f
+        .archive
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let sig = f
+        .signature
+        .clone()
+        .unwrap_or_else(|| signature::signature_path(&f.archive));
+    // Errors name the source, not the scratch copy.
+    let named = |m: String| {
+        m.replace(&sig.display().to_string(), &format!("{file}.minisig"))
+            .replace(&f.archive.display().to_string(), &file)
+    };
+    let pkg_err = |e: zot_package::PackageError| {
+        RunError::Signature(format!("{shown}: {}", named(crate::ui::error_chain(&e))))
     };
     if sigs.required && f.signature.is_none() {
         return Err(RunError::Signature(format!(
@@ -360,27 +399,91 @@ pub fn verify(
             }
         )));
     }
-    let sig = f
-        .signature
-        .clone()
-        .unwrap_or_else(|| zot_package::signature::signature_path(&f.archive));
-    let file = f
-        .archive
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    crate::trust::open_archive(&f.archive, &sig, sigs.keys, sigs.required, warnings).map_err(|e| {
-        match e {
-            // Name the source, not the scratch copy.
-            RunError::Package(p) => RunError::Signature(format!(
-                "{shown}: {}",
-                crate::ui::error_chain(&p)
-                    .replace(&sig.display().to_string(), &format!("{file}.minisig"))
-                    .replace(&f.archive.display().to_string(), &file)
-            )),
-            e => e,
+    if sigs.required && sigs.keys.is_empty() {
+        return Err(RunError::Signature(format!(
+            "{shown}: a signature is required but no key is trusted (add publisher keys to $ZOT_HOME/trusted-keys/)"
+        )));
+    }
+    let verified = if sigs.keys.is_empty() {
+        None
+    } else {
+        match signature::Signature::read(&sig)
+            .and_then(|s| signature::verify_file(&f.archive, &sig, &s, sigs.keys))
+        {
+            Ok(v) => Some(v),
+            Err(e) if sigs.required => {
+                return Err(pkg_err(zot_package::PackageError::Signature(e)))
+            }
+            Err(SignatureError::Missing { .. }) => None,
+            Err(
+                e @ (SignatureError::UntrustedKey { .. }
+                | SignatureError::Signature { .. }
+                | SignatureError::TooLarge { .. }),
+            ) => {
+                warnings.push(format!(
+                    "installing unsigned: {}",
+                    named(crate::ui::error_chain(&e))
+                ));
+                None
+            }
+            Err(e) => return Err(pkg_err(zot_package::PackageError::Signature(e))),
         }
+    };
+    let summary = zot_package::inspect(&f.archive).map_err(|e| {
+        RunError::Reference(format!("{shown}: {}", named(crate::ui::error_chain(&e))))
+    })?;
+    if summary.kind != zot_package::SourceKind::Archive {
+        return Err(store_err(format!("{shown}: not a .zot archive")));
+    }
+    if let Some(v) = &verified {
+        zot_package::check_claims(&f.archive, v, &summary.manifest, &summary.digest)
+            .map_err(pkg_err)?;
+    }
+    let archive_digest = match &f.archive_digest {
+        Some(d) => d.clone(),
+        None => oci::sha256_file(&f.archive)?.0,
+    };
+    Ok(Checked {
+        name: summary.manifest.name.clone(),
+        version: summary.manifest.version.clone().filter(|v| !v.is_empty()),
+        digest: summary.digest.clone(),
+        archive_digest,
+        signature: verified,
+        warnings: summary.warnings,
     })
+}
+
+/// Copy `src` into `dir` as `<hex>.zot` in one pass (hashing as it
+/// copies; a temp file renamed into place). Returns the digest.
+fn copy_in(src: &Path, dir: &Path) -> Result<String, RunError> {
+    use sha2::Digest;
+    use std::io::{Read, Write};
+    let io = |e| RunError::io(src.display().to_string(), e);
+    let mut input = std::fs::File::open(src).map_err(io)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .tempfile_in(dir)
+        .map_err(|e| RunError::io(dir.display().to_string(), e))?;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = input.read(&mut buf).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        tmp.write_all(&buf[..n])
+            .map_err(|e| RunError::io(dir.display().to_string(), e))?;
+    }
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| RunError::io(dir.display().to_string(), e))?;
+    let digest = format!("sha256:{}", hex::encode(h.finalize()));
+    let hex = digest.trim_start_matches("sha256:");
+    let dst = dir.join(format!("{hex}.zot"));
+    tmp.persist(&dst)
+        .map_err(|e| RunError::io(dst.display().to_string(), e.error))?;
+    Ok(digest)
 }
 
 /// Progress sink that ignores everything.
@@ -411,6 +514,7 @@ mod tests {
             digest: digest.clone(),
             content_digest: digest.clone(),
             manifest_digest: None,
+            archive_digest: None,
             source: "/x".into(),
             installed_at: 1,
             signed_by: None,

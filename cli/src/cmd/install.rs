@@ -33,7 +33,7 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
     let agent = store::verify(&fetched, &ctx.sigs(), &mut warnings)?;
     registry::warn_all(&warnings);
     registry::warn_all(&agent.warnings);
-    let name = a.name.clone().unwrap_or_else(|| agent.spec.name.clone());
+    let name = a.name.clone().unwrap_or_else(|| agent.name.clone());
     let old = store::get(&ctx.home, &name)?;
     let r = store::add(
         &ctx.home,

@@ -83,7 +83,7 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
                 "{n}: {} ({}) -> {} ({})",
                 old.display_version(),
                 old.manifest_digest.as_deref().unwrap_or(&old.digest),
-                agent.spec.version.as_deref().unwrap_or("-"),
+                agent.version.as_deref().unwrap_or("-"),
                 now
             );
             if let Some(v) = &agent.signature {
