@@ -545,6 +545,14 @@ fn signatures_travel_as_referrers() {
     let sm: Value = serde_json::from_slice(&sm).unwrap();
     assert_eq!(sm["subject"]["digest"], json!(digest));
 
+    // verify and unpack take registry references too.
+    let v = ok(&zot(&w, &["verify", &signed, "--json"], &[]));
+    let v: Value = serde_json::from_str(&v).unwrap();
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(v["signature"]["checked"], true, "{v}");
+    let dest = w.root.join("unpacked");
+    ok(&zot(&w, &["unpack", &signed, s(&dest)], &[]));
+    assert!(dest.join("manifest.json").is_file());
     let o = run_ref(&w, &signed, &["--require-signature"], &[]);
     assert!(ok(&o).contains("echo: hi there"));
     assert!(
@@ -971,7 +979,10 @@ fn plain_http_only_for_loopback_or_registries_marked_insecure_in_config() {
     )
     .unwrap();
     let e = fails(&run_ref(&w, &r, &[], &[]));
-    assert!(e.contains(&format!("registries.\"{named}\".insecure")), "{e}");
+    assert!(
+        e.contains(&format!("registries.\"{named}\".insecure")),
+        "{e}"
+    );
     std::fs::write(&cfg, "[registries.\"Not A Host\"]\ninsecure = true\n").unwrap();
     let e = fails(&zot(&w, &["publish", s(&agent), &r], &[]));
     assert!(e.contains("not a registry host"), "{e}");

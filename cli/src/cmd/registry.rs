@@ -58,3 +58,23 @@ pub fn warn_all(w: &[String]) {
         eprintln!("zot: warning: {w}");
     }
 }
+
+/// When `reference` is a registry reference (and no local path of that
+/// name exists), pull it into a scratch dir (removed when the value is
+/// dropped) and say what it resolved to on stderr.
+pub fn pull_for_local(reference: &str) -> anyhow::Result<Option<zot_agent::store::Fetched>> {
+    if !zot_agent::oci::looks_like(reference) || std::path::Path::new(reference).exists() {
+        return Ok(None);
+    }
+    let config = zot_agent::config::load()?.config;
+    let cwd = std::env::current_dir()?;
+    let mut progress = bar();
+    let f = zot_agent::store::fetch(reference, &cwd, &config, &mut progress)?;
+    if let Some(d) = &f.manifest_digest {
+        eprintln!(
+            "zot: {reference} resolved to {}@{d}",
+            f.source.split('@').next().unwrap_or(&f.source)
+        );
+    }
+    Ok(Some(f))
+}
