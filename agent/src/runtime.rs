@@ -465,6 +465,7 @@ fn get_consent(
         version: agent.spec.version.as_deref(),
         digest: &agent.digest,
         signer: signer.as_deref(),
+        source: agent.source.as_deref(),
         perms,
     };
     let interactive = ui.can_ask();

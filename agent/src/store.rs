@@ -514,7 +514,6 @@ mod tests {
             digest: digest.clone(),
             content_digest: digest.clone(),
             manifest_digest: None,
-            archive_digest: None,
             source: "/x".into(),
             installed_at: 1,
             signed_by: None,
