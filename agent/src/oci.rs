@@ -1641,4 +1641,159 @@ mod tests {
         assert!(!is_loopback("10.0.0.1:5000"));
         assert!(!is_loopback("ghcr.io"));
     }
+
+    /// A registry with the referrers API (the distribution server the e2e
+    /// tests run has none): in memory, one repository, one request per
+    /// connection.
+    fn fake_registry() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+        use std::collections::HashMap;
+        use std::io::{BufRead, BufReader};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log2 = log.clone();
+        std::thread::spawn(move || {
+            let mut blobs: HashMap<String, Vec<u8>> = HashMap::new();
+            let mut manifests: HashMap<String, Vec<u8>> = HashMap::new();
+            for s in l.incoming() {
+                let Ok(mut s) = s else { continue };
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut line = String::new();
+                r.read_line(&mut line).unwrap();
+                let mut parts = line.split_whitespace();
+                let (method, target) = (
+                    parts.next().unwrap_or("").to_string(),
+                    parts.next().unwrap_or("").to_string(),
+                );
+                let mut len = 0usize;
+                loop {
+                    let mut h = String::new();
+                    r.read_line(&mut h).unwrap();
+                    if h == "\r\n" || h.is_empty() {
+                        break;
+                    }
+                    if let Some((k, v)) = h.split_once(':') {
+                        if k.eq_ignore_ascii_case("content-length") {
+                            len = v.trim().parse().unwrap();
+                        }
+                    }
+                }
+                let mut body = vec![0u8; len];
+                r.read_exact(&mut body).unwrap();
+                log2.lock().unwrap().push(format!("{method} {target}"));
+                let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+                let mut extra = String::new();
+                let (status, out): (u16, Vec<u8>) = match (method.as_str(), path) {
+                    ("HEAD", p) if p.starts_with("/v2/r/blobs/") => {
+                        let d = &p["/v2/r/blobs/".len()..];
+                        (if blobs.contains_key(d) { 200 } else { 404 }, Vec::new())
+                    }
+                    ("GET", p) if p.starts_with("/v2/r/blobs/") => {
+                        match blobs.get(&p["/v2/r/blobs/".len()..]) {
+                            Some(b) => (200, b.clone()),
+                            None => (404, Vec::new()),
+                        }
+                    }
+                    ("POST", "/v2/r/blobs/uploads/") => {
+                        extra = "Location: /v2/r/blobs/uploads/u1\r\n".into();
+                        (202, Vec::new())
+                    }
+                    ("PUT", "/v2/r/blobs/uploads/u1") => {
+                        let d = query.strip_prefix("digest=").unwrap().to_string();
+                        assert_eq!(sha256(&body), d);
+                        blobs.insert(d, body);
+                        (201, Vec::new())
+                    }
+                    ("PUT", p) if p.starts_with("/v2/r/manifests/") => {
+                        let d = sha256(&body);
+                        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                        if let Some(sub) = v["subject"]["digest"].as_str() {
+                            extra = format!("OCI-Subject: {sub}\r\n");
+                        }
+                        manifests.insert(p["/v2/r/manifests/".len()..].to_string(), body.clone());
+                        manifests.insert(d, body);
+                        (201, Vec::new())
+                    }
+                    ("GET", p) if p.starts_with("/v2/r/manifests/") => {
+                        match manifests.get(&p["/v2/r/manifests/".len()..]) {
+                            Some(b) => (200, b.clone()),
+                            None => (404, Vec::new()),
+                        }
+                    }
+                    ("GET", p) if p.starts_with("/v2/r/referrers/") => {
+                        let subject = &p["/v2/r/referrers/".len()..];
+                        let mut seen = std::collections::BTreeSet::new();
+                        let list: Vec<serde_json::Value> = manifests
+                            .values()
+                            .filter_map(|b| {
+                                let v: serde_json::Value = serde_json::from_slice(b).ok()?;
+                                (v["subject"]["digest"] == subject && seen.insert(sha256(b))).then(
+                                    || {
+                                        serde_json::json!({
+                                            "mediaType": MANIFEST_TYPE,
+                                            "digest": sha256(b),
+                                            "size": b.len(),
+                                            "artifactType": v["artifactType"],
+                                        })
+                                    },
+                                )
+                            })
+                            .collect();
+                        let idx = serde_json::json!({"schemaVersion": 2, "mediaType": INDEX_TYPE, "manifests": list});
+                        (200, serde_json::to_vec(&idx).unwrap())
+                    }
+                    _ => (404, Vec::new()),
+                };
+                let head = format!(
+                    "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n{extra}\r\n",
+                    out.len()
+                );
+                let _ = s.write_all(head.as_bytes());
+                if method != "HEAD" {
+                    let _ = s.write_all(&out);
+                }
+            }
+        });
+        (port, log)
+    }
+
+    #[test]
+    fn signatures_through_the_referrers_api() {
+        let (port, log) = fake_registry();
+        let d = tempfile::tempdir().unwrap();
+        let archive = d.path().join("a-1.zot");
+        std::fs::write(&archive, b"archive bytes").unwrap();
+        let sig = d.path().join("a-1.zot.minisig");
+        std::fs::write(&sig, b"signature bytes").unwrap();
+        let r = parse(&format!("127.0.0.1:{port}/r:v1")).unwrap();
+        let cfg = zot_policy::config::Config::default();
+        let p = push(
+            &r,
+            &cfg,
+            &archive,
+            Some(&sig),
+            "a-1.zot",
+            BTreeMap::new(),
+            &mut |_| Ok(()),
+        )
+        .unwrap();
+        assert!(p.signature_digest.is_some());
+        assert!(!p.signature_fallback, "the registry answered OCI-Subject");
+        assert!(
+            !log.lock().unwrap().iter().any(|l| l.contains("sha256-")),
+            "no tag-schema index is written: {:?}",
+            log.lock().unwrap()
+        );
+        let out = tempfile::tempdir().unwrap();
+        let pulled = pull(&r, &cfg, out.path(), &mut |_| Ok(())).unwrap();
+        assert_eq!(pulled.manifest_digest, p.manifest_digest);
+        assert_eq!(std::fs::read(&pulled.archive).unwrap(), b"archive bytes");
+        let s = pulled.signature.expect("found through the referrers API");
+        assert_eq!(std::fs::read(s).unwrap(), b"signature bytes");
+        assert!(log
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.starts_with("GET /v2/r/referrers/")));
+    }
 }
