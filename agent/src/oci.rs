@@ -48,6 +48,8 @@ pub const EMPTY_DIGEST: &str =
 pub const MAX_MANIFEST: u64 = 4 << 20;
 /// Largest token response read.
 const MAX_TOKEN: u64 = 1 << 20;
+/// Signature referrers looked at, at most.
+const MAX_SIGNATURES: usize = 8;
 /// Largest error body read (for its message).
 const MAX_ERROR_BODY: u64 = 16 << 10;
 
@@ -1346,6 +1348,7 @@ pub fn pull(
     r: &OciRef,
     config: &zot_policy::config::Config,
     dir: &Path,
+    keys: &zot_package::signature::KeySet,
     progress: &mut Report<'_>,
 ) -> Result<Pulled, RunError> {
     let mut c = Client::new(r, config, false)?;
@@ -1365,8 +1368,14 @@ pub fn pull(
         .unwrap_or_else(|| "agent.zot".into());
     let archive = dir.join(&title);
     c.get_blob(&layer, &archive, progress)?;
-    let mut signature = None;
+    // Signature referrers: the first by a trusted key, else the first
+    // (whose key the loader then reports as untrusted). At most
+    // MAX_SIGNATURES are looked at.
+    let mut candidates: Vec<Vec<u8>> = Vec::new();
     for d in c.referrers(&mdigest, SIGNATURE_TYPE)? {
+        if candidates.len() >= MAX_SIGNATURES {
+            break;
+        }
         if !digest_ok(&d.digest) || d.size > MAX_MANIFEST {
             continue;
         }
@@ -1389,11 +1398,27 @@ pub fn pull(
         if l.size > zot_package::signature::MAX_SIGNATURE_FILE || !digest_ok(&l.digest) {
             continue;
         }
-        let p = zot_package::signature::signature_path(&archive);
-        c.get_blob(l, &p, &mut |_| Ok(()))?;
-        signature = Some(p);
-        break;
+        let tmp = dir.join(format!(".sig-{}", candidates.len()));
+        c.get_blob(l, &tmp, &mut |_| Ok(()))?;
+        let bytes = std::fs::read(&tmp).map_err(|e| RunError::io(tmp.display().to_string(), e))?;
+        let _ = std::fs::remove_file(&tmp);
+        candidates.push(bytes);
     }
+    let trusted = candidates.iter().position(|b| {
+        std::str::from_utf8(b)
+            .ok()
+            .and_then(|t| zot_package::signature::Signature::parse(t).ok())
+            .is_some_and(|sig| keys.find(sig.key_id()).is_some())
+    });
+    let signature = match trusted.or((!candidates.is_empty()).then_some(0)) {
+        Some(i) => {
+            let p = zot_package::signature::signature_path(&archive);
+            std::fs::write(&p, &candidates[i])
+                .map_err(|e| RunError::io(p.display().to_string(), e))?;
+            Some(p)
+        }
+        None => None,
+    };
     Ok(Pulled {
         archive,
         signature,
@@ -1785,7 +1810,8 @@ mod tests {
             log.lock().unwrap()
         );
         let out = tempfile::tempdir().unwrap();
-        let pulled = pull(&r, &cfg, out.path(), &mut |_| Ok(())).unwrap();
+        let none = zot_package::signature::KeySet::default();
+        let pulled = pull(&r, &cfg, out.path(), &none, &mut |_| Ok(())).unwrap();
         assert_eq!(pulled.manifest_digest, p.manifest_digest);
         assert_eq!(std::fs::read(&pulled.archive).unwrap(), b"archive bytes");
         let s = pulled.signature.expect("found through the referrers API");

@@ -258,7 +258,7 @@ fn fetch_oci(
 ) -> Result<LoadedAgent, RunError> {
     let cfg = crate::config::load()?;
     let tmp = deps::scratch_dir("zot-oci-")?;
-    let pulled = crate::oci::pull(r, &cfg.config, tmp.path(), progress)?;
+    let pulled = crate::oci::pull(r, &cfg.config, tmp.path(), sigs.keys, progress)?;
     let pinned = r.pinned(&pulled.manifest_digest);
     if sigs.required && pulled.signature.is_none() {
         return Err(RunError::Signature(format!(

@@ -283,12 +283,13 @@ pub fn fetch(
     reference: &str,
     cwd: &Path,
     config: &zot_policy::config::Config,
+    keys: &zot_package::signature::KeySet,
     progress: &mut oci::Report<'_>,
 ) -> Result<Fetched, RunError> {
     let scratch = crate::deps::scratch_dir("zot-install-")?;
     if oci::looks_like(reference) && !cwd.join(reference).exists() {
         let r = oci::parse(reference).map_err(RunError::Reference)?;
-        let p = oci::pull(&r, config, scratch.path(), progress)?;
+        let p = oci::pull(&r, config, scratch.path(), keys, progress)?;
         return Ok(Fetched {
             archive: p.archive,
             signature: p.signature,

@@ -28,7 +28,7 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
     let ctx = Ctx::load(a.require_signature)?;
     let cwd = std::env::current_dir()?;
     let mut progress = registry::bar();
-    let fetched = store::fetch(&a.reference, &cwd, &ctx.config, &mut progress)?;
+    let fetched = store::fetch(&a.reference, &cwd, &ctx.config, &ctx.keys, &mut progress)?;
     let mut warnings = Vec::new();
     let agent = store::verify(&fetched, &ctx.sigs(), &mut warnings)?;
     registry::warn_all(&warnings);

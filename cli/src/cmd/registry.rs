@@ -67,9 +67,10 @@ pub fn pull_for_local(reference: &str) -> anyhow::Result<Option<zot_agent::store
         return Ok(None);
     }
     let config = zot_agent::config::load()?.config;
+    let keys = zot_agent::trust::trusted_keys(&zot_agent::home::zot_home()?)?;
     let cwd = std::env::current_dir()?;
     let mut progress = bar();
-    let f = zot_agent::store::fetch(reference, &cwd, &config, &mut progress)?;
+    let f = zot_agent::store::fetch(reference, &cwd, &config, &keys, &mut progress)?;
     if let Some(d) = &f.manifest_digest {
         eprintln!(
             "zot: {reference} resolved to {}@{d}",

@@ -70,7 +70,7 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
             // Pin what was resolved: the tag is read once.
             let pinned = r.pinned(&now);
             let mut progress = registry::bar();
-            let fetched = store::fetch(&pinned, &cwd, &ctx.config, &mut progress)?;
+            let fetched = store::fetch(&pinned, &cwd, &ctx.config, &ctx.keys, &mut progress)?;
             let mut warnings = Vec::new();
             let agent = store::verify(&fetched, &ctx.sigs(), &mut warnings).map_err(|e| {
                 anyhow::Error::from(e).context(format!(
