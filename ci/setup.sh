@@ -41,9 +41,20 @@ command -v wget >/dev/null 2>&1 || need+=(wget)
 command -v curl >/dev/null 2>&1 || need+=(curl)
 # The pipeline test counts the opens of one launch.
 command -v strace >/dev/null 2>&1 || need+=(strace)
+# The registry tests (tests/e2e_oci.rs) run the CNCF distribution server,
+# htpasswd for its basic auth, openssl for its Bearer tokens, and the oras
+# Python SDK as the independent client.
+command -v docker-registry >/dev/null 2>&1 || need+=(docker-registry)
+command -v htpasswd >/dev/null 2>&1 || need+=(apache2-utils)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}"
+fi
+if ! python3 -c 'import oras.client' >/dev/null 2>&1; then
+  python3 -m pip install -q oras 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages oras
 fi

@@ -17,6 +17,8 @@ pub struct Request<'a> {
     pub digest: &'a str,
     /// The verified publisher signature, when there is one.
     pub signer: Option<&'a str>,
+    /// Where a registry reference resolved to (`REGISTRY/REPO@DIGEST`).
+    pub source: Option<&'a str>,
     pub perms: &'a Permissions,
 }
 
@@ -81,6 +83,13 @@ pub fn prompt_text(req: &Request) -> String {
         list(&req.perms.fs_read),
         list(&req.perms.fs_write)
     );
+    if let Some(src) = req.source {
+        text = text.replacen(
+            "\n  signed by: ",
+            &format!("\n  from: {src}\n  signed by: "),
+            1,
+        );
+    }
     let p = req.perms;
     // A scope inside a repository: git needs the repository's git
     // directory, which the sandbox shows read-only (with the whole
@@ -230,6 +239,7 @@ mod tests {
             version: None,
             digest: "sha256:00",
             signer: None,
+            source: None,
             perms: &p,
         });
         assert!(text.contains("net: api.example.com"), "{text}");
@@ -240,9 +250,22 @@ mod tests {
             version: None,
             digest: "sha256:00",
             signer: None,
+            source: None,
             perms: &perms("/w", "none"),
         });
         assert!(!none.contains("net:") && !none.contains("env"), "{none}");
+        let from = prompt_text(&Request {
+            name: "a",
+            version: None,
+            digest: "sha256:00",
+            signer: None,
+            source: Some("reg.example/a@sha256:11"),
+            perms: &perms("/w", "none"),
+        });
+        assert!(
+            from.contains("  digest: sha256:00\n  from: reg.example/a@sha256:11\n  signed by:"),
+            "{from}"
+        );
     }
 
     #[test]
@@ -257,6 +280,7 @@ mod tests {
             version: None,
             digest: "sha256:00",
             signer: None,
+            source: None,
             perms: &p,
         });
         assert!(
@@ -270,6 +294,7 @@ mod tests {
             version: None,
             digest: "sha256:00",
             signer: None,
+            source: None,
             perms: &p,
         });
         assert!(!text.contains("git read"), "{text}");
@@ -286,6 +311,7 @@ mod tests {
             version: Some("1"),
             digest: &digest,
             signer: None,
+            source: None,
             perms: &p1,
         };
         let mut asked = 0;
@@ -311,6 +337,7 @@ mod tests {
             version: None,
             digest: &digest,
             signer: None,
+            source: None,
         };
         assert_eq!(
             obtain(&home, &reqa, Bypass::default(), true, &mut yes).unwrap(),

@@ -64,6 +64,9 @@ pub struct LoadedAgent {
     /// The publisher signature that verified, when the archive had one by
     /// a trusted key (see `trust`).
     pub signature: Option<zot_package::signature::Verified>,
+    /// Where a registry agent was resolved to (`REGISTRY/REPO@DIGEST`):
+    /// shown before consent and kept in the receipt.
+    pub source: Option<String>,
 }
 
 impl LoadedAgent {
@@ -145,6 +148,7 @@ pub fn open_agent_toml(path: &Path) -> Result<LoadedAgent, RunError> {
         _scratch: Vec::new(),
         toml: Some(pkg),
         signature: None,
+        source: None,
     })
 }
 
@@ -205,6 +209,7 @@ pub fn open_agent(path: &Path) -> Result<LoadedAgent, RunError> {
         _scratch: scratch,
         toml: None,
         signature: None,
+        source: None,
     })
 }
 
@@ -311,8 +316,7 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
         network: false,
         ..Default::default()
     };
-    let mut policy =
-        zot_policy::sandbox::agent_policy(&opts).map_err(RunError::Policy)?;
+    let mut policy = zot_policy::sandbox::agent_policy(&opts).map_err(RunError::Policy)?;
     if !input.net_allow.is_empty() {
         let allow = zot_policy::net::AllowList::parse(&input.net_allow)
             .map_err(|e| RunError::Manifest(format!("permissions.net.allow: {e}")))?;

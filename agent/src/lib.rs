@@ -20,6 +20,7 @@ pub mod fsscope;
 pub mod home;
 pub mod message;
 pub mod models;
+pub mod oci;
 pub mod perms;
 pub mod prompt;
 pub mod providers;
@@ -27,6 +28,7 @@ pub mod reference;
 pub mod requirements;
 pub mod runtime;
 pub mod session;
+pub mod store;
 pub mod tools;
 pub mod trust;
 pub mod ui;
@@ -100,6 +102,13 @@ pub enum RunError {
         #[source]
         source: std::io::Error,
     },
+    /// An OCI registry request or artifact failed (the message names the
+    /// registry, never a credential).
+    #[error("registry: {0}")]
+    Registry(String),
+    /// The local store of installed agents.
+    #[error("installed agents: {0}")]
+    Store(String),
 }
 
 fn signal_name(sig: i32) -> String {

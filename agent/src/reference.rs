@@ -32,6 +32,12 @@ pub enum Reference {
         tag: String,
         file: String,
     },
+    /// An agent in an OCI registry (`REGISTRY/REPO[:TAG|@sha256:DIGEST]`,
+    /// or `oci://...`); see [`crate::oci`].
+    Oci(crate::oci::OciRef),
+    /// An agent installed with `zot install` (a single name with no local
+    /// directory or archive of that name); see [`crate::store`].
+    Installed(String),
 }
 
 /// How [`resolve_checked`] treats publisher signatures.
@@ -120,8 +126,16 @@ pub fn parse(s: &str, cwd: &Path) -> Result<Reference, RunError> {
             path,
         });
     }
+    if s.starts_with("oci://") {
+        return crate::oci::parse(s)
+            .map(Reference::Oci)
+            .map_err(RunError::Reference);
+    }
     if s.contains("://") {
-        return Err(ref_err(s, "only GitHub URLs are supported"));
+        return Err(ref_err(
+            s,
+            "only GitHub URLs and oci:// references are supported",
+        ));
     }
     let explicit_local = s.starts_with("./")
         || s.starts_with("../")
@@ -139,15 +153,25 @@ pub fn parse(s: &str, cwd: &Path) -> Result<Reference, RunError> {
                 return Ok(Reference::Local(cand));
             }
         }
+        if let Ok(home) = crate::home::zot_home() {
+            if crate::store::get(&home, s)?.is_some() {
+                return Ok(Reference::Installed(s.to_string()));
+            }
+        }
         return Err(ref_err(
             s,
             &format!(
-                "no local directory {s}/ or archive {s}.zot (a single name resolves only locally)"
+                "no local directory {s}/ or archive {s}.zot, and no installed agent of that name (`zot agents` lists them)"
             ),
         ));
     }
     if cwd.join(s).exists() {
         return Ok(Reference::Local(cwd.join(s)));
+    }
+    if crate::oci::looks_like(s) {
+        return crate::oci::parse(s)
+            .map(Reference::Oci)
+            .map_err(RunError::Reference);
     }
     if !parts.iter().all(|p| part_ok(p)) {
         return Err(ref_err(
@@ -216,7 +240,52 @@ pub fn resolve_checked(
             tag,
             file,
         } => fetch_release(&owner, &repo, &tag, &file, sigs, warnings, progress),
+        Reference::Oci(r) => fetch_oci(&r, sigs, warnings, progress),
+        Reference::Installed(name) => {
+            crate::store::open(&crate::home::zot_home()?, &name, sigs, warnings)
+        }
     }
+}
+
+/// Pull an agent from an OCI registry into a scratch dir (the tag is
+/// resolved once; the layer is checked against its digest) and load it
+/// with its signature referrer, if any.
+fn fetch_oci(
+    r: &crate::oci::OciRef,
+    sigs: &Signatures,
+    warnings: &mut Vec<String>,
+    progress: &mut Report<'_>,
+) -> Result<LoadedAgent, RunError> {
+    let cfg = crate::config::load()?;
+    let tmp = deps::scratch_dir("zot-oci-")?;
+    let pulled = crate::oci::pull(r, &cfg.config, tmp.path(), sigs.keys, progress)?;
+    let pinned = r.pinned(&pulled.manifest_digest);
+    if sigs.required && pulled.signature.is_none() {
+        return Err(RunError::Signature(format!(
+            "{pinned}: a signature is required, but the registry has no signature for it (publish it with `zot publish --key`)"
+        )));
+    }
+    let sig = zot_package::signature::signature_path(&pulled.archive);
+    let file = pulled
+        .archive
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut agent =
+        crate::trust::open_archive(&pulled.archive, &sig, sigs.keys, sigs.required, warnings)
+            .map_err(|e| match e {
+                // Name the reference, not the temp copy.
+                RunError::Package(p) => RunError::Signature(format!(
+                    "{pinned}: {}",
+                    crate::trust::error_chain(&p)
+                        .replace(&sig.display().to_string(), &format!("{file}.minisig"))
+                        .replace(&pulled.archive.display().to_string(), &file)
+                )),
+                e => e,
+            })?;
+    agent.source = Some(pinned);
+    agent._scratch.push(tmp);
+    Ok(agent)
 }
 
 fn open_local(

@@ -319,6 +319,9 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
     if let Some(v) = &agent.signature {
         ui.note(&format!("signature verified: {}", trust::signer_line(v)));
     }
+    if let Some(src) = &agent.source {
+        ui.note(&format!("{} resolved to {src}", opts.reference));
+    }
     requirements::check(&spec, ZOT_VERSION)?;
     // The model and the tools are settled before consent is asked and
     // before anything is created on disk.
@@ -513,6 +516,7 @@ fn get_consent(
         version: agent.spec.version.as_deref(),
         digest: &agent.digest,
         signer: signer.as_deref(),
+        source: agent.source.as_deref(),
         perms,
     };
     let interactive = ui.can_ask();

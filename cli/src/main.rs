@@ -61,6 +61,18 @@ enum Command {
     Sandbox(cmd::sandbox::Args),
     /// Run an agent
     Run(cmd::run::Args),
+    /// Push an agent (directory or .zot) to an OCI registry
+    Publish(cmd::publish::Args),
+    /// Verify an agent and keep it in the local store
+    Install(cmd::install::Args),
+    /// List installed agents
+    Agents(cmd::agents::Args),
+    /// Re-resolve installed agents' tags and replace them by newer versions
+    Update(cmd::update::Args),
+    /// Uninstall agents
+    Remove(cmd::remove::Args),
+    /// Set the default agent of `zot run` with no reference
+    Use(cmd::use_agent::Args),
     /// List providers and models, and which are available (keys set)
     Models(cmd::models::Args),
     /// Operator tools: sandbox checks and explanations, risk-gate verdicts
@@ -132,6 +144,12 @@ fn run() -> u8 {
         Command::Convert(a) => cmd::convert::run(a),
         Command::Sandbox(a) => cmd::sandbox::run(a),
         Command::Run(a) => cmd::run::run(a),
+        Command::Publish(a) => cmd::publish::run(a),
+        Command::Install(a) => cmd::install::run(a),
+        Command::Agents(a) => cmd::agents::run(a),
+        Command::Update(a) => cmd::update::run(a),
+        Command::Remove(a) => cmd::remove::run(a),
+        Command::Use(a) => cmd::use_agent::run(a),
         Command::Models(a) => cmd::models::run(a),
         Command::Debug(a) => cmd::debug::run(a),
         Command::Completions(a) => {

@@ -34,6 +34,7 @@ pub const SECTIONS: &[&str] = &[
     "trust",
     "sandbox",
     "context",
+    "registries",
 ];
 
 /// The wire format a provider speaks.
@@ -118,6 +119,16 @@ pub struct Config {
     pub sandbox: SandboxSettings,
     /// `[context]`: compaction of long conversations and tool-output budgets.
     pub context: ContextSettings,
+    /// `[registries."HOST[:PORT]"]`: per-registry settings of OCI
+    /// references (`zot install`, `zot publish`, `zot run REGISTRY/REPO`).
+    pub registries: BTreeMap<String, RegistrySettings>,
+}
+
+/// One `[registries."HOST[:PORT]"]` table.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RegistrySettings {
+    /// Talk plain HTTP to this registry (loopback registries always may).
+    pub insecure: bool,
 }
 
 /// `[context]`: when a conversation is compacted and how much of it is
@@ -280,6 +291,7 @@ pub fn parse(text: &str) -> Result<Config, Vec<Diagnostic>> {
             "trust" => cfg.trust = section_trust(&mut w, v),
             "sandbox" => cfg.sandbox = section_sandbox(&mut w, v),
             "context" => cfg.context = section_context(&mut w, v),
+            "registries" => cfg.registries = section_registries(&mut w, v),
             _ => w.unknown("", k, SECTIONS),
         }
     }
@@ -367,6 +379,81 @@ fn section_context(w: &mut Walker, v: &Value) -> ContextSettings {
         }
     }
     c
+}
+
+/// `[registries."HOST[:PORT]"]`: the key is a registry host as OCI
+/// references name it (lowercase letters, digits, `.`, `-`, an optional
+/// `:PORT`).
+fn section_registries(w: &mut Walker, v: &Value) -> BTreeMap<String, RegistrySettings> {
+    let mut out = BTreeMap::new();
+    let Some(table) = w.table(v, "registries") else {
+        return out;
+    };
+    for (host, v) in table {
+        let path = join("registries", host);
+        if !is_registry_host(host) {
+            w.err(
+                &path,
+                "not a registry host (expected HOST or HOST:PORT, e.g. \"registry.example.com\" or \"localhost:5000\")",
+            );
+            continue;
+        }
+        let Some(t) = w.table(v, &path) else {
+            continue;
+        };
+        let mut r = RegistrySettings::default();
+        for (k, v) in t {
+            match k.as_str() {
+                "insecure" => r.insecure = w.bool(v, &join(&path, k)).unwrap_or(false),
+                _ => w.unknown(&path, k, &["insecure"]),
+            }
+        }
+        out.insert(host.clone(), r);
+    }
+    out
+}
+
+/// `HOST[:PORT]` as an OCI reference's registry part: a DNS name or IPv4
+/// address of lowercase letters, digits, `.` and `-`, or a bracketed IPv6
+/// address, then an optional decimal port.
+pub fn is_registry_host(s: &str) -> bool {
+    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+        let Some((h, after)) = rest.split_once(']') else {
+            return false;
+        };
+        if h.parse::<std::net::Ipv6Addr>().is_err() {
+            return false;
+        }
+        match after {
+            "" => return true,
+            p => match p.strip_prefix(':') {
+                Some(p) => (h, Some(p)),
+                None => return false,
+            },
+        }
+    } else {
+        match s.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (s, None),
+        }
+    };
+    let host_ok = s.starts_with('[')
+        || (!host.is_empty()
+            && host.len() <= 253
+            && host.split('.').all(|l| {
+                !l.is_empty()
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+                    && l.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            }));
+    let port_ok = port.is_none_or(|p| {
+        !p.is_empty()
+            && p.len() <= 5
+            && p.bytes().all(|b| b.is_ascii_digit())
+            && p.parse::<u16>().is_ok_and(|n| n > 0)
+    });
+    host_ok && port_ok
 }
 
 fn section_sandbox(w: &mut Walker, v: &Value) -> SandboxSettings {
@@ -1076,6 +1163,17 @@ reasoning = true
     #[test]
     fn trust_section() {
         assert!(!parse("").unwrap().trust.require_signature);
+        let c = parse("[registries.\"localhost:5000\"]\ninsecure = true\n").unwrap();
+        assert!(c.registries["localhost:5000"].insecure);
+        for bad in [
+            "[registries.\"Bad Host\"]\ninsecure = true\n",
+            "[registries.\"h:99999\"]\ninsecure = true\n",
+            "[registries.\"h:5000\"]\ninsecur = true\n",
+            "[registries.\"h:5000\"]\ninsecure = \"yes\"\n",
+            "[registries]\nh = 1\n",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
         assert!(
             parse("[trust]\nrequire_signature = true\n")
                 .unwrap()

@@ -95,7 +95,10 @@ pub fn load(reference: &str) -> anyhow::Result<Loaded> {
     let cwd = std::env::current_dir().context("reading the current directory")?;
     match reference::parse(reference, &cwd)? {
         Reference::Local(p) => load_local(&p),
-        Reference::GitHub { .. } | Reference::GitHubRelease { .. } => {
+        Reference::GitHub { .. }
+        | Reference::GitHubRelease { .. }
+        | Reference::Oci(_)
+        | Reference::Installed(_) => {
             let keys = zot_package::signature::KeySet::default();
             let sigs = reference::Signatures {
                 keys: &keys,

@@ -1,20 +1,27 @@
 //! One module per subcommand. Each exposes `Args` (clap) and
 //! `run(Args) -> anyhow::Result<u8>` returning the process exit code.
 
+pub mod agents;
 pub mod completions;
 pub mod convert;
 pub mod debug;
 pub mod debug_command;
 pub mod debug_sandbox;
 pub mod inspect;
+pub mod install;
 pub mod keygen;
 pub mod models;
 pub mod pack;
 pub mod password;
+pub mod publish;
+pub mod registry;
+pub mod remove;
 pub mod run;
 pub mod sandbox;
 pub mod sign;
 pub mod unpack;
+pub mod update;
+pub mod use_agent;
 pub mod validate;
 pub mod verify;
 
@@ -30,7 +37,10 @@ pub fn print_error(err: &anyhow::Error) {
     let hint = err.chain().find_map(|e| {
         e.downcast_ref::<zot_supervisor::SupervisorError>()
             .and_then(|e| e.hint())
-            .or_else(|| e.downcast_ref::<zot_agent::RunError>().and_then(|e| e.hint()))
+            .or_else(|| {
+                e.downcast_ref::<zot_agent::RunError>()
+                    .and_then(|e| e.hint())
+            })
     });
     if let Some(h) = hint {
         eprintln!("hint: {h}");

@@ -10,9 +10,10 @@ use zot_agent::{OutputMode, RunOptions, SessionChoice};
 #[command(group(clap::ArgGroup::new("output").args(["print", "stream", "json"])))]
 #[command(group(clap::ArgGroup::new("sess").args(["continue_", "resume", "session", "no_session"])))]
 pub struct Args {
-    /// The agent: a directory, a .zot file, a local name, owner/repo[/path]
-    /// or a GitHub URL
-    pub reference: String,
+    /// The agent: a directory, a .zot file, a local or installed name,
+    /// REGISTRY/REPO[:TAG|@DIGEST], owner/repo[/path] or a GitHub URL
+    /// (default: the agent set by `zot use`)
+    pub reference: Option<String>,
     /// The prompt (words are joined with spaces); default: the agent's
     /// entry.default_prompt
     pub prompt: Vec<String>,
@@ -98,8 +99,23 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
     } else {
         SessionChoice::New
     };
+    let reference = match a.reference {
+        Some(r) => r,
+        None => {
+            let home = zot_agent::home::zot_home()?;
+            match zot_agent::store::default_name(&home)? {
+                Some(n) => n,
+                None => {
+                    super::print_error(&anyhow::anyhow!(
+                        "no agent given and no default agent (zot use NAME sets one)"
+                    ));
+                    return Ok(super::USAGE);
+                }
+            }
+        }
+    };
     let opts = RunOptions {
-        reference: a.reference,
+        reference,
         prompt: if a.prompt.is_empty() {
             None
         } else {

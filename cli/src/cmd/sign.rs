@@ -29,25 +29,31 @@ pub struct Args {
     pub json: bool,
 }
 
-pub fn run(args: Args) -> anyhow::Result<u8> {
-    let file = SecretKeyFile::read(&args.key)?;
+/// Read and unlock the secret key at `path` (its password from
+/// ZOT_SIGNING_PASSWORD, else asked on the terminal).
+pub fn unlock_key(path: &std::path::Path) -> anyhow::Result<signature::SecretKey> {
+    let file = SecretKeyFile::read(path)?;
     let pw = if file.encrypted() {
         match password::from_env()? {
             Some(pw) => Some(pw),
             None if password::on_terminal() => Some(rpassword::prompt_password(format!(
                 "Password for {}: ",
-                args.key.display()
+                path.display()
             ))?),
             None => anyhow::bail!(
                 "{}: the secret key is password-protected: set {} or run on a terminal",
-                args.key.display(),
+                path.display(),
                 password::ENV
             ),
         }
     } else {
         None
     };
-    let key = file.unlock(pw)?;
+    Ok(file.unlock(pw)?)
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let key = unlock_key(&args.key)?;
     let out = args
         .output
         .unwrap_or_else(|| signature::signature_path(&args.archive));

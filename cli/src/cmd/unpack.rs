@@ -6,7 +6,8 @@ use anyhow::Context;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The .zot archive
+    /// The .zot archive, or an agent in a registry
+    /// (REGISTRY/REPO[:TAG|@sha256:DIGEST])
     pub archive: PathBuf,
     /// Destination: must not exist, or be an empty directory
     pub dir: PathBuf,
@@ -25,7 +26,11 @@ struct Output<'a> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let s = zot_package::unpack(&args.archive, &args.dir)
+    let pulled = super::registry::pull_for_local(&args.archive.to_string_lossy())?;
+    let src = pulled
+        .as_ref()
+        .map_or(args.archive.clone(), |p| p.archive.clone());
+    let s = zot_package::unpack(&src, &args.dir)
         .with_context(|| format!("unpacking {}", args.archive.display()))?;
     if args.json {
         let o = Output {

@@ -153,6 +153,20 @@ fn verify_signed(args: &Args, keys: &KeySet) -> anyhow::Result<u8> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
+    // A registry reference is pulled first (the layer checked against its
+    // digest, the signature referrer beside it), then verified as the
+    // local archive it is.
+    let mut args = args;
+    let _pulled = match super::registry::pull_for_local(&args.reference)? {
+        Some(p) => {
+            if args.signature.is_none() {
+                args.signature = p.signature.clone();
+            }
+            args.reference = p.archive.display().to_string();
+            Some(p)
+        }
+        None => None,
+    };
     let keys = match keys(&args) {
         Ok(k) => k,
         Err(e) if args.json => return fail_json(&args.reference, &e, true, ""),
