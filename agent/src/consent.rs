@@ -96,7 +96,7 @@ pub fn prompt_text(req: &Request) -> String {
     // history, beyond the scopes).
     let mut shown: Vec<PathBuf> = Vec::new();
     for scope in p.fs_read.iter().chain(p.fs_write.iter()) {
-        let Some(v) = zot_supervisor::plan::enclosing_repo(scope, &zot_supervisor::plan::RealFs)
+        let Some(v) = zot_supervisor::planner::enclosing_repo(scope, &zot_supervisor::planner::RealFs)
         else {
             continue;
         };

@@ -29,7 +29,7 @@ pub mod index;
 pub mod journal;
 mod notify;
 mod output;
-pub mod plan;
+pub mod planner;
 mod process;
 pub mod proxy;
 pub mod repos;
@@ -235,7 +235,7 @@ pub enum Note {
     Quarantined { from: PathBuf, to: PathBuf },
     /// The repository enclosing a scope or write root, hidden by the view,
     /// shown read-only so that git works there (see
-    /// [`plan::repo_views`]).
+    /// [`planner::repo_views`]).
     RepoShown {
         from: PathBuf,
         work_tree: PathBuf,
@@ -538,7 +538,7 @@ pub enum SupervisorError {
         hint: String,
     },
     #[error("cannot plan the sandbox")]
-    Plan(#[source] plan::PlanError),
+    Plan(#[source] planner::PlanError),
     #[error("cannot start the network proxy")]
     Proxy(#[source] proxy::ProxyError),
     #[error("cannot make the network proxy's directory")]

@@ -1222,5 +1222,5 @@ fn seccomp_plan(network: &NetworkPlan, isolation: Isolation, notify: bool) -> Se
 }
 
 #[cfg(test)]
-#[path = "plan_tests.rs"]
+#[path = "planner_tests.rs"]
 mod tests;

@@ -158,7 +158,7 @@ impl ProxyDir {
 
     /// Remove it: the socket, then the empty directory (no walk of it).
     fn remove(self) {
-        let _ = std::fs::remove_file(self.path().join(crate::plan::PROXY_SOCKET));
+        let _ = std::fs::remove_file(self.path().join(crate::planner::PROXY_SOCKET));
         match self {
             ProxyDir::Journaled(d) => drop(d),
             ProxyDir::Plain(d) => {
@@ -220,7 +220,7 @@ fn start_proxy(
         unreachable!("proxy_dir set the socket directory");
     };
     let mut cfg =
-        crate::proxy::ProxyConfig::new(allow.clone(), dir_path.join(crate::plan::PROXY_SOCKET));
+        crate::proxy::ProxyConfig::new(allow.clone(), dir_path.join(crate::planner::PROXY_SOCKET));
     cfg.audit_log = req.proxy_log.clone();
     let proxy = crate::proxy::Proxy::start(cfg).map_err(SupervisorError::Proxy)?;
     Ok((proxy, dir))

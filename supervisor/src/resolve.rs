@@ -17,7 +17,7 @@ use serde::Serialize;
 use zot_launcher::plan::LaunchPlan;
 use zot_policy::sandbox::{SandboxMode, SandboxPolicy};
 
-use crate::plan::{self, RealFs};
+use crate::planner::{self, RealFs};
 use crate::{BackendChoice, BackendKind, EnforcementReport, Note, SupervisorError};
 
 /// The backend chosen for a run.
@@ -114,7 +114,7 @@ pub fn prepare_with(
     let (policy, repos, path_dirs, path_watch) =
         with_host_protections(policy, isolation, env, index);
     let policy = &policy;
-    let mut plan = plan::plan(policy, isolation, env, &RealFs).map_err(SupervisorError::Plan)?;
+    let mut plan = planner::plan(policy, isolation, env, &RealFs).map_err(SupervisorError::Plan)?;
     if isolation != zot_launcher::plan::Isolation::None && crate::cgroup::memory_usable().is_err()
     {
         plan.unenforced.push(zot_launcher::plan::Gap::NoMemoryLimit);
@@ -174,7 +174,7 @@ pub fn prepare_with(
         }
     }
     if plan.isolation == zot_launcher::plan::Isolation::Namespaces {
-        for v in plan::repo_views(policy, &plan.write_roots, &RealFs) {
+        for v in planner::repo_views(policy, &plan.write_roots, &RealFs) {
             report.notes.push(Note::RepoShown {
                 from: v.from,
                 work_tree: v.work_tree,
@@ -648,7 +648,7 @@ mod tests {
     fn native_report_is_full() {
         let ws = tempfile::tempdir().unwrap();
         let pol = policy(SandboxMode::WorkspaceWrite, ws.path());
-        let plan = plan::plan(
+        let plan = planner::plan(
             &pol,
             zot_launcher::plan::Isolation::Namespaces,
             &[],

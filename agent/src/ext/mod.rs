@@ -517,7 +517,7 @@ impl Extensions {
                 }
             }
         };
-        let (content, _) = tools::cap(&content, tools::MODEL_OUTPUT, None);
+        let (content, _) = tools::cap(&content, tools::MODEL_OUTPUT_TOKENS, None);
         Some(ToolOutput {
             content,
             is_error,

@@ -416,6 +416,11 @@ impl Runtime<'_> {
                 vec![match &blocked[0] {
                     Some(why) => refused(why),
                     None => match self.ext.call_tool(&batch[0], Some(&self.cancel)) {
+                        // Within this request's tool-output budget too.
+                        Some(mut r) if self.env.output_tokens > 0 => {
+                            r.content = tools::cap(&r.content, self.env.output_tokens, None).0;
+                            r
+                        }
                         Some(r) => r,
                         None => tools::execute(&self.env, &batch[0], &mut *self.ui),
                     },

@@ -155,7 +155,7 @@ impl Origin {
         let bind = |ip: Ipv4Addr, port: u16| -> std::io::Result<TcpListener> {
             loop {
                 let l = TcpListener::bind((ip, port))?;
-                if l.local_addr()?.port() != crate::plan::PROXY_PORT {
+                if l.local_addr()?.port() != crate::planner::PROXY_PORT {
                     return Ok(l);
                 }
             }
