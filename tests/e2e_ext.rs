@@ -834,6 +834,16 @@ fn consent_lists_extensions_and_covers_their_files() {
     let (_, code) = p.finish();
     assert_eq!(code, Some(0), "{}", p.transcript);
     assert!(!p.transcript.contains("\u{1b}]0;pwned"), "{}", p.transcript);
+    // The receipt names the extensions of the artifact approved.
+    let receipts: Vec<_> = std::fs::read_dir(w.zot_home.join("agents/consented/consents"))
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert!(
+        receipts.len() == 1 && receipts[0].contains("probe (extensions/probe): ./probe.py normal"),
+        "{receipts:?}"
+    );
     // The receipt: no question now.
     let out = w.run(&args);
     assert!(out.status.success(), "{}", text(&out.stderr));

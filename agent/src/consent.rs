@@ -18,6 +18,9 @@ pub struct Request<'a> {
     /// The verified publisher signature, when there is one.
     pub signer: Option<&'a str>,
     pub perms: &'a Permissions,
+    /// The bundled extensions, one line each (they run inside the same
+    /// sandbox; the digest covers their files).
+    pub extensions: &'a [String],
 }
 
 /// How consent may be given without a prompt.
@@ -41,6 +44,9 @@ pub enum Outcome {
 struct Receipt {
     digest: String,
     agent: String,
+    /// The bundled extensions of the artifact approved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    extensions: Vec<String>,
     approvals: Vec<Approval>,
 }
 
@@ -124,6 +130,9 @@ pub fn prompt_text(req: &Request) -> String {
             p.env_withheld.join(", ")
         ));
     }
+    for e in req.extensions {
+        text.push_str(&format!("  extension: {e} (runs inside the same sandbox)\n"));
+    }
     text
 }
 
@@ -184,6 +193,7 @@ pub fn obtain(
             r = Receipt {
                 digest: req.digest.to_string(),
                 agent: req.name.to_string(),
+                extensions: req.extensions.to_vec(),
                 approvals: Vec::new(),
             };
         }
@@ -231,6 +241,7 @@ mod tests {
             digest: "sha256:00",
             signer: None,
             perms: &p,
+            extensions: &[],
         });
         assert!(text.contains("net: api.example.com"), "{text}");
         assert!(text.contains("env read: GITHUB_TOKEN"), "{text}");
@@ -241,6 +252,7 @@ mod tests {
             digest: "sha256:00",
             signer: None,
             perms: &perms("/w", "none"),
+            extensions: &[],
         });
         assert!(!none.contains("net:") && !none.contains("env"), "{none}");
     }
@@ -258,6 +270,7 @@ mod tests {
             digest: "sha256:00",
             signer: None,
             perms: &p,
+            extensions: &[],
         });
         assert!(
             text.contains(&format!("git read: {}", repo.join(".git").display())),
@@ -271,6 +284,7 @@ mod tests {
             digest: "sha256:00",
             signer: None,
             perms: &p,
+            extensions: &[],
         });
         assert!(!text.contains("git read"), "{text}");
     }
@@ -287,6 +301,7 @@ mod tests {
             digest: &digest,
             signer: None,
             perms: &p1,
+            extensions: &[],
         };
         let mut asked = 0;
         let mut yes = |_: &str| {
@@ -307,6 +322,7 @@ mod tests {
         let pa = perms("/w1", "ask");
         let reqa = Request {
             perms: &pa,
+            extensions: &[],
             name: "a",
             version: None,
             digest: &digest,

@@ -495,22 +495,18 @@ fn get_consent(
     ui: &mut dyn Ui,
 ) -> Result<(), RunError> {
     let signer = agent.signature.as_ref().map(trust::signer_line);
+    let extensions = crate::ext::describe(exts);
     let req = consent::Request {
         name: &agent.spec.name,
         version: agent.spec.version.as_deref(),
         digest: &agent.digest,
         signer: signer.as_deref(),
         perms,
+        extensions: &extensions,
     };
     let interactive = ui.can_ask();
-    // Bundled extensions run inside the same sandbox; the digest (which
-    // the receipt is keyed by) covers their files.
-    let mut extra = String::new();
-    for l in crate::ext::describe(exts) {
-        extra.push_str(&format!("  extension: {l}\n"));
-    }
     consent::obtain(ah, &req, bypass, interactive, &mut |text| {
-        ui.confirm(&format!("{text}{extra}"), "Allow?")
+        ui.confirm(text, "Allow?")
     })
     .map(|_| ())
 }
