@@ -102,7 +102,9 @@ impl Host {
     /// confine it here) is [`RunError::Sandbox`]; any other failure is
     /// [`RunError::Usage`] carrying the reason.
     pub fn start(l: Launch<'_>) -> Result<Host, RunError> {
-        let (tx_in, inbox) = mpsc::channel::<Incoming>();
+        // Bounded: an extension that writes faster than the run reads
+        // waits (its stdout pipe fills), it does not grow zot's memory.
+        let (tx_in, inbox) = mpsc::sync_channel::<Incoming>(64);
         let (tx_chunks, rx_chunks) = mpsc::sync_channel::<Vec<u8>>(16);
         let log = open_log(&l.log);
         let log = std::sync::Mutex::new((log, 0u64));
@@ -364,6 +366,11 @@ impl Host {
         self.out = None;
         let s = self.service.take()?;
         s.cancel.cancel();
+        // What it still writes is read (and dropped) until it is gone: the
+        // supervisor's output threads must never wait on a full queue.
+        while !s.done.is_finished() {
+            let _ = self.inbox.recv_timeout(Duration::from_millis(20));
+        }
         match s.done.join() {
             Ok(Err(e)) => Some(e),
             _ => None,
@@ -571,6 +578,9 @@ impl Host {
         }
         if !s.done.is_finished() {
             s.cancel.cancel();
+        }
+        while !s.done.is_finished() {
+            let _ = self.inbox.recv_timeout(Duration::from_millis(20));
         }
         let _ = s.done.join();
         if self.dead.is_none() {

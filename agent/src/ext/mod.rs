@@ -343,6 +343,7 @@ impl Extensions {
                 match u {
                     Unasked::Notify { level, message } => {
                         let warn = matches!(level.as_str(), "warn" | "warning" | "error");
+                        let message = shorten(&message, MAX_NOTIFY);
                         self.messages
                             .push((warn, format!("extension {}: {message}", h.name)));
                     }
@@ -558,6 +559,20 @@ impl Drop for Extensions {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// Bytes of a notification shown.
+const MAX_NOTIFY: usize = 4096;
+
+fn shorten(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... [{} bytes more]", &s[..end], s.len() - end)
 }
 
 fn leak(s: &str) -> &'static str {
