@@ -433,6 +433,7 @@ fn protocol_round_trip() {
             {"name": "read", "arguments": {"path": "REWRITE"}},
             {"name": "read", "arguments": {"path": "REWRITE", "to": "README.md"}},
             {"name": "bash", "arguments": {"command": "REWRITE"}},
+            probe("flood", json!({"n": 3000})),
         ]),
     );
     let err = text(&out.stderr);
@@ -450,6 +451,11 @@ fn protocol_round_trip() {
     );
     assert_eq!(r[4], ("hello from the workspace\n".into(), false));
     assert!(r[5].1 && r[5].0.contains("risk gate"), "{r:?}");
+    // A flood of notifications while a call runs: all shown, in order.
+    assert_eq!(r[6], ("FLOODED".into(), false));
+    assert!(
+        err.contains("extension probe: flood 0\n") && err.contains("extension probe: flood 2999\n")
+    );
     // Built-ins shadow; extension text is shown sanitised.
     assert!(
         err.contains("tool `read` is shadowed by the built-in tool"),
