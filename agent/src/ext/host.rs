@@ -209,14 +209,19 @@ impl Host {
         match h.handshake(&l.hello_ack) {
             Ok(()) => Ok(h),
             Err(why) => {
-                let err = h.stop_now();
-                match err {
-                    Some(e @ RunError::Sandbox(_)) => Err(e),
-                    Some(e) => Err(RunError::Usage(format!(
+                let log = l.log.display();
+                match h.stop_outcome() {
+                    // Not confined here: the caller refuses the agent.
+                    Some(Err(e @ RunError::Sandbox(_))) => Err(e),
+                    Some(Err(e)) => Err(RunError::Usage(format!(
                         "{why} ({})",
                         crate::ui::error_chain(&e)
                     ))),
-                    None => Err(RunError::Usage(why)),
+                    Some(Ok(o)) if !o.cancelled => Err(RunError::Usage(format!(
+                        "{why} (exit code {}; its stderr is in {log})",
+                        o.exit_code
+                    ))),
+                    _ => Err(RunError::Usage(format!("{why} (its stderr is in {log})"))),
                 }
             }
         }
@@ -363,6 +368,14 @@ impl Host {
     /// Stop it at once (TERM, KILL after the grace) and return the
     /// supervisor's error, if starting it failed.
     fn stop_now(&mut self) -> Option<RunError> {
+        match self.stop_outcome()? {
+            Err(e) => Some(e),
+            Ok(_) => None,
+        }
+    }
+
+    /// Stop it at once (TERM, KILL after the grace): its outcome.
+    fn stop_outcome(&mut self) -> Option<Result<zot_supervisor::RunOutcome, RunError>> {
         self.out = None;
         let s = self.service.take()?;
         s.cancel.cancel();
@@ -371,10 +384,7 @@ impl Host {
         while !s.done.is_finished() {
             let _ = self.inbox.recv_timeout(Duration::from_millis(20));
         }
-        match s.done.join() {
-            Ok(Err(e)) => Some(e),
-            _ => None,
-        }
+        s.done.join().ok()
     }
 
     /// The exit of a process that ended: its code, or the supervisor's
