@@ -274,11 +274,19 @@ fn attacks(w: &World, backend: &str) {
             ),
             probe("read", json!({"path": w.ws.join("README.md")})),
             probe("unix", json!({"path": ws_sock})),
+            // A daemon left behind: it dies with the extension's sandbox.
+            probe(
+                "spawn",
+                json!({"argv": ["sh", "-c", format!(
+                    "(setsid sh -c 'while :; do echo x >> {}; sleep 0.1; done' >/dev/null 2>&1 &); echo started",
+                    data_dir(w, "prober", "probe").join("tick").display()
+                )]})
+            ),
         ]),
     );
     assert!(out.status.success(), "{who}: {}", text(&out.stderr));
     let r = results(&out);
-    assert_eq!(r.len(), 11, "{who}: {r:?} {}", text(&out.stderr));
+    assert_eq!(r.len(), 12, "{who}: {r:?} {}", text(&out.stderr));
     let all: String = r
         .iter()
         .map(|(c, _)| c.as_str())
@@ -345,6 +353,16 @@ fn attacks(w: &World, backend: &str) {
         r[10].0.starts_with("ERR:"),
         "{who}: workspace socket: {}",
         r[10].0
+    );
+    assert_eq!(r[11].0, "SPAWNED:0:started\n", "{who}");
+    let tick = data_dir(w, "prober", "probe").join("tick");
+    std::thread::sleep(Duration::from_millis(300));
+    let before = std::fs::metadata(&tick).unwrap().len();
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(
+        std::fs::metadata(&tick).unwrap().len(),
+        before,
+        "{who}: the daemon outlived the run"
     );
     // The data dir persists across runs.
     let starts = data_dir(w, "prober", "probe").join("starts");
