@@ -760,9 +760,15 @@ fn interactive_commands_and_submit() {
     p.line("go");
     p.expect("first done");
     p.expect("answered the submission");
+    // `/cd` changes the policy: the extensions are started again in it.
+    std::fs::create_dir(w.ws.join("sub")).unwrap();
+    p.line("/cd sub");
+    p.expect("workspace is now");
     p.at_prompt("talker> ", CTRL_D);
     let (_, code) = p.finish();
     assert_eq!(code, Some(0), "{}", p.transcript);
+    let starts = data_dir(&w, "talker", "probe").join("starts");
+    assert_eq!(std::fs::read_to_string(starts).unwrap(), "xx");
 }
 
 /// `net.allow` and `env.read` apply to an extension as to the agent's bash:
