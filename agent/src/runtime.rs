@@ -103,15 +103,7 @@ fn compile(
 /// Load `reference` and compile the sandbox policy its bash would run under
 /// in `workspace` (for `zot debug sandbox --explain`). Creates nothing.
 pub fn compile_policy(reference: &str, workspace: &Path) -> Result<SandboxPolicy, RunError> {
-    let here = std::env::current_dir().map_err(|e| RunError::io("current directory", e))?;
-    let agent = reference::resolve(reference, &here)?;
-    let ws = workspace
-        .canonicalize()
-        .map_err(|e| RunError::io(format!("workspace {}", workspace.display()), e))?;
-    let ah = AgentHome::new(home::zot_home()?, &agent.spec.name);
-    let cfg = config::load()?;
-    let perms = perms::expand(&agent.spec, &ws, &ah.data_dir(), &cfg.config)?;
-    compile(&perms, &ws, &ah, &[], &cfg.config)
+    compile_policies(reference, workspace).map(|(p, _)| p)
 }
 
 /// [`compile_policy`], plus the policy each enabled bundled extension of
