@@ -886,3 +886,34 @@ fn consent_lists_extensions_and_covers_their_files() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("--yes"), "{}", text(&out.stderr));
 }
+
+/// A symlink planted in the agent's data dir (its own commands may write
+/// there) never becomes the extension's writable data dir.
+#[test]
+fn planted_data_dir_symlink_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    if !python_ok() {
+        return;
+    }
+    let w = World::new();
+    let agent = probe_agent(&w, "planted", "normal", ws_perms());
+    let data = data_dir(&w, "planted", "probe");
+    std::fs::create_dir_all(data.parent().unwrap()).unwrap();
+    let ssh = w.home.join(".ssh");
+    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink(&ssh, &data).unwrap();
+    let out = run_calls(
+        &w,
+        &agent,
+        &[],
+        json!([probe("write", json!({"path": ssh.join("authorized_keys")}))]),
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is not a directory"), "{err}");
+    assert!(!ssh.join("authorized_keys").exists());
+    assert_eq!(
+        std::fs::metadata(&ssh).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+}
