@@ -495,6 +495,13 @@ fn protocol_round_trip() {
     ] {
         assert!(log.contains(want), "{want}: {log}");
     }
+    // An assistant_message intercept replaces the recorded text.
+    let script = w.script("replace.json", json!([{"text": "REPLACE ME"}]));
+    let ev = w.run_script(&agent, &script, "go");
+    assert_eq!(
+        of_type(&ev, "turn_end")[0]["text"],
+        "replaced by the extension"
+    );
     // The stderr log of the extension is kept outside its reach.
     assert!(w.zot_home.join("agents/proto/logs/probe.log").is_file());
 }
