@@ -323,9 +323,16 @@ impl Host {
     }
 
     fn register_tool(&mut self, name: String, description: String, schema: Option<Value>) {
-        if !zot_policy::zotfile::extension::valid_name(&name) {
-            self.warnings
-                .push(format!("tool {name:?} ignored: not a valid name"));
+        // What the providers accept as a function name.
+        let ok = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !ok {
+            self.warnings.push(format!(
+                "tool {name:?} ignored: a tool name is 1 to 64 of A-Z a-z 0-9 _ -"
+            ));
             return;
         }
         if self.tools.len() >= MAX_REGISTERED {
