@@ -342,7 +342,22 @@ impl Host {
             return;
         }
         let schema = match schema {
-            Some(s @ Value::Object(_)) => s,
+            // Providers want an object schema: `type` defaults to it.
+            Some(Value::Object(mut m)) => {
+                match m.get("type") {
+                    None => {
+                        m.insert("type".into(), json!("object"));
+                    }
+                    Some(t) if t == "object" => {}
+                    Some(_) => {
+                        self.warnings.push(format!(
+                            "tool {name:?} ignored: its schema's type is not \"object\""
+                        ));
+                        return;
+                    }
+                }
+                Value::Object(m)
+            }
             None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
             Some(_) => {
                 self.warnings.push(format!(
