@@ -924,3 +924,78 @@ fn planted_data_dir_symlink_is_refused() {
         0o755
     );
 }
+
+/// Against a network model (an OpenAI-compatible fake server) holding a
+/// real-looking key: the extension's tool is offered and answers; from
+/// inside it neither the key (environment, `/proc`) nor a credential in
+/// HOME is reachable.
+#[test]
+fn network_model_calls_an_extension_tool() {
+    use common::fake_llm::{openai, FakeServer, Reply};
+    if !python_ok() {
+        return;
+    }
+    let w = World::new();
+    if !sandbox_works(&w) {
+        return;
+    }
+    const KEY: &str = "sk-proj-Zq3vT8xK1mN4pR7sW0yB2cD5fG9hJ6kL3nP8qS1tV4wX7zA0bC3eF6gH9";
+    let srv = FakeServer::script(vec![
+        Reply::sse(openai::tool_calls(&[
+            ("c1", "probe", json!({"op": "env"})),
+            ("c2", "probe", json!({"op": "proc_scan", "needle": KEY})),
+            (
+                "c3",
+                "probe",
+                json!({"op": "read", "path": w.home.join(".ssh/id_rsa")}),
+            ),
+            ("c4", "probe", json!({"op": "sleep", "s": 0})),
+        ])),
+        Reply::sse(openai::text(&["done"])),
+    ]);
+    let agent = probe_agent(&w, "netmodel", "normal", ws_perms());
+    let out = w
+        .cmd(&[
+            "run",
+            s(&agent),
+            "-y",
+            "--json",
+            "--no-session",
+            "--model",
+            "gpt-5",
+            "go",
+        ])
+        .env("OPENAI_API_KEY", KEY)
+        .env("OPENAI_BASE_URL", srv.v1())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let r = results(&out);
+    assert_eq!(r.len(), 4, "{r:?}");
+    assert!(
+        r[0].0.starts_with("ENV:") && !r[0].0.contains(KEY),
+        "{}",
+        r[0].0
+    );
+    assert_eq!(r[1].0, "NOTFOUND");
+    assert!(
+        r[2].0.starts_with("ERR:") && !r[2].0.contains("FAKE-PRIVATE-KEY"),
+        "{}",
+        r[2].0
+    );
+    assert_eq!(r[3], ("SLEPT".into(), false));
+    // The tool was offered to the model, the shadowed one was not doubled.
+    let req = srv.requests()[0].json();
+    let names: Vec<&str> = req["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(names.contains(&"probe"), "{names:?}");
+    assert_eq!(
+        names.iter().filter(|n| **n == "read").count(),
+        1,
+        "{names:?}"
+    );
+}
