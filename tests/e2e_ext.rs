@@ -762,6 +762,7 @@ fn interactive_commands_and_submit() {
     p.expect("Ctrl-D quits");
     p.line("/help");
     p.expect("/probe-cmd");
+    p.expect("a test command ^[[2J");
     p.line("/probe-cmd some args");
     p.expect("probe-cmd got some args");
     p.line("go");
