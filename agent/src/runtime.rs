@@ -609,6 +609,7 @@ impl Runtime<'_> {
     /// that cannot confine them refuses the run.
     fn start_extensions(&mut self) -> Result<(), RunError> {
         self.ext.shutdown();
+        self.sync_extension_tools();
         if self.ext_list.iter().all(|e| !e.manifest.enabled) {
             return Ok(());
         }
