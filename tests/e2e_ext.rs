@@ -274,11 +274,19 @@ fn attacks(w: &World, backend: &str) {
             ),
             probe("read", json!({"path": w.ws.join("README.md")})),
             probe("unix", json!({"path": ws_sock})),
+            // A daemon left behind: it dies with the extension's sandbox.
+            probe(
+                "spawn",
+                json!({"argv": ["sh", "-c", format!(
+                    "(setsid sh -c 'while :; do echo x >> {}; sleep 0.1; done' >/dev/null 2>&1 &); echo started",
+                    data_dir(w, "prober", "probe").join("tick").display()
+                )]})
+            ),
         ]),
     );
     assert!(out.status.success(), "{who}: {}", text(&out.stderr));
     let r = results(&out);
-    assert_eq!(r.len(), 11, "{who}: {r:?} {}", text(&out.stderr));
+    assert_eq!(r.len(), 12, "{who}: {r:?} {}", text(&out.stderr));
     let all: String = r
         .iter()
         .map(|(c, _)| c.as_str())
@@ -345,6 +353,16 @@ fn attacks(w: &World, backend: &str) {
         r[10].0.starts_with("ERR:"),
         "{who}: workspace socket: {}",
         r[10].0
+    );
+    assert_eq!(r[11].0, "SPAWNED:0:started\n", "{who}");
+    let tick = data_dir(w, "prober", "probe").join("tick");
+    std::thread::sleep(Duration::from_millis(300));
+    let before = std::fs::metadata(&tick).unwrap().len();
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(
+        std::fs::metadata(&tick).unwrap().len(),
+        before,
+        "{who}: the daemon outlived the run"
     );
     // The data dir persists across runs.
     let starts = data_dir(w, "prober", "probe").join("starts");
@@ -433,6 +451,7 @@ fn protocol_round_trip() {
             {"name": "read", "arguments": {"path": "REWRITE"}},
             {"name": "read", "arguments": {"path": "REWRITE", "to": "README.md"}},
             {"name": "bash", "arguments": {"command": "REWRITE"}},
+            probe("flood", json!({"n": 3000})),
         ]),
     );
     let err = text(&out.stderr);
@@ -450,6 +469,11 @@ fn protocol_round_trip() {
     );
     assert_eq!(r[4], ("hello from the workspace\n".into(), false));
     assert!(r[5].1 && r[5].0.contains("risk gate"), "{r:?}");
+    // A flood of notifications while a call runs: all shown, in order.
+    assert_eq!(r[6], ("FLOODED".into(), false));
+    assert!(
+        err.contains("extension probe: flood 0\n") && err.contains("extension probe: flood 2999\n")
+    );
     // Built-ins shadow; extension text is shown sanitised.
     assert!(
         err.contains("tool `read` is shadowed by the built-in tool"),
@@ -471,6 +495,13 @@ fn protocol_round_trip() {
     ] {
         assert!(log.contains(want), "{want}: {log}");
     }
+    // An assistant_message intercept replaces the recorded text.
+    let script = w.script("replace.json", json!([{"text": "REPLACE ME"}]));
+    let ev = w.run_script(&agent, &script, "go");
+    assert_eq!(
+        of_type(&ev, "turn_end")[0]["text"],
+        "replaced by the extension"
+    );
     // The stderr log of the extension is kept outside its reach.
     assert!(w.zot_home.join("agents/proto/logs/probe.log").is_file());
 }
@@ -731,14 +762,21 @@ fn interactive_commands_and_submit() {
     p.expect("Ctrl-D quits");
     p.line("/help");
     p.expect("/probe-cmd");
+    p.expect("a test command ^[[2J");
     p.line("/probe-cmd some args");
     p.expect("probe-cmd got some args");
     p.line("go");
     p.expect("first done");
     p.expect("answered the submission");
+    // `/cd` changes the policy: the extensions are started again in it.
+    std::fs::create_dir(w.ws.join("sub")).unwrap();
+    p.line("/cd sub");
+    p.expect("workspace is now");
     p.at_prompt("talker> ", CTRL_D);
     let (_, code) = p.finish();
     assert_eq!(code, Some(0), "{}", p.transcript);
+    let starts = data_dir(&w, "talker", "probe").join("starts");
+    assert_eq!(std::fs::read_to_string(starts).unwrap(), "xx");
 }
 
 /// `net.allow` and `env.read` apply to an extension as to the agent's bash:
@@ -834,6 +872,16 @@ fn consent_lists_extensions_and_covers_their_files() {
     let (_, code) = p.finish();
     assert_eq!(code, Some(0), "{}", p.transcript);
     assert!(!p.transcript.contains("\u{1b}]0;pwned"), "{}", p.transcript);
+    // The receipt names the extensions of the artifact approved.
+    let receipts: Vec<_> = std::fs::read_dir(w.zot_home.join("agents/consented/consents"))
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert!(
+        receipts.len() == 1 && receipts[0].contains("probe (extensions/probe): ./probe.py normal"),
+        "{receipts:?}"
+    );
     // The receipt: no question now.
     let out = w.run(&args);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -845,4 +893,110 @@ fn consent_lists_extensions_and_covers_their_files() {
     let out = w.run(&args);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("--yes"), "{}", text(&out.stderr));
+}
+
+/// A symlink planted in the agent's data dir (its own commands may write
+/// there) never becomes the extension's writable data dir.
+#[test]
+fn planted_data_dir_symlink_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    if !python_ok() {
+        return;
+    }
+    let w = World::new();
+    let agent = probe_agent(&w, "planted", "normal", ws_perms());
+    let data = data_dir(&w, "planted", "probe");
+    std::fs::create_dir_all(data.parent().unwrap()).unwrap();
+    let ssh = w.home.join(".ssh");
+    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink(&ssh, &data).unwrap();
+    let out = run_calls(
+        &w,
+        &agent,
+        &[],
+        json!([probe("write", json!({"path": ssh.join("authorized_keys")}))]),
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is not a directory"), "{err}");
+    assert!(!ssh.join("authorized_keys").exists());
+    assert_eq!(
+        std::fs::metadata(&ssh).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+}
+
+/// Against a network model (an OpenAI-compatible fake server) holding a
+/// real-looking key: the extension's tool is offered and answers; from
+/// inside it neither the key (environment, `/proc`) nor a credential in
+/// HOME is reachable.
+#[test]
+fn network_model_calls_an_extension_tool() {
+    use common::fake_llm::{openai, FakeServer, Reply};
+    if !python_ok() {
+        return;
+    }
+    let w = World::new();
+    if !sandbox_works(&w) {
+        return;
+    }
+    const KEY: &str = "sk-proj-Zq3vT8xK1mN4pR7sW0yB2cD5fG9hJ6kL3nP8qS1tV4wX7zA0bC3eF6gH9";
+    let srv = FakeServer::script(vec![
+        Reply::sse(openai::tool_calls(&[
+            ("c1", "probe", json!({"op": "env"})),
+            ("c2", "probe", json!({"op": "proc_scan", "needle": KEY})),
+            (
+                "c3",
+                "probe",
+                json!({"op": "read", "path": w.home.join(".ssh/id_rsa")}),
+            ),
+            ("c4", "probe", json!({"op": "sleep", "s": 0})),
+        ])),
+        Reply::sse(openai::text(&["done"])),
+    ]);
+    let agent = probe_agent(&w, "netmodel", "normal", ws_perms());
+    let out = w
+        .cmd(&[
+            "run",
+            s(&agent),
+            "-y",
+            "--json",
+            "--no-session",
+            "--model",
+            "gpt-5",
+            "go",
+        ])
+        .env("OPENAI_API_KEY", KEY)
+        .env("OPENAI_BASE_URL", srv.v1())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let r = results(&out);
+    assert_eq!(r.len(), 4, "{r:?}");
+    assert!(
+        r[0].0.starts_with("ENV:") && !r[0].0.contains(KEY),
+        "{}",
+        r[0].0
+    );
+    assert_eq!(r[1].0, "NOTFOUND");
+    assert!(
+        r[2].0.starts_with("ERR:") && !r[2].0.contains("FAKE-PRIVATE-KEY"),
+        "{}",
+        r[2].0
+    );
+    assert_eq!(r[3], ("SLEPT".into(), false));
+    // The tool was offered to the model, the shadowed one was not doubled.
+    let req = srv.requests()[0].json();
+    let names: Vec<&str> = req["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(names.contains(&"probe"), "{names:?}");
+    assert_eq!(
+        names.iter().filter(|n| **n == "read").count(),
+        1,
+        "{names:?}"
+    );
 }

@@ -20,6 +20,9 @@ pub struct Request<'a> {
     /// Where a registry reference resolved to (`REGISTRY/REPO@DIGEST`).
     pub source: Option<&'a str>,
     pub perms: &'a Permissions,
+    /// The bundled extensions, one line each (they run inside the same
+    /// sandbox; the digest covers their files).
+    pub extensions: &'a [String],
 }
 
 /// How consent may be given without a prompt.
@@ -43,6 +46,9 @@ pub enum Outcome {
 struct Receipt {
     digest: String,
     agent: String,
+    /// The bundled extensions of the artifact approved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    extensions: Vec<String>,
     approvals: Vec<Approval>,
 }
 
@@ -133,6 +139,9 @@ pub fn prompt_text(req: &Request) -> String {
             p.env_withheld.join(", ")
         ));
     }
+    for e in req.extensions {
+        text.push_str(&format!("  extension: {e} (runs inside the same sandbox)\n"));
+    }
     text
 }
 
@@ -193,6 +202,7 @@ pub fn obtain(
             r = Receipt {
                 digest: req.digest.to_string(),
                 agent: req.name.to_string(),
+                extensions: req.extensions.to_vec(),
                 approvals: Vec::new(),
             };
         }
@@ -241,6 +251,7 @@ mod tests {
             signer: None,
             source: None,
             perms: &p,
+            extensions: &[],
         });
         assert!(text.contains("net: api.example.com"), "{text}");
         assert!(text.contains("env read: GITHUB_TOKEN"), "{text}");
@@ -252,6 +263,7 @@ mod tests {
             signer: None,
             source: None,
             perms: &perms("/w", "none"),
+            extensions: &[],
         });
         assert!(!none.contains("net:") && !none.contains("env"), "{none}");
         let from = prompt_text(&Request {
@@ -282,6 +294,7 @@ mod tests {
             signer: None,
             source: None,
             perms: &p,
+            extensions: &[],
         });
         assert!(
             text.contains(&format!("git read: {}", repo.join(".git").display())),
@@ -296,6 +309,7 @@ mod tests {
             signer: None,
             source: None,
             perms: &p,
+            extensions: &[],
         });
         assert!(!text.contains("git read"), "{text}");
     }
@@ -313,6 +327,7 @@ mod tests {
             signer: None,
             source: None,
             perms: &p1,
+            extensions: &[],
         };
         let mut asked = 0;
         let mut yes = |_: &str| {
@@ -333,6 +348,7 @@ mod tests {
         let pa = perms("/w1", "ask");
         let reqa = Request {
             perms: &pa,
+            extensions: &[],
             name: "a",
             version: None,
             digest: &digest,

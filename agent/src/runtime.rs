@@ -103,15 +103,7 @@ fn compile(
 /// Load `reference` and compile the sandbox policy its bash would run under
 /// in `workspace` (for `zot debug sandbox --explain`). Creates nothing.
 pub fn compile_policy(reference: &str, workspace: &Path) -> Result<SandboxPolicy, RunError> {
-    let here = std::env::current_dir().map_err(|e| RunError::io("current directory", e))?;
-    let agent = reference::resolve(reference, &here)?;
-    let ws = workspace
-        .canonicalize()
-        .map_err(|e| RunError::io(format!("workspace {}", workspace.display()), e))?;
-    let ah = AgentHome::new(home::zot_home()?, &agent.spec.name);
-    let cfg = config::load()?;
-    let perms = perms::expand(&agent.spec, &ws, &ah.data_dir(), &cfg.config)?;
-    compile(&perms, &ws, &ah, &[], &cfg.config)
+    compile_policies(reference, workspace).map(|(p, _)| p)
 }
 
 /// [`compile_policy`], plus the policy each enabled bundled extension of
@@ -511,6 +503,7 @@ fn get_consent(
     ui: &mut dyn Ui,
 ) -> Result<(), RunError> {
     let signer = agent.signature.as_ref().map(trust::signer_line);
+    let extensions = crate::ext::describe(exts);
     let req = consent::Request {
         name: &agent.spec.name,
         version: agent.spec.version.as_deref(),
@@ -518,16 +511,11 @@ fn get_consent(
         signer: signer.as_deref(),
         source: agent.source.as_deref(),
         perms,
+        extensions: &extensions,
     };
     let interactive = ui.can_ask();
-    // Bundled extensions run inside the same sandbox; the digest (which
-    // the receipt is keyed by) covers their files.
-    let mut extra = String::new();
-    for l in crate::ext::describe(exts) {
-        extra.push_str(&format!("  extension: {l}\n"));
-    }
     consent::obtain(ah, &req, bypass, interactive, &mut |text| {
-        ui.confirm(&format!("{text}{extra}"), "Allow?")
+        ui.confirm(text, "Allow?")
     })
     .map(|_| ())
 }
@@ -643,6 +631,7 @@ impl Runtime<'_> {
     /// that cannot confine them refuses the run.
     fn start_extensions(&mut self) -> Result<(), RunError> {
         self.ext.shutdown();
+        self.sync_extension_tools();
         if self.ext_list.iter().all(|e| !e.manifest.enabled) {
             return Ok(());
         }

@@ -102,7 +102,9 @@ impl Host {
     /// confine it here) is [`RunError::Sandbox`]; any other failure is
     /// [`RunError::Usage`] carrying the reason.
     pub fn start(l: Launch<'_>) -> Result<Host, RunError> {
-        let (tx_in, inbox) = mpsc::channel::<Incoming>();
+        // Bounded: an extension that writes faster than the run reads
+        // waits (its stdout pipe fills), it does not grow zot's memory.
+        let (tx_in, inbox) = mpsc::sync_channel::<Incoming>(64);
         let (tx_chunks, rx_chunks) = mpsc::sync_channel::<Vec<u8>>(16);
         let log = open_log(&l.log);
         let log = std::sync::Mutex::new((log, 0u64));
@@ -207,14 +209,19 @@ impl Host {
         match h.handshake(&l.hello_ack) {
             Ok(()) => Ok(h),
             Err(why) => {
-                let err = h.stop_now();
-                match err {
-                    Some(e @ RunError::Sandbox(_)) => Err(e),
-                    Some(e) => Err(RunError::Usage(format!(
+                let log = l.log.display();
+                match h.stop_outcome() {
+                    // Not confined here: the caller refuses the agent.
+                    Some(Err(e @ RunError::Sandbox(_))) => Err(e),
+                    Some(Err(e)) => Err(RunError::Usage(format!(
                         "{why} ({})",
                         crate::ui::error_chain(&e)
                     ))),
-                    None => Err(RunError::Usage(why)),
+                    Some(Ok(o)) if !o.cancelled => Err(RunError::Usage(format!(
+                        "{why} (exit code {}; its stderr is in {log})",
+                        o.exit_code
+                    ))),
+                    _ => Err(RunError::Usage(format!("{why} (its stderr is in {log})"))),
                 }
             }
         }
@@ -316,9 +323,16 @@ impl Host {
     }
 
     fn register_tool(&mut self, name: String, description: String, schema: Option<Value>) {
-        if !zot_policy::zotfile::extension::valid_name(&name) {
-            self.warnings
-                .push(format!("tool {name:?} ignored: not a valid name"));
+        // What the providers accept as a function name.
+        let ok = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !ok {
+            self.warnings.push(format!(
+                "tool {name:?} ignored: a tool name is 1 to 64 of A-Z a-z 0-9 _ -"
+            ));
             return;
         }
         if self.tools.len() >= MAX_REGISTERED {
@@ -328,7 +342,22 @@ impl Host {
             return;
         }
         let schema = match schema {
-            Some(s @ Value::Object(_)) => s,
+            // Providers want an object schema: `type` defaults to it.
+            Some(Value::Object(mut m)) => {
+                match m.get("type") {
+                    None => {
+                        m.insert("type".into(), json!("object"));
+                    }
+                    Some(t) if t == "object" => {}
+                    Some(_) => {
+                        self.warnings.push(format!(
+                            "tool {name:?} ignored: its schema's type is not \"object\""
+                        ));
+                        return;
+                    }
+                }
+                Value::Object(m)
+            }
             None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
             Some(_) => {
                 self.warnings.push(format!(
@@ -361,13 +390,23 @@ impl Host {
     /// Stop it at once (TERM, KILL after the grace) and return the
     /// supervisor's error, if starting it failed.
     fn stop_now(&mut self) -> Option<RunError> {
+        match self.stop_outcome()? {
+            Err(e) => Some(e),
+            Ok(_) => None,
+        }
+    }
+
+    /// Stop it at once (TERM, KILL after the grace): its outcome.
+    fn stop_outcome(&mut self) -> Option<Result<zot_supervisor::RunOutcome, RunError>> {
         self.out = None;
         let s = self.service.take()?;
         s.cancel.cancel();
-        match s.done.join() {
-            Ok(Err(e)) => Some(e),
-            _ => None,
+        // What it still writes is read (and dropped) until it is gone: the
+        // supervisor's output threads must never wait on a full queue.
+        while !s.done.is_finished() {
+            let _ = self.inbox.recv_timeout(Duration::from_millis(20));
         }
+        s.done.join().ok()
     }
 
     /// The exit of a process that ended: its code, or the supervisor's
@@ -571,6 +610,9 @@ impl Host {
         }
         if !s.done.is_finished() {
             s.cancel.cancel();
+        }
+        while !s.done.is_finished() {
+            let _ = self.inbox.recv_timeout(Duration::from_millis(20));
         }
         let _ = s.done.join();
         if self.dead.is_none() {

@@ -69,6 +69,39 @@ pub fn data_dir(agent_data: &Path, name: &str) -> PathBuf {
     agent_data.join("extensions").join(name)
 }
 
+/// Make (or check) the private data directory of extension `name` under
+/// `agent_data` (canonical) and return it. Refused when it, or
+/// `extensions/`, is anything but a real directory there: the agent's own
+/// commands may write in its data dir, and a symlink planted there must not
+/// become a writable root of the extension's sandbox.
+pub fn make_data_dir(agent_data: &Path, name: &str) -> Result<PathBuf, RunError> {
+    let base = agent_data.join("extensions");
+    let dir = base.join(name);
+    for p in [&base, &dir] {
+        if let Ok(m) = std::fs::symlink_metadata(p) {
+            if !m.is_dir() {
+                return Err(RunError::Unenforced(format!(
+                    "extension {name}: its data dir {} is not a directory (a symlink or a file there is refused)",
+                    p.display()
+                )));
+            }
+        }
+    }
+    crate::home::private_dir(&dir)
+        .map_err(|err| RunError::io(format!("extension data dir {}", dir.display()), err))?;
+    let real = dir
+        .canonicalize()
+        .map_err(|err| RunError::io(format!("extension data dir {}", dir.display()), err))?;
+    if real != dir {
+        return Err(RunError::Unenforced(format!(
+            "extension {name}: its data dir {} leads to {}: refused",
+            dir.display(),
+            real.display()
+        )));
+    }
+    Ok(real)
+}
+
 /// The policy extension `dir` (canonical) runs under: the agent's, plus
 /// `dir` readable (its working directory) and `data` writable, and the
 /// environment cut down to [`ENV_KEEP`] and `env_read`.
@@ -186,13 +219,7 @@ impl Extensions {
                     continue;
                 }
             };
-            let data = data_dir(cx.agent_data, &m.name);
-            crate::home::private_dir(&data).map_err(|err| {
-                RunError::io(format!("extension data dir {}", data.display()), err)
-            })?;
-            let data = data.canonicalize().map_err(|err| {
-                RunError::io(format!("extension data dir {}", data.display()), err)
-            })?;
+            let data = make_data_dir(cx.agent_data, &m.name)?;
             let pol = policy(cx.policy, &dir, &data, cx.env_read);
             let ack = protocol::HelloAck {
                 zot_version: crate::ZOT_VERSION,
@@ -343,6 +370,7 @@ impl Extensions {
                 match u {
                     Unasked::Notify { level, message } => {
                         let warn = matches!(level.as_str(), "warn" | "warning" | "error");
+                        let message = shorten(&message, MAX_NOTIFY);
                         self.messages
                             .push((warn, format!("extension {}: {message}", h.name)));
                     }
@@ -558,6 +586,20 @@ impl Drop for Extensions {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// Bytes of a notification shown.
+const MAX_NOTIFY: usize = 4096;
+
+fn shorten(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... [{} bytes more]", &s[..end], s.len() - end)
 }
 
 fn leak(s: &str) -> &'static str {

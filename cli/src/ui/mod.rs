@@ -144,6 +144,13 @@ impl Ui for TermUi {
         eprintln!("{text}");
     }
 
+    /// A slash command's answer (it may quote an extension's command
+    /// descriptions): sanitised like model output.
+    fn show(&mut self, text: &str) {
+        self.settle();
+        eprintln!("{}", style::sanitize(text));
+    }
+
     /// `--json`: `command_output` events on stdout; otherwise the bytes,
     /// as they are, on stderr.
     fn live_output(&mut self) -> Option<zot_supervisor::OutputSink> {
