@@ -273,6 +273,7 @@ mod tests {
             signer: None,
             source: Some("reg.example/a@sha256:11"),
             perms: &perms("/w", "none"),
+            extensions: &[],
         });
         assert!(
             from.contains("  digest: sha256:00\n  from: reg.example/a@sha256:11\n  signed by:"),
