@@ -1,4 +1,6 @@
-//! The tools: `read`, `write`, `edit`, `glob`, `grep`, `bash`, `skill`.
+//! The tools: `read`, `write`, `edit`, `glob`, `grep`, `bash` (one file
+//! each) and `skill`; here what they share: specs, the environment, scopes,
+//! the output budget and the dispatch.
 //! File tools are confined to the expanded `fs.read` / `fs.write` scopes
 //! (see [`crate::fsscope`]); `bash` goes through the risk gate and then the
 //! OS sandbox. A refusal is a tool error the model sees; the run goes on.
@@ -15,6 +17,20 @@ use crate::message::ToolCall;
 use crate::perms::Permissions;
 use crate::prompt::Skill;
 use crate::ui::Ui;
+
+mod bash;
+mod edit;
+mod glob;
+mod grep;
+mod read;
+mod write;
+
+use self::bash::{bash, save_output};
+use self::edit::edit;
+use self::glob::glob;
+use self::grep::grep;
+use self::read::read;
+use self::write::write;
 
 /// Tool names, in the order shown to the model.
 pub const NAMES: &[&str] = &["read", "write", "edit", "glob", "grep", "bash", "skill"];
@@ -430,213 +446,9 @@ fn read_capped(f: &mut std::fs::File) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// The saved whole output `raw` names, when it is one (a regular file
-/// directly in this session's outputs directory, which zot alone writes).
-fn saved_output(env: &ToolEnv, raw: &str) -> Option<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = env.side_dir.as_ref()?.join(OUTPUTS_DIR);
-    let p = Path::new(raw);
-    let name = p.file_name()?;
-    if p.parent()? != dir || !name.to_str()?.ends_with(".txt") {
-        return None;
-    }
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(dir.join(name))
-        .ok()?;
-    f.metadata().ok().filter(|m| m.is_file())?;
-    Some(f)
-}
-
-fn read(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
-    let raw = arg_str(a, "path")?;
-    let (data, full) = match saved_output(env, raw) {
-        Some(mut f) => (
-            read_capped(&mut f).map_err(|e| fail(format!("read {raw}: {e}")))?,
-            raw.to_string(),
-        ),
-        None => {
-            let s = locate(env, raw, false)?;
-            let mut f = fsscope::open_read(&s).map_err(|e| io_fail("read", &s, e))?;
-            env.check_fd(&f, &s)?;
-            let data = read_capped(&mut f).map_err(|e| io_fail("read", &s, e))?;
-            (data, s.full.display().to_string())
-        }
-    };
-    let text = String::from_utf8_lossy(&data);
-    let offset = a.get("offset").and_then(Value::as_u64).unwrap_or(1).max(1) as usize;
-    let limit = a.get("limit").and_then(Value::as_u64).map(|l| l as usize);
-    let lines: Vec<&str> = text
-        .lines()
-        .skip(offset - 1)
-        .take(limit.unwrap_or(usize::MAX))
-        .collect();
-    let mut out = lines.join("\n");
-    if text.ends_with('\n') && limit.is_none() && !out.is_empty() {
-        out.push('\n');
-    }
-    Ok(ok(cap(&out, env.output_tokens, Some(&full)).0))
-}
-
-fn write(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
-    let s = locate(env, arg_str(a, "path")?, true)?;
-    let content = arg_str(a, "content")?;
-    let canon = crate::perms::canonical_prefix(&s.full);
-    if env.private(&canon) {
-        return Err(fail(format!(
-            "permission denied: {} is zot's private state",
-            s.full.display()
-        )));
-    }
-    // Before anything is created (the opened file is checked again).
-    env.check_protected(&canon, &s)?;
-    let mut f = fsscope::open_write(&s, false).map_err(|e| io_fail("write", &s, e))?;
-    env.check_fd(&f, &s)?;
-    env.check_writable(&f, &s)?;
-    f.set_len(0).map_err(|e| io_fail("write", &s, e))?;
-    f.write_all(content.as_bytes())
-        .map_err(|e| io_fail("write", &s, e))?;
-    Ok(ok(format!(
-        "wrote {} bytes to {}",
-        content.len(),
-        s.full.display()
-    )))
-}
-
-fn edit(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
-    let s = locate(env, arg_str(a, "path")?, true)?;
-    let old = arg_str(a, "old_string")?;
-    let new = arg_str(a, "new_string")?;
-    let all = a
-        .get("replace_all")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    if old.is_empty() {
-        return Err(fail("old_string must not be empty"));
-    }
-    let mut f = fsscope::open_read(&s).map_err(|e| io_fail("edit", &s, e))?;
-    env.check_fd(&f, &s)?;
-    let data = read_capped(&mut f).map_err(|e| io_fail("edit", &s, e))?;
-    let text = String::from_utf8(data)
-        .map_err(|_| fail(format!("edit {}: not UTF-8 text", s.full.display())))?;
-    let n = text.matches(old).count();
-    if n == 0 {
-        return Err(fail(format!(
-            "edit {}: old_string not found",
-            s.full.display()
-        )));
-    }
-    if n > 1 && !all {
-        return Err(fail(format!(
-            "edit {}: old_string occurs {n} times; make it unique or set replace_all",
-            s.full.display()
-        )));
-    }
-    let out = if all {
-        text.replace(old, new)
-    } else {
-        text.replacen(old, new, 1)
-    };
-    env.check_protected(&crate::perms::canonical_prefix(&s.full), &s)?;
-    let mut f = fsscope::open_write(&s, false).map_err(|e| io_fail("edit", &s, e))?;
-    env.check_fd(&f, &s)?;
-    env.check_writable(&f, &s)?;
-    f.set_len(0).map_err(|e| io_fail("edit", &s, e))?;
-    f.write_all(out.as_bytes())
-        .map_err(|e| io_fail("edit", &s, e))?;
-    Ok(ok(format!(
-        "replaced {} occurrence(s) in {}",
-        if all { n } else { 1 },
-        s.full.display()
-    )))
-}
-
 fn walk_base(env: &ToolEnv, a: &Value) -> Result<Scoped, ToolOutput> {
     let base = a.get("path").and_then(Value::as_str).unwrap_or(".");
     locate(env, base, false)
-}
-
-fn glob(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
-    let pattern = arg_str(a, "pattern")?;
-    let m = globset::GlobBuilder::new(pattern)
-        .literal_separator(true)
-        .build()
-        .map_err(|e| fail(format!("glob pattern {pattern:?}: {e}")))?
-        .compile_matcher();
-    let s = walk_base(env, a)?;
-    let mut found = Vec::new();
-    fsscope::walk(&s, |rel, fd| {
-        if fsscope::fd_path(fd).is_none_or(|p| env.private(&p)) {
-            return true;
-        }
-        if m.is_match(rel) {
-            found.push(s.full.join(rel).display().to_string());
-        }
-        found.len() < 1000
-    })
-    .map_err(|e| io_fail("glob", &s, e))?;
-    found.sort();
-    if found.is_empty() {
-        return Ok(ok("no files match"));
-    }
-    Ok(ok(found.join("\n")))
-}
-
-fn grep(env: &ToolEnv, a: &Value) -> Result<ToolOutput, ToolOutput> {
-    let pattern = arg_str(a, "pattern")?;
-    let re = regex::Regex::new(pattern).map_err(|e| fail(format!("grep pattern: {e}")))?;
-    let filter = match a.get("glob").and_then(Value::as_str) {
-        Some(g) => Some(
-            globset::Glob::new(g)
-                .map_err(|e| fail(format!("glob {g:?}: {e}")))?
-                .compile_matcher(),
-        ),
-        None => None,
-    };
-    let s = walk_base(env, a)?;
-    let mut hits = Vec::new();
-    let mut search = |name: String, data: &[u8]| {
-        if data.contains(&0) {
-            return true;
-        }
-        for (i, line) in String::from_utf8_lossy(data).lines().enumerate() {
-            if re.is_match(line) {
-                hits.push(format!("{name}:{}:{}", i + 1, line));
-                if hits.len() >= 200 {
-                    return false;
-                }
-            }
-        }
-        true
-    };
-    let single = fsscope::open_read(&s)
-        .ok()
-        .filter(|f| f.metadata().is_ok_and(|m| m.is_file()));
-    if let Some(mut f) = single {
-        let data = read_capped(&mut f).map_err(|e| io_fail("grep", &s, e))?;
-        search(s.full.display().to_string(), &data);
-    } else {
-        fsscope::walk(&s, |rel, fd| {
-            if filter.as_ref().is_some_and(|g| !g.is_match(rel)) {
-                return true;
-            }
-            if fsscope::fd_path(fd).is_none_or(|p| env.private(&p)) {
-                return true;
-            }
-            let Ok(dup) = fd.try_clone() else { return true };
-            let mut f = std::fs::File::from(dup);
-            let Ok(data) = read_capped(&mut f) else {
-                return true;
-            };
-            search(s.full.join(rel).display().to_string(), &data)
-        })
-        .map_err(|e| io_fail("grep", &s, e))?;
-    }
-    if hits.is_empty() {
-        return Ok(ok("no matches"));
-    }
-    Ok(ok(cap(&hits.join("\n"), env.output_tokens, None).0))
 }
 
 /// Keep the head and tail of `s` when it is longer than `max_tokens`
@@ -649,185 +461,6 @@ pub fn cap(s: &str, max_tokens: u64, full: Option<&str>) -> (String, bool) {
         max_tokens
     };
     crate::context::head_tail(s, max, full)
-}
-
-/// Save the whole output of call `call_id` for the model to read back:
-/// a new 0600 file in the outputs directory of the session.
-fn save_output(env: &ToolEnv, call_id: &str, text: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = env.side_dir.as_ref()?.join(OUTPUTS_DIR);
-    let id: String = call_id
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
-        .take(64)
-        .collect();
-    let id = if id.is_empty() {
-        "call".to_string()
-    } else {
-        id
-    };
-    crate::home::private_dir(&dir).ok()?;
-    for n in 0..100 {
-        let name = if n == 0 {
-            format!("{id}.txt")
-        } else {
-            format!("{id}-{n}.txt")
-        };
-        let p = dir.join(name);
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&p)
-        {
-            Ok(mut f) => return f.write_all(text.as_bytes()).ok().map(|_| p),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(_) => return None,
-        }
-    }
-    None
-}
-
-fn bash(
-    env: &ToolEnv,
-    a: &Value,
-    call_id: &str,
-    ui: &mut dyn Ui,
-) -> Result<ToolOutput, ToolOutput> {
-    let command = arg_str(a, "command")?;
-    let mode = env.perms.bash();
-    if mode == BashMode::None {
-        return Err(fail(
-            "bash is not permitted for this agent (permissions.bash.mode: none)",
-        ));
-    }
-    let verdict = deps::gate(command, mode, &env.perms.bash_allow);
-    let reasons = verdict.reasons.join("; ");
-    match verdict.decision {
-        GateDecision::Allow => {}
-        GateDecision::Deny => return Err(fail(format!("refused by the risk gate: {reasons}"))),
-        GateDecision::Ask => {
-            if !env.interactive {
-                return Err(fail(format!(
-                    "the risk gate wants confirmation ({reasons}) and there is no terminal to ask on: refused"
-                )));
-            }
-            if !ui.confirm(
-                &format!("Agent wants to run: {command}\n  risk gate: {reasons}"),
-                "Allow?",
-            ) {
-                return Err(fail("the user declined this command"));
-            }
-        }
-    }
-    let timeout = match a.get("timeout").and_then(Value::as_f64) {
-        Some(t) if t > 0.0 => Duration::from_secs_f64(t).min(BASH_TIMEOUT_MAX),
-        Some(_) => return Err(fail("timeout must be a positive number of seconds")),
-        None => BASH_TIMEOUT,
-    };
-    let shell = if Path::new("/bin/bash").exists() {
-        "/bin/bash"
-    } else {
-        "/bin/sh"
-    };
-    let argv = vec![shell.to_string(), "-c".to_string(), command.to_string()];
-    let policy = env
-        .policy
-        .as_ref()
-        .map_err(|e| fail(format!("could not run the command: {e}")))?;
-    let out = deps::run_sandboxed(
-        policy,
-        &argv,
-        &deps::RunLimits {
-            timeout,
-            max_bytes: BASH_CAPTURE,
-            backend: env.backend.as_deref(),
-            cancel: env.cancel.as_ref(),
-            live_output: env.live_output.clone(),
-            index: env.index.as_ref(),
-        },
-    )
-    .map_err(|e| {
-        fail(format!(
-            "could not run the command: {}",
-            crate::ui::error_chain(&e)
-        ))
-    })?;
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    if !out.stderr.is_empty() {
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(&String::from_utf8_lossy(&out.stderr));
-    }
-    if out.truncated {
-        text.push_str(&format!("\n[output truncated at {} bytes]", BASH_CAPTURE));
-    }
-    // Repositories the command created are renamed aside (git on the host
-    // would run their hooks): the model is told, so it does not retry.
-    for n in out.report.notes.iter().filter(|n| {
-        matches!(
-            n,
-            zot_supervisor::Note::Quarantined { .. }
-                | zot_supervisor::Note::ScanIncomplete { .. }
-                | zot_supervisor::Note::IndexFallback { .. }
-        )
-    }) {
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(&format!("[zot: {n}]"));
-    }
-    let budget = if env.output_tokens == 0 {
-        MODEL_OUTPUT_TOKENS
-    } else {
-        env.output_tokens
-    };
-    let mut full_output = None;
-    if crate::context::text_tokens(&text) > budget {
-        full_output = save_output(env, call_id, &text);
-    }
-    let full_name = full_output.as_ref().map(|p| p.display().to_string());
-    let (shown, _) = cap(&text, budget, full_name.as_deref());
-    let ms = out.duration.as_millis() as u64;
-    let status = if out.cancelled {
-        format!("cancelled (exit code {})", out.exit_code)
-    } else if out.timed_out {
-        format!(
-            "timed out after {} s (exit code {})",
-            timeout.as_secs_f64(),
-            out.exit_code
-        )
-    } else {
-        format!("exit code {}", out.exit_code)
-    };
-    let mut content = format!("{status}, {ms} ms\n{shown}");
-    // The model learns why a connection failed (a 403 alone says little).
-    for r in out.proxy.iter().filter(|r| r.reason.is_some()) {
-        content.push_str(&format!(
-            "\n[network: {}:{} {}: {}]",
-            r.host.as_deref().unwrap_or("?"),
-            r.port.map_or("?".to_string(), |p| p.to_string()),
-            serde_json::to_value(r.decision)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
-            r.reason.as_deref().unwrap_or("")
-        ));
-    }
-    Ok(ToolOutput {
-        content,
-        is_error: out.exit_code != 0 || out.timed_out || out.cancelled,
-        exit_code: Some(out.exit_code),
-        duration_ms: Some(ms),
-        full_output,
-        network: out
-            .proxy
-            .iter()
-            .filter_map(|r| serde_json::to_value(r).ok())
-            .collect(),
-    })
 }
 
 #[cfg(test)]
