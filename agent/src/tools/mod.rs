@@ -25,7 +25,9 @@ mod grep;
 mod read;
 mod write;
 
-use self::bash::{bash, save_output};
+use self::bash::bash;
+#[cfg(test)]
+use self::bash::save_output;
 use self::edit::edit;
 use self::glob::glob;
 use self::grep::grep;
