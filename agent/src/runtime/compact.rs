@@ -331,7 +331,6 @@ impl Runtime<'_> {
                 tokens_before: before,
                 tokens_after: after,
             })?;
-            s.sync()?;
         }
         self.history.clear();
         self.history.push(msg);
