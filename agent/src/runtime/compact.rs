@@ -292,12 +292,12 @@ impl Runtime<'_> {
                 instructions,
             ) {
                 Ok((s, n, u)) => break (cut, s, n, u, l),
-                Err((ProviderError::ContextLength { status, message }, sent))
+                Err((ProviderError::ContextLength { message, .. }, sent))
                     if refusals < SUMMARY_REFUSALS =>
                 {
+                    // Smaller parts, for the window the refusal showed.
                     refusals += 1;
                     self.learn(sent, &message);
-                    let _ = status;
                 }
                 Err((ProviderError::ContextLength { status, message }, sent)) => {
                     return Err(RunError::Context(format!(
