@@ -109,14 +109,18 @@ fn summarize(
             .map_err(|e| (e, sent))?;
         usage += t.usage;
         let s = t.text.trim();
-        if s.is_empty() {
-            return Err((
-                ProviderError::Setup("the model answered the summary request with no text".into()),
-                sent,
-            ));
-        }
-        // A runaway answer is cut: the summary must stay small.
-        summary = Some(context::head_tail(s, l.summary * 2, None).0);
+        summary = Some(if s.is_empty() {
+            // No summary (a model that answered with tool calls only):
+            // an excerpt of the part (its head and tail) stands in, after
+            // the earlier summary, so the run goes on.
+            let mut e = summary.take().unwrap_or_default();
+            e.push_str("\n[the model wrote no summary of what follows; an excerpt of it]\n");
+            e.push_str(&context::head_tail(p, l.summary, None).0);
+            context::head_tail(&e, l.summary * 2, None).0
+        } else {
+            // A runaway answer is cut: the summary must stay small.
+            context::head_tail(s, l.summary * 2, None).0
+        });
     }
     Ok((summary.unwrap_or_default(), requests, usage))
 }
