@@ -156,9 +156,18 @@ fn has_tools(body: &Value) -> bool {
         .is_some_and(|t| !t.is_empty())
 }
 
-/// The fake model of the twelve-file task. `hang_summary`: never answer
-/// the first summary request.
-fn reader_server(wire: Wire, over: Over, hang_summary: bool) -> (FakeServer, Arc<Mutex<Seen>>) {
+/// How the fake model answers summary requests.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Summ {
+    Answer,
+    /// Never answers the first one.
+    Hang,
+    /// Answers with a tool call and no text.
+    ToolCall,
+}
+
+/// The fake model of the twelve-file task.
+fn reader_server(wire: Wire, over: Over, summ: Summ) -> (FakeServer, Arc<Mutex<Seen>>) {
     let seen = Arc::new(Mutex::new(Seen::default()));
     let st = seen.clone();
     let srv = FakeServer::start(move |req, i| {
@@ -175,8 +184,11 @@ fn reader_server(wire: Wire, over: Over, hang_summary: bool) -> (FakeServer, Arc
         }
         if !has_tools(&body) {
             st.summaries.push(i);
-            if hang_summary {
+            if summ == Summ::Hang && st.summaries.len() == 1 {
                 return Reply::silent();
+            }
+            if summ == Summ::ToolCall {
+                return calls_reply(wire, &[("c", "bash", json!({"command": "true"}))], tokens);
             }
             let n = highest_cat(&raw);
             let files: Vec<String> = (1..=n).map(|k| format!("`cat f{k:02}.txt`")).collect();
@@ -326,7 +338,7 @@ fn window_known(wire: Wire) {
     }
     write_files(&w.ws);
     config(&w, wire, Some(WINDOW));
-    let (srv, seen) = reader_server(wire, Over::Record, false);
+    let (srv, seen) = reader_server(wire, Over::Record, Summ::Answer);
     let out = run_reader(&w, wire, &srv, &[]);
     let ev = assert_finished(&out, &srv);
     let seen = seen.lock().unwrap();
@@ -432,7 +444,7 @@ fn refused(wire: Wire, window: Option<u64>, over: Over) {
     }
     write_files(&w.ws);
     config(&w, wire, window);
-    let (srv, seen) = reader_server(wire, over, false);
+    let (srv, seen) = reader_server(wire, over, Summ::Answer);
     let out = run_reader(&w, wire, &srv, &["--no-session"]);
     let ev = assert_finished(&out, &srv);
     let seen = seen.lock().unwrap();
@@ -512,7 +524,7 @@ fn a_compacted_session_resumes_from_its_summary() {
     }
     write_files(&w.ws);
     config(&w, Wire::OpenAi, Some(WINDOW));
-    let (srv, _) = reader_server(Wire::OpenAi, Over::Record, false);
+    let (srv, _) = reader_server(Wire::OpenAi, Over::Record, Summ::Answer);
     let out = run_reader(&w, Wire::OpenAi, &srv, &[]);
     assert_finished(&out, &srv);
     let sess = session_files(&w.zot_home.join("sessions"));
@@ -580,7 +592,7 @@ fn an_interrupt_during_compaction_leaves_the_session_as_it_was() {
     }
     write_files(&w.ws);
     config(&w, Wire::Anthropic, Some(WINDOW));
-    let (srv, seen) = reader_server(Wire::Anthropic, Over::Record, true);
+    let (srv, seen) = reader_server(Wire::Anthropic, Over::Record, Summ::Hang);
     let agent = fixture("readonly-bash");
     let mut c = cmd(
         &w,
@@ -609,7 +621,7 @@ fn an_interrupt_during_compaction_leaves_the_session_as_it_was() {
     assert_eq!(msgs(&after), msgs(&before));
     // Resumed, the conversation is the uncompacted one: the first file is
     // still in it (the next request is a summary request again).
-    let (srv2, _) = reader_server(Wire::Anthropic, Over::Record, false);
+    let (srv2, _) = reader_server(Wire::Anthropic, Over::Record, Summ::Answer);
     let id = sess[0].file_stem().unwrap().to_str().unwrap().to_string();
     let out = cmd(
         &w,
@@ -720,7 +732,7 @@ fn auto_compact_off_fails_clearly() {
     let mut c = std::fs::read_to_string(w.zot_home.join("config.toml")).unwrap();
     c.push_str("[context]\nauto_compact = false\n");
     std::fs::write(w.zot_home.join("config.toml"), c).unwrap();
-    let (srv, _) = reader_server(Wire::OpenAi, Over::Refuse, false);
+    let (srv, _) = reader_server(Wire::OpenAi, Over::Refuse, Summ::Answer);
     let out = run_reader(&w, Wire::OpenAi, &srv, &["--no-session"]);
     assert_eq!(out.status.code(), Some(1));
     let ev = events(&out);
@@ -834,7 +846,7 @@ fn print_mode_reports_compactions_on_stderr() {
     }
     write_files(&w.ws);
     config(&w, Wire::Anthropic, Some(WINDOW));
-    let (srv, _) = reader_server(Wire::Anthropic, Over::Record, false);
+    let (srv, _) = reader_server(Wire::Anthropic, Over::Record, Summ::Answer);
     let agent = fixture("readonly-bash");
     let out = cmd(
         &w,
@@ -863,4 +875,23 @@ fn print_mode_reports_compactions_on_stderr() {
             >= 2,
         "{err}"
     );
+}
+
+/// A model that answers the summary request with a tool call and no text:
+/// an excerpt stands in for the summary and the run goes on.
+#[test]
+fn a_summary_request_answered_without_text_still_compacts() {
+    let w = World::new();
+    if !sandbox_works(&w) {
+        return;
+    }
+    write_files(&w.ws);
+    config(&w, Wire::OpenAi, Some(WINDOW));
+    let (srv, seen) = reader_server(Wire::OpenAi, Over::Record, Summ::ToolCall);
+    let out = run_reader(&w, Wire::OpenAi, &srv, &["--no-session"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ev = events(&out);
+    assert_eq!(of_type(&ev, "tool_call").len(), FILES);
+    assert!(of_type(&ev, "compaction").len() >= 2);
+    assert!(seen.lock().unwrap().over.is_empty());
 }

@@ -390,12 +390,12 @@ fn run_inner(opts: RunOptions, ui: &mut dyn Ui) -> Result<u8, RunError> {
     // session) to a journaled temp dir removed when the run ends.
     let side_dir = match loaded.session.as_ref() {
         Some(s) => Some(s.side_dir()),
-        None => {
-            let dir = deps::scratch_dir("zot-outputs-")?;
+        // (None when it cannot be made: outputs are then only cut.)
+        None => deps::scratch_dir("zot-outputs-").ok().map(|dir| {
             let p = dir.path().to_path_buf();
             agent._scratch.push(dir);
-            Some(p)
-        }
+            p
+        }),
     };
     let env = ToolEnv {
         workspace: workspace.clone(),

@@ -109,14 +109,18 @@ fn summarize(
             .map_err(|e| (e, sent))?;
         usage += t.usage;
         let s = t.text.trim();
-        if s.is_empty() {
-            return Err((
-                ProviderError::Setup("the model answered the summary request with no text".into()),
-                sent,
-            ));
-        }
-        // A runaway answer is cut: the summary must stay small.
-        summary = Some(context::head_tail(s, l.summary * 2, None).0);
+        summary = Some(if s.is_empty() {
+            // No summary (a model that answered with tool calls only):
+            // an excerpt of the part (its head and tail) stands in, after
+            // the earlier summary, so the run goes on.
+            let mut e = summary.take().unwrap_or_default();
+            e.push_str("\n[the model wrote no summary of what follows; an excerpt of it]\n");
+            e.push_str(&context::head_tail(p, l.summary, None).0);
+            context::head_tail(&e, l.summary * 2, None).0
+        } else {
+            // A runaway answer is cut: the summary must stay small.
+            context::head_tail(s, l.summary * 2, None).0
+        });
     }
     Ok((summary.unwrap_or_default(), requests, usage))
 }
@@ -292,12 +296,12 @@ impl Runtime<'_> {
                 instructions,
             ) {
                 Ok((s, n, u)) => break (cut, s, n, u, l),
-                Err((ProviderError::ContextLength { status, message }, sent))
+                Err((ProviderError::ContextLength { message, .. }, sent))
                     if refusals < SUMMARY_REFUSALS =>
                 {
+                    // Smaller parts, for the window the refusal showed.
                     refusals += 1;
                     self.learn(sent, &message);
-                    let _ = status;
                 }
                 Err((ProviderError::ContextLength { status, message }, sent)) => {
                     return Err(RunError::Context(format!(
@@ -331,7 +335,6 @@ impl Runtime<'_> {
                 tokens_before: before,
                 tokens_after: after,
             })?;
-            s.sync()?;
         }
         self.history.clear();
         self.history.push(msg);
