@@ -1822,4 +1822,23 @@ mod tests {
             .iter()
             .any(|l| l.starts_with("GET /v2/r/referrers/")));
     }
+
+    #[test]
+    fn a_manifest_over_the_limit_is_refused() {
+        let (port, _) = fake_registry();
+        let r = parse(&format!("127.0.0.1:{port}/r:big")).unwrap();
+        let cfg = zot_policy::config::Config::default();
+        let mut c = Client::new(&r, &cfg, true).unwrap();
+        let big = format!("{{\"pad\":\"{}\"}}", "x".repeat(MAX_MANIFEST as usize));
+        c.put_manifest("big", MANIFEST_TYPE, big.as_bytes())
+            .unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let none = zot_package::signature::KeySet::default();
+        let e = pull(&r, &cfg, out.path(), &none, &mut |_| Ok(()))
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(e.contains("a manifest is at most"), "{e}");
+        assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+    }
 }
