@@ -599,10 +599,18 @@ fn signatures_travel_as_referrers() {
     fails(&run_ref(&w, &stranger, &["--require-signature"], &[]));
     // The publisher's signature added next to the stranger's: the one by a
     // trusted key is used, whichever is listed first.
-    ok(&zot(&w, &["publish", s(&agent), &stranger, "--key", s(&key)], &[]));
+    ok(&zot(
+        &w,
+        &["publish", s(&agent), &stranger, "--key", s(&key)],
+        &[],
+    ));
     let o = run_ref(&w, &stranger, &["--require-signature"], &[]);
     ok(&o);
-    assert!(text(&o.stderr).contains("signature verified"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("signature verified"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[test]

@@ -689,12 +689,7 @@ fn bash(
             index: env.index.as_ref(),
         },
     )
-    .map_err(|e| {
-        fail(format!(
-            "could not run the command: {}",
-            crate::ui::error_chain(&e)
-        ))
-    })?;
+    .map_err(|e| fail(format!("could not run the command: {}", crate::ui::error_chain(&e))))?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.stderr.is_empty() {
         if !text.is_empty() && !text.ends_with('\n') {
@@ -753,10 +748,7 @@ fn bash(
             "\n[network: {}:{} {}: {}]",
             r.host.as_deref().unwrap_or("?"),
             r.port.map_or("?".to_string(), |p| p.to_string()),
-            serde_json::to_value(r.decision)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
+            serde_json::to_value(r.decision).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
             r.reason.as_deref().unwrap_or("")
         ));
     }

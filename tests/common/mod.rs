@@ -35,10 +35,7 @@ pub mod run;
 
 /// Live processes whose command line is exactly `argv`.
 pub fn processes(argv: &[&str]) -> Vec<u32> {
-    let want: Vec<u8> = argv
-        .iter()
-        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
-        .collect();
+    let want: Vec<u8> = argv.iter().flat_map(|a| [a.as_bytes(), b"\0"].concat()).collect();
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
