@@ -193,6 +193,9 @@ pub fn parse(s: &str) -> Result<OciRef, String> {
     } else {
         return Err(bad("expected REGISTRY/REPOSITORY[:TAG|@sha256:DIGEST]"));
     };
+    // Host names are case-insensitive: one spelling for config keys and
+    // credentials.
+    let registry = registry.to_ascii_lowercase();
     let registry = match registry.as_str() {
         "docker.io" | "index.docker.io" => "registry-1.docker.io".to_string(),
         _ => registry,
@@ -1614,7 +1617,6 @@ mod tests {
             "ghcr.io/acme/rev:-x",
             "ghcr.io/acme/rev@sha256:abc",
             "ghcr.io/acme/rev@md5:aaaa",
-            "GHCR.io/acme/rev",
             "reg:99999/a",
             "ghcr.io/a_-b",
             "acme/rev",
@@ -1622,6 +1624,7 @@ mod tests {
             assert!(parse(bad).is_err(), "{bad}");
         }
         assert_eq!(parse("ghcr.io/a/b:x").unwrap().target(), "x");
+        assert_eq!(parse("GHCR.io/a/b").unwrap().registry, "ghcr.io");
         assert_eq!(parse("ghcr.io/a/b").unwrap().target(), "latest");
     }
 
