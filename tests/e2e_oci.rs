@@ -682,12 +682,24 @@ fn install_run_offline_update_and_remove() {
     let v = installed(&w);
     assert_eq!(v[0]["version"], "2.0.0");
     assert_eq!(v[0]["manifest_digest"], json!(d2));
+    // On a terminal, update asks: no keeps, yes replaces.
+    greeter(&w, "greeter", "3.0.0");
+    let d3 = published_digest(&ok(&zot(&w, &["publish", s(&agent), &r], &[])));
+    for (answer, then) in [("n", "kept 2.0.0"), ("y", "greeter: updated")] {
+        let mut p = common::pty::Pty::spawn(w.cmd(&["update", "greeter"]));
+        p.expect(&format!("2.0.0 ({d2}) -> 3.0.0 ({d3})"));
+        p.at_prompt("replace greeter? [y/N]", &format!("{answer}\r"));
+        p.expect(then);
+        let (_, code) = p.finish();
+        assert_eq!(code, Some(0));
+    }
+    assert_eq!(installed(&w)[0]["version"], "3.0.0");
     reg.stop();
     assert!(ok(&run_ref(&w, "greeter", &[], &[])).contains("echo: hi there"));
 
     // Local sources install too, under another name.
     let o = ok(&zot(&w, &["install", s(&agent), "--name", "mine"], &[]));
-    assert!(o.contains("installed mine 2.0.0"), "{o}");
+    assert!(o.contains("installed mine 3.0.0"), "{o}");
     let e = fails(&zot(&w, &["install", s(&agent), "--name", "Bad/Name"], &[]));
     assert!(e.contains("name"), "{e}");
     // A stored archive changed on disk is refused.
@@ -711,7 +723,7 @@ fn install_run_offline_update_and_remove() {
     // Remove.
     fails(&zot(&w, &["remove", "absent"], &[]));
     let o = ok(&zot(&w, &["remove", "greeter", "mine"], &[]));
-    assert!(o.contains("removed greeter 2.0.0"), "{o}");
+    assert!(o.contains("removed greeter 3.0.0"), "{o}");
     store_is_empty(&w);
     let e = fails(&run_ref(&w, "greeter", &[], &[]));
     assert!(e.contains("no installed agent"), "{e}");
