@@ -984,6 +984,47 @@ fn plain_http_only_for_loopback_or_registries_marked_insecure_in_config() {
         "*/*",
     );
     assert_eq!(code, 404, "nothing was pushed");
+    // What zot speaks there is TLS, and it checks the certificate: a
+    // self-signed one is refused.
+    if common::require("openssl", have("openssl"), "openssl is not installed") {
+        let (key, cert) = (w.root.join("tls-key.pem"), w.root.join("tls-cert.pem"));
+        let o = Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout"])
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .args(["-days", "2", "-subj", &format!("/CN={alias}")])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let tls_port = free_port();
+        let mut tls = Command::new("openssl")
+            .args([
+                "s_server",
+                "-quiet",
+                "-www",
+                "-accept",
+                &tls_port.to_string(),
+                "-cert",
+            ])
+            .arg(&cert)
+            .arg("-key")
+            .arg(&key)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_port(tls_port);
+        let e = fails(&run_ref(
+            &w,
+            &format!("{alias}:{tls_port}/acme/greeter:v1"),
+            &[],
+            &[],
+        ));
+        let _ = tls.kill();
+        let _ = tls.wait();
+        assert!(e.contains("certificate"), "{e}");
+    }
     // The config file zot reads ($ZOT_HOME/config.toml) marks it insecure.
     std::fs::create_dir_all(&w.zot_home).unwrap();
     let cfg = w.zot_home.join("config.toml");

@@ -633,6 +633,12 @@ impl Client {
             .timeout_send_body(Some(Duration::from_secs(1800)))
             .max_redirects(5)
             .user_agent(format!("zot/{}", crate::ZOT_VERSION))
+            // The system's trust store, as the model providers use.
+            .tls_config(
+                ureq::tls::TlsConfig::builder()
+                    .root_certs(ureq::tls::RootCerts::PlatformVerifier)
+                    .build(),
+            )
             .build()
             .new_agent();
         Ok(Client {
