@@ -599,10 +599,18 @@ fn signatures_travel_as_referrers() {
     fails(&run_ref(&w, &stranger, &["--require-signature"], &[]));
     // The publisher's signature added next to the stranger's: the one by a
     // trusted key is used, whichever is listed first.
-    ok(&zot(&w, &["publish", s(&agent), &stranger, "--key", s(&key)], &[]));
+    ok(&zot(
+        &w,
+        &["publish", s(&agent), &stranger, "--key", s(&key)],
+        &[],
+    ));
     let o = run_ref(&w, &stranger, &["--require-signature"], &[]);
     ok(&o);
-    assert!(text(&o.stderr).contains("signature verified"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("signature verified"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[test]
@@ -674,12 +682,24 @@ fn install_run_offline_update_and_remove() {
     let v = installed(&w);
     assert_eq!(v[0]["version"], "2.0.0");
     assert_eq!(v[0]["manifest_digest"], json!(d2));
+    // On a terminal, update asks: no keeps, yes replaces.
+    greeter(&w, "greeter", "3.0.0");
+    let d3 = published_digest(&ok(&zot(&w, &["publish", s(&agent), &r], &[])));
+    for (answer, then) in [("n", "kept 2.0.0"), ("y", "greeter: updated")] {
+        let mut p = common::pty::Pty::spawn(w.cmd(&["update", "greeter"]));
+        p.expect(&format!("2.0.0 ({d2}) -> 3.0.0 ({d3})"));
+        p.at_prompt("replace greeter? [y/N]", &format!("{answer}\r"));
+        p.expect(then);
+        let (_, code) = p.finish();
+        assert_eq!(code, Some(0));
+    }
+    assert_eq!(installed(&w)[0]["version"], "3.0.0");
     reg.stop();
     assert!(ok(&run_ref(&w, "greeter", &[], &[])).contains("echo: hi there"));
 
     // Local sources install too, under another name.
     let o = ok(&zot(&w, &["install", s(&agent), "--name", "mine"], &[]));
-    assert!(o.contains("installed mine 2.0.0"), "{o}");
+    assert!(o.contains("installed mine 3.0.0"), "{o}");
     let e = fails(&zot(&w, &["install", s(&agent), "--name", "Bad/Name"], &[]));
     assert!(e.contains("name"), "{e}");
     // A stored archive changed on disk is refused.
@@ -703,7 +723,7 @@ fn install_run_offline_update_and_remove() {
     // Remove.
     fails(&zot(&w, &["remove", "absent"], &[]));
     let o = ok(&zot(&w, &["remove", "greeter", "mine"], &[]));
-    assert!(o.contains("removed greeter 2.0.0"), "{o}");
+    assert!(o.contains("removed greeter 3.0.0"), "{o}");
     store_is_empty(&w);
     let e = fails(&run_ref(&w, "greeter", &[], &[]));
     assert!(e.contains("no installed agent"), "{e}");
@@ -964,6 +984,47 @@ fn plain_http_only_for_loopback_or_registries_marked_insecure_in_config() {
         "*/*",
     );
     assert_eq!(code, 404, "nothing was pushed");
+    // What zot speaks there is TLS, and it checks the certificate: a
+    // self-signed one is refused.
+    if common::require("openssl", have("openssl"), "openssl is not installed") {
+        let (key, cert) = (w.root.join("tls-key.pem"), w.root.join("tls-cert.pem"));
+        let o = Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout"])
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .args(["-days", "2", "-subj", &format!("/CN={alias}")])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let tls_port = free_port();
+        let mut tls = Command::new("openssl")
+            .args([
+                "s_server",
+                "-quiet",
+                "-www",
+                "-accept",
+                &tls_port.to_string(),
+                "-cert",
+            ])
+            .arg(&cert)
+            .arg("-key")
+            .arg(&key)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_port(tls_port);
+        let e = fails(&run_ref(
+            &w,
+            &format!("{alias}:{tls_port}/acme/greeter:v1"),
+            &[],
+            &[],
+        ));
+        let _ = tls.kill();
+        let _ = tls.wait();
+        assert!(e.contains("certificate"), "{e}");
+    }
     // The config file zot reads ($ZOT_HOME/config.toml) marks it insecure.
     std::fs::create_dir_all(&w.zot_home).unwrap();
     let cfg = w.zot_home.join("config.toml");

@@ -316,7 +316,8 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
         network: false,
         ..Default::default()
     };
-    let mut policy = zot_policy::sandbox::agent_policy(&opts).map_err(RunError::Policy)?;
+    let mut policy =
+        zot_policy::sandbox::agent_policy(&opts).map_err(RunError::Policy)?;
     if !input.net_allow.is_empty() {
         let allow = zot_policy::net::AllowList::parse(&input.net_allow)
             .map_err(|e| RunError::Manifest(format!("permissions.net.allow: {e}")))?;

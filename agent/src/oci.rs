@@ -193,6 +193,9 @@ pub fn parse(s: &str) -> Result<OciRef, String> {
     } else {
         return Err(bad("expected REGISTRY/REPOSITORY[:TAG|@sha256:DIGEST]"));
     };
+    // Host names are case-insensitive: one spelling for config keys and
+    // credentials.
+    let registry = registry.to_ascii_lowercase();
     let registry = match registry.as_str() {
         "docker.io" | "index.docker.io" => "registry-1.docker.io".to_string(),
         _ => registry,
@@ -630,6 +633,12 @@ impl Client {
             .timeout_send_body(Some(Duration::from_secs(1800)))
             .max_redirects(5)
             .user_agent(format!("zot/{}", crate::ZOT_VERSION))
+            // The system's trust store, as the model providers use.
+            .tls_config(
+                ureq::tls::TlsConfig::builder()
+                    .root_certs(ureq::tls::RootCerts::PlatformVerifier)
+                    .build(),
+            )
             .build()
             .new_agent();
         Ok(Client {
@@ -1614,7 +1623,6 @@ mod tests {
             "ghcr.io/acme/rev:-x",
             "ghcr.io/acme/rev@sha256:abc",
             "ghcr.io/acme/rev@md5:aaaa",
-            "GHCR.io/acme/rev",
             "reg:99999/a",
             "ghcr.io/a_-b",
             "acme/rev",
@@ -1622,6 +1630,7 @@ mod tests {
             assert!(parse(bad).is_err(), "{bad}");
         }
         assert_eq!(parse("ghcr.io/a/b:x").unwrap().target(), "x");
+        assert_eq!(parse("GHCR.io/a/b").unwrap().registry, "ghcr.io");
         assert_eq!(parse("ghcr.io/a/b").unwrap().target(), "latest");
     }
 
@@ -1821,5 +1830,24 @@ mod tests {
             .unwrap()
             .iter()
             .any(|l| l.starts_with("GET /v2/r/referrers/")));
+    }
+
+    #[test]
+    fn a_manifest_over_the_limit_is_refused() {
+        let (port, _) = fake_registry();
+        let r = parse(&format!("127.0.0.1:{port}/r:big")).unwrap();
+        let cfg = zot_policy::config::Config::default();
+        let mut c = Client::new(&r, &cfg, true).unwrap();
+        let big = format!("{{\"pad\":\"{}\"}}", "x".repeat(MAX_MANIFEST as usize));
+        c.put_manifest("big", MANIFEST_TYPE, big.as_bytes())
+            .unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let none = zot_package::signature::KeySet::default();
+        let e = pull(&r, &cfg, out.path(), &none, &mut |_| Ok(()))
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(e.contains("a manifest is at most"), "{e}");
+        assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
     }
 }

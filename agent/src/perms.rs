@@ -230,10 +230,7 @@ mod tests {
                 fs_read: vec![bad.into()],
                 ..Default::default()
             };
-            assert!(
-                expand(&spec, &ws, &data, &Default::default()).is_err(),
-                "{bad}"
-            );
+            assert!(expand(&spec, &ws, &data, &Default::default()).is_err(), "{bad}");
         }
         let other = d.path().canonicalize().unwrap();
         let spec = AgentSpec {
@@ -241,12 +238,8 @@ mod tests {
             ..Default::default()
         };
         assert_ne!(
-            expand(&spec, &ws, &data, &Default::default())
-                .unwrap()
-                .hash(),
-            expand(&spec, &other, &data, &Default::default())
-                .unwrap()
-                .hash()
+            expand(&spec, &ws, &data, &Default::default()).unwrap().hash(),
+            expand(&spec, &other, &data, &Default::default()).unwrap().hash()
         );
     }
 
@@ -270,20 +263,8 @@ mod tests {
             net_allow: hosts.iter().map(|h| h.to_string()).collect(),
             ..base.clone()
         };
-        let a = expand(
-            &net(&["example.com", "a.example"]),
-            &ws,
-            &ws,
-            &Default::default(),
-        )
-        .unwrap();
-        let b = expand(
-            &net(&["A.Example", "Example.COM", "example.com"]),
-            &ws,
-            &ws,
-            &Default::default(),
-        )
-        .unwrap();
+        let a = expand(&net(&["example.com", "a.example"]), &ws, &ws, &Default::default()).unwrap();
+        let b = expand(&net(&["A.Example", "Example.COM", "example.com"]), &ws, &ws, &Default::default()).unwrap();
         let c = expand(&net(&["example.org"]), &ws, &ws, &Default::default()).unwrap();
         assert_eq!(a.hash(), b.hash(), "the same rules, written differently");
         assert_ne!(a.hash(), c.hash());
@@ -296,17 +277,10 @@ mod tests {
         assert_eq!(e.env_read, ["ZOT_PERMS_TEST_VAR"]);
         assert_ne!(e.hash(), plain.hash());
         for (field, bad) in [("net.allow", "exa mple.com"), ("env.read", "1X")] {
-            let spec = if field == "net.allow" {
-                net(&[bad])
-            } else {
-                AgentSpec {
-                    env_read: vec![bad.into()],
-                    ..base.clone()
-                }
+            let spec = if field == "net.allow" { net(&[bad]) } else {
+                AgentSpec { env_read: vec![bad.into()], ..base.clone() }
             };
-            let err = expand(&spec, &ws, &ws, &Default::default())
-                .unwrap_err()
-                .to_string();
+            let err = expand(&spec, &ws, &ws, &Default::default()).unwrap_err().to_string();
             assert!(err.contains(field) && err.contains(bad), "{err}");
         }
     }

@@ -166,7 +166,12 @@ pub fn add(
     let blobs = blobs_dir(home);
     private_dir(&blobs).map_err(|e| RunError::io(blobs.display().to_string(), e))?;
     private_dir(&records_dir(home)).map_err(|e| RunError::io("installed records", e))?;
-    let digest = copy_in(archive, &blobs)?;
+    let in_store = archive.parent().and_then(Path::parent) == Some(blobs.as_path());
+    let digest = if in_store {
+        move_in(archive, home, &agent.archive_digest)?
+    } else {
+        copy_in(archive, &blobs)?
+    };
     if digest != agent.archive_digest {
         gc(home)?;
         return Err(store_err(format!(
@@ -286,7 +291,17 @@ pub fn fetch(
     keys: &zot_package::signature::KeySet,
     progress: &mut oci::Report<'_>,
 ) -> Result<Fetched, RunError> {
-    let scratch = crate::deps::scratch_dir("zot-install-")?;
+    // In the store's own directory when it can be made there: a pulled
+    // archive is then renamed into place, not copied (its digest was
+    // checked as it was written).
+    let scratch = match crate::home::zot_home() {
+        Ok(home) if private_dir(&blobs_dir(&home)).is_ok() => {
+            zot_supervisor::journal::for_process(&home)
+                .temp_dir(&blobs_dir(&home), ".fetch-")
+                .map_err(|e| RunError::Journal(Box::new(e)))?
+        }
+        _ => crate::deps::scratch_dir("zot-install-")?,
+    };
     if oci::looks_like(reference) && !cwd.join(reference).exists() {
         let r = oci::parse(reference).map_err(RunError::Reference)?;
         let p = oci::pull(&r, config, scratch.path(), keys, progress)?;
@@ -452,6 +467,20 @@ pub fn verify(
         signature: verified,
         warnings: summary.warnings,
     })
+}
+
+/// Rename `src` (fetched into a scratch dir inside the store, its
+/// `digest` already checked) into place: synced, mode 0600.
+fn move_in(src: &Path, home: &Path, digest: &str) -> Result<String, RunError> {
+    use std::os::unix::fs::PermissionsExt;
+    let io = |e| RunError::io(src.display().to_string(), e);
+    let f = std::fs::File::open(src).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .map_err(io)?;
+    let dst = blob_path(home, digest);
+    std::fs::rename(src, &dst).map_err(|e| RunError::io(dst.display().to_string(), e))?;
+    Ok(digest.to_string())
 }
 
 /// Copy `src` into `dir` as `<hex>.zot` in one pass (hashing as it

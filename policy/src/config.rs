@@ -477,12 +477,12 @@ fn section_sandbox(w: &mut Walker, v: &Value) -> SandboxSettings {
         let p = join("sandbox", k);
         match k.as_str() {
             "tmp_size" => {
-                s.tmp_size =
-                    size(w, v, &p).and_then(|n| check_tmp_size(n).map_err(|e| w.err(&p, e)).ok())
+                s.tmp_size = size(w, v, &p)
+                    .and_then(|n| check_tmp_size(n).map_err(|e| w.err(&p, e)).ok())
             }
             "max_file_size" => {
-                s.max_file_size =
-                    size(w, v, &p).and_then(|n| check_tmp_size(n).map_err(|e| w.err(&p, e)).ok())
+                s.max_file_size = size(w, v, &p)
+                    .and_then(|n| check_tmp_size(n).map_err(|e| w.err(&p, e)).ok())
             }
             "max_procs" => {
                 s.max_procs = w
@@ -1033,15 +1033,11 @@ mod tests {
 
     #[test]
     fn sandbox_section() {
-        let c = parse("[sandbox]\ntmp_size = \"1G\"\nmax_procs = 2048\nmax_file_size = 1048576\n")
-            .unwrap();
+        let c = parse("[sandbox]\ntmp_size = \"1G\"\nmax_procs = 2048\nmax_file_size = 1048576\n").unwrap();
         assert_eq!(c.sandbox.tmp_size, Some(1 << 30));
         assert_eq!(c.sandbox.limits().max_procs, 2048);
         assert_eq!(c.sandbox.limits().max_file_size, 1 << 20);
-        assert_eq!(
-            Config::default().sandbox.limits(),
-            crate::limits::Limits::default()
-        );
+        assert_eq!(Config::default().sandbox.limits(), crate::limits::Limits::default());
         let e = parse("[sandbox]\ntmp_size = \"12X\"\nmax_procs = 3\nmax_proc = 1\n").unwrap_err();
         let paths: Vec<&str> = e.iter().map(|d| d.path.as_str()).collect();
         assert!(paths.contains(&"sandbox.tmp_size"), "{e:?}");
@@ -1174,23 +1170,11 @@ reasoning = true
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
-        assert!(
-            parse("[trust]\nrequire_signature = true\n")
-                .unwrap()
-                .trust
-                .require_signature
-        );
+        assert!(parse("[trust]\nrequire_signature = true\n").unwrap().trust.require_signature);
         let e = errors("[trust]\nrequire_signature = \"yes\"\n");
-        assert!(
-            e.iter().any(|d| d.starts_with("trust.require_signature")),
-            "{e:?}"
-        );
+        assert!(e.iter().any(|d| d.starts_with("trust.require_signature")), "{e:?}");
         let e = errors("[trust]\nrequire_signatures = true\n");
-        assert!(
-            e.iter()
-                .any(|d| d.contains("did you mean") && d.contains("require_signature")),
-            "{e:?}"
-        );
+        assert!(e.iter().any(|d| d.contains("did you mean") && d.contains("require_signature")), "{e:?}");
         let e = errors("require_signature = true\n");
         assert!(e.iter().any(|d| d.contains("require_signature")), "{e:?}");
     }
