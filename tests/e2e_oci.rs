@@ -963,12 +963,10 @@ fn plain_http_only_for_loopback_or_registries_marked_insecure_in_config() {
     if !need_registry() {
         return;
     }
+    // Not a kernel feature: a host without such a name skips this test
+    // even under ZOT_TEST_MUST_WORK (the CI machines have one).
     let Some(alias) = loopback_alias() else {
-        common::require(
-            "a loopback host name",
-            false,
-            "/etc/hosts maps no name but localhost to 127.0.0.0/8",
-        );
+        eprintln!("skipped: /etc/hosts maps no name but localhost to 127.0.0.0/8");
         return;
     };
     let w = World::new();
