@@ -166,10 +166,29 @@ pub struct AttemptSpec {
     /// A repository nested three levels down in the workspace.
     #[serde(default)]
     pub nested_repo: Option<PathBuf>,
+    /// Credentials named by the environment and zot's own state (issue
+    /// class 1): files the check's environment names, outside every
+    /// default place.
+    #[serde(default)]
+    pub named: Option<NamedSpec>,
+    /// The memory limit of the run, when a cgroup enforces it.
+    #[serde(default)]
+    pub memory: Option<u64>,
     /// Set for the second run, under a proxied network: the runner makes
     /// only the proxy attempts.
     #[serde(default)]
     pub proxy: Option<ProxySpec>,
+}
+
+/// Files named by the environment the check's sandbox is prepared with.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NamedSpec {
+    /// `$GOOGLE_APPLICATION_CREDENTIALS`.
+    pub env_file: PathBuf,
+    /// `$XDG_CONFIG_HOME/gh/hosts.yml`.
+    pub xdg_store: PathBuf,
+    /// A session file in `$ZOT_HOME`.
+    pub zot_state: PathBuf,
 }
 
 /// The planted credential files of the check's two fake homes.
@@ -268,10 +287,12 @@ fn attempts(mode: SandboxMode) -> Vec<Attempt> {
             true,
             false,
         ),
+        // Without a mount namespace workspace-write shares the host's
+        // /dev/shm (reported), as ordinary programs need it.
         a(
             "read a file in the host's /dev/shm",
             Feature::Fs,
-            false,
+            ws_write,
             false,
         ),
         a(
@@ -309,7 +330,13 @@ fn attempts(mode: SandboxMode) -> Vec<Attempt> {
         a("mount tmpfs", Feature::Seccomp, false, false),
         a("unshare user namespace", Feature::Seccomp, false, false),
         a("io_uring_setup", Feature::Seccomp, false, false),
+        a(ATTEMPT_FANOTIFY, Feature::Seccomp, false, false),
         a("run without no_new_privs", Feature::Seccomp, false, false),
+        a(ATTEMPT_THREADS, Feature::Limits, true, false),
+        a(ATTEMPT_MEMORY, Feature::Limits, false, false),
+        a(ATTEMPT_ENV_CREDENTIAL, Feature::Fs, false, false),
+        a(ATTEMPT_XDG_CREDENTIAL, Feature::Fs, false, false),
+        a(ATTEMPT_ZOT_STATE, Feature::Fs, false, false),
     ];
     v.extend(credential_and_git_attempts(mode));
     v
@@ -357,6 +384,17 @@ const GIT_INCLUDE_FILE: &str = "zot-check-include.cfg";
 const GIT_HOOKS_DIR: &str = "zot-check-hooks";
 const GIT_FSMONITOR: &str = "tools/zot-check-fsmonitor";
 
+/// Issue classes 1, 5 and 6 of the third hardening round.
+const ATTEMPT_FANOTIFY: &str = "fanotify_init (watch other processes' accesses to a host file)";
+const ATTEMPT_THREADS: &str = "threads beyond the process limit";
+const ATTEMPT_MEMORY: &str = "memory beyond the memory limit";
+const ATTEMPT_ENV_CREDENTIAL: &str =
+    "read a credential file named by $GOOGLE_APPLICATION_CREDENTIALS";
+const ATTEMPT_XDG_CREDENTIAL: &str = "read ~/.config/gh/hosts.yml moved by $XDG_CONFIG_HOME";
+const ATTEMPT_ZOT_STATE: &str = "read a session in zot's own state ($ZOT_HOME)";
+/// The memory limit of the check's run (where a cgroup enforces one).
+const CHECK_MEMORY: u64 = 256 << 20;
+
 const ATTEMPT_HOME_CREDENTIAL: &str = "read ~/.git-credentials (default deny list, $HOME)";
 const ATTEMPT_USER_HOME_CREDENTIAL: &str =
     "read ~/.config/gh/hosts.yml (default deny list, the password database's home)";
@@ -375,7 +413,13 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
         r
     };
     let fixture = Fixture::create()?;
-    let policy = fixture.policy(req.mode)?;
+    let mut policy = fixture.policy(req.mode)?;
+    // Credentials named by the environment, and zot's own state, as a
+    // caller's environment would name them.
+    let named_env = fixture.named_env();
+    policy = crate::creds::with_credentials(&policy, &named_env);
+    let memory_enforced = crate::cgroup::memory_usable().is_ok();
+    policy.limits.memory = CHECK_MEMORY;
     let mut report = CheckReport {
         host,
         mode: req.mode,
@@ -444,6 +488,7 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
     spec.host_pty = host.pty.as_ref().map(|(p, _, _)| p.clone());
     spec.tmp_size = Some(policy.limits.tmp_size);
     spec.max_procs = Some(policy.limits.max_procs);
+    spec.memory = memory_enforced.then_some(CHECK_MEMORY);
     let json = serde_json::to_string(&spec).map_err(|e| SupervisorError::Io {
         what: "encoding the attempt spec".into(),
         source: e.into(),
@@ -482,6 +527,16 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
             n,
             crate::Note::Gap {
                 gap: zot_launcher::plan::Gap::HostSocketsAfterLaunch
+            }
+        )
+    });
+    // uid 0 on a kernel without a PID namespace's own pid_max: no limit
+    // binds it (the report says so).
+    let root_unlimited = e.notes.iter().any(|n| {
+        matches!(
+            n,
+            crate::Note::Gap {
+                gap: zot_launcher::plan::Gap::NoProcessLimitForRoot
             }
         )
     });
@@ -568,6 +623,8 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
         } else if (a.needs_mounts && !mounts)
             || level_of(a.feature) == Level::None
             || (netns_attempt && late_sockets_unchecked)
+            || (a.name == ATTEMPT_MEMORY && !memory_enforced)
+            || (a.name == ATTEMPT_THREADS && root_unlimited)
         {
             "not-enforced"
         } else {
@@ -935,6 +992,16 @@ impl Fixture {
         std::os::unix::fs::symlink(&outside, workspace.join("link"))
             .map_err(io("planting the symlink"))?;
         let (user_home, nested_repo) = plant_credentials_and_repo(&r, &home, &workspace, &token)?;
+        for rel in [
+            "keys/service-account.json",
+            "xdg/gh/hosts.yml",
+            "zot-home/sessions/s.jsonl",
+        ] {
+            let p = r.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap_or(&r))
+                .and_then(|_| std::fs::write(&p, &token))
+                .map_err(io("planting a credential named by the environment"))?;
+        }
         let etc_probe = PathBuf::from(format!("/etc/zot-check-{}", std::process::id()));
         let target = Target::spawn().map_err(io("starting the host target process"))?;
         Ok(Fixture {
@@ -968,6 +1035,31 @@ impl Fixture {
         Ok(p)
     }
 
+    /// An environment naming credentials outside every default place and
+    /// zot's own state (planted by [`plant_named`]).
+    fn named_env(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        let n = self.named();
+        let root = self.outside.parent().unwrap_or(&self.outside).to_path_buf();
+        vec![
+            (
+                "GOOGLE_APPLICATION_CREDENTIALS".into(),
+                n.env_file.into_os_string(),
+            ),
+            ("XDG_CONFIG_HOME".into(), root.join("xdg").into_os_string()),
+            ("ZOT_HOME".into(), root.join("zot-home").into_os_string()),
+            ("HOME".into(), self.home.clone().into_os_string()),
+        ]
+    }
+
+    fn named(&self) -> NamedSpec {
+        let root = self.outside.parent().unwrap_or(&self.outside).to_path_buf();
+        NamedSpec {
+            env_file: root.join("keys/service-account.json"),
+            xdg_store: root.join("xdg/gh/hosts.yml"),
+            zot_state: root.join("zot-home/sessions/s.jsonl"),
+        }
+    }
+
     fn attempt_spec(&self, port: Option<u16>) -> AttemptSpec {
         let control_read = ["/etc/os-release", "/etc/passwd", "/etc/hostname"]
             .iter()
@@ -998,6 +1090,8 @@ impl Fixture {
                 user_home: self.user_home.join(".config/gh/hosts.yml"),
             }),
             nested_repo: Some(self.nested_repo.clone()),
+            named: Some(self.named()),
+            memory: None,
             proxy: None,
         }
     }
@@ -1316,7 +1410,121 @@ pub fn run_attempts(spec: &AttemptSpec) -> Vec<AttemptOutcome> {
         },
     );
     out.extend(run_credential_and_git_attempts(spec));
+    out.extend(run_round3_attempts(spec));
     out
+}
+
+/// Issue classes 1, 5 and 6: credentials named by the environment, zot's
+/// own state, threads and memory beyond the limits, fanotify.
+fn run_round3_attempts(spec: &AttemptSpec) -> Vec<AttemptOutcome> {
+    let read_secret = |p: Option<&PathBuf>| match p {
+        Some(p) => match read_file(p) {
+            Ok(s) if s.contains(&spec.secret_token) => Ok(format!("read {}", p.display())),
+            Ok(_) => Err("masked (content not visible)".into()),
+            Err(e) => Err(e),
+        },
+        None => Err("nothing planted".into()),
+    };
+    let named = spec.named.as_ref();
+    let fanotify_target = spec.control_read.clone();
+    vec![
+        outcome(
+            ATTEMPT_ENV_CREDENTIAL,
+            read_secret(named.map(|n| &n.env_file)),
+        ),
+        outcome(
+            ATTEMPT_XDG_CREDENTIAL,
+            read_secret(named.map(|n| &n.xdg_store)),
+        ),
+        outcome(ATTEMPT_ZOT_STATE, read_secret(named.map(|n| &n.zot_state))),
+        outcome(
+            ATTEMPT_FANOTIFY,
+            in_child(move || {
+                // FAN_CLASS_NOTIF | FAN_REPORT_FID: an unprivileged caller's.
+                // SAFETY: plain syscalls with valid arguments.
+                let fd = unsafe { libc::syscall(libc::SYS_fanotify_init, 0x200u32, 0u32) };
+                if fd < 0 {
+                    return -1;
+                }
+                let Ok(c) = std::ffi::CString::new(fanotify_target.as_os_str().as_encoded_bytes())
+                else {
+                    return -1;
+                };
+                // SAFETY: as above.
+                let r = unsafe {
+                    libc::syscall(
+                        libc::SYS_fanotify_mark,
+                        fd as i32,
+                        1u32,
+                        0x21u64,
+                        libc::AT_FDCWD,
+                        c.as_ptr(),
+                    )
+                };
+                if r == 0 {
+                    0
+                } else {
+                    -1
+                }
+            }),
+        ),
+        outcome(
+            ATTEMPT_THREADS,
+            match spec.max_procs {
+                Some(limit) => {
+                    let r = in_child(move || {
+                        let mut n = 0u64;
+                        while n <= limit {
+                            let t = std::thread::Builder::new()
+                                .stack_size(64 << 10)
+                                .spawn(|| std::thread::sleep(Duration::from_secs(2)));
+                            if t.is_err() {
+                                break;
+                            }
+                            n += 1;
+                        }
+                        // The program's own thread counts too.
+                        if n + 1 > limit {
+                            0
+                        } else {
+                            -1
+                        }
+                    });
+                    r.map(|_| format!("more than {limit} threads"))
+                        .map_err(|_| format!("stopped at the limit of {limit}"))
+                }
+                None => Err("no limit planned".into()),
+            },
+        ),
+        outcome(
+            ATTEMPT_MEMORY,
+            match spec.memory {
+                Some(limit) => in_child(move || {
+                    // Twice the limit, every page touched.
+                    let mut v: Vec<Vec<u8>> = Vec::new();
+                    let chunk = 16usize << 20;
+                    let mut total = 0u64;
+                    while total < 2 * limit {
+                        v.push(vec![1u8; chunk]);
+                        total += chunk as u64;
+                    }
+                    0
+                })
+                .map(|_| format!("allocated {} bytes", 2 * limit))
+                .map_err(|e| format!("stopped: {e}")),
+                None => in_child(|| {
+                    // No cgroup here: what an unlimited run can do.
+                    let v = vec![1u8; 64 << 20];
+                    if v[v.len() - 1] == 1 {
+                        0
+                    } else {
+                        -1
+                    }
+                })
+                .map(|_| "no memory limit is enforced here".to_string()),
+            },
+        ),
+    ]
 }
 
 fn outcome(name: &str, r: Result<String, String>) -> AttemptOutcome {
