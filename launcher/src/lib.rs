@@ -277,6 +277,7 @@ impl Prepared {
     }
 
     fn encode_tail(&self) -> Result<Vec<u8>, LaunchError> {
+        let remounts = tmpfs_inode_limits(&self.plan);
         let seccomp: Vec<seccompiler::sock_filter> = seccomp::compile(&self.plan.seccomp)?
             .into_iter()
             .flatten()
@@ -291,6 +292,7 @@ impl Prepared {
             &self.plan.landlock,
             &seccomp,
             self.plan.network.proxy(),
+            &remounts,
         ))
     }
 
@@ -326,6 +328,45 @@ impl Prepared {
         });
         Prepared::new(spec.backend, plan, &spec.argv, &env)
     }
+}
+
+/// The inode limits of the plan's tmpfs mounts, as the launcher applies
+/// them again before dropping its capabilities (a remount: bubblewrap has
+/// no option for `nr_inodes`): the mount point, the remount flags that keep
+/// the mount as the view left it, and the mount data.
+pub fn tmpfs_inode_limits(plan: &plan::LaunchPlan) -> Vec<(std::path::PathBuf, u64, String)> {
+    use plan::MountOp;
+    const MS_RDONLY: u64 = 1;
+    const MS_NOSUID: u64 = 2;
+    const MS_NODEV: u64 = 4;
+    const MS_REMOUNT: u64 = 32;
+    let mut out: Vec<(std::path::PathBuf, u64, String)> = Vec::new();
+    for (i, m) in plan.mounts.iter().enumerate() {
+        let MountOp::Tmpfs {
+            dst,
+            inodes: Some(n),
+            writable,
+            ..
+        } = m
+        else {
+            continue;
+        };
+        // The state the view leaves it in: covered by a later mount on the
+        // same point (skipped), remounted read-only later, or as made.
+        if plan.mounts[i + 1..]
+            .iter()
+            .any(|o| o.dst() == dst.as_path() && !matches!(o, MountOp::RemountRo { .. }))
+        {
+            continue;
+        }
+        let ro = !writable
+            || plan.mounts[i + 1..]
+                .iter()
+                .any(|o| matches!(o, MountOp::RemountRo { dst: d } if d == dst));
+        let flags = MS_REMOUNT | MS_NOSUID | MS_NODEV | if ro { MS_RDONLY } else { 0 };
+        out.push((dst.clone(), flags, format!("nr_inodes={n}")));
+    }
+    out
 }
 
 /// The child's standard streams in [`fork_launch`].

@@ -686,6 +686,7 @@ fn mount_view(
                 dst: "/".into(),
                 mode: Mode(0o755),
                 size: Some(policy.limits.tmp_size),
+                inodes: Some(policy.limits.tmp_inodes),
                 writable: true,
             });
             reads = paths
@@ -705,6 +706,7 @@ fn mount_view(
                 dst: dir.into(),
                 mode: Mode(mode),
                 size: Some(policy.limits.tmp_size),
+                inodes: Some(policy.limits.tmp_inodes),
                 writable: true,
             });
         }
@@ -714,6 +716,7 @@ fn mount_view(
         dst: "/dev/shm".into(),
         mode: Mode(0o1777),
         size: Some(policy.limits.tmp_size),
+        inodes: Some(policy.limits.tmp_inodes),
         writable: true,
     });
     ops.push(MountOp::RemountRo { dst: "/dev".into() });

@@ -384,6 +384,7 @@ fn restricted_view_binds_resolved_sources_at_the_given_paths() {
             dst: "/".into(),
             mode: Mode(0o755),
             size: Some(512 << 20),
+            inodes: Some(65536),
             writable: true
         }
     );

@@ -644,3 +644,59 @@ print('ESCAPED: 120 MiB in use')
         assert!(err.contains("memory not enforced"), "{}", text(&o));
     }
 }
+
+/// Each private tmpfs has an inode limit, not only a size: empty files
+/// cannot fill the kernel's memory.
+pub fn tmpfs_inode_limit(ctx: &Ctx) {
+    if ctx.backend == "bwrap" && ctx.unpriv {
+        // bubblewrap run by an unprivileged user keeps its mounts in a user
+        // namespace above the sandbox's: no remount (docs/sandbox.md).
+        eprintln!("skip: an unprivileged bubblewrap cannot set nr_inodes");
+        return;
+    }
+    let prog = r#"
+import os
+n = 0
+for d in ['/tmp', '/dev/shm']:
+    k = 0
+    try:
+        while k < 1000:
+            open(os.path.join(d, 'e%d' % k), 'w').close(); k += 1
+    except OSError as e:
+        pass
+    print(d, k)
+"#;
+    let mut cmd = ctx.zot();
+    cmd.args(ctx.sandbox_args("danger-full-access")).args([
+        "--",
+        PYTHON,
+        "-c",
+        &prog
+            .replace("/tmp", ctx.outside.join("many").to_str().unwrap())
+            .replace("'/dev/shm'", ""),
+    ]);
+    std::fs::create_dir_all(ctx.outside.join("many")).unwrap();
+    own_all(ctx, &ctx.outside);
+    let o = run_limited(cmd, Duration::from_secs(60));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(" 1000"),
+        "unconfined, 1000 empty files fit:\n{}",
+        text(&o)
+    );
+    let o = ctx.py("workspace-write", &["--tmp-inodes", "300"], prog);
+    expect_ok(ctx, "fill the tmpfs with empty files", &o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    for d in ["/tmp", "/dev/shm"] {
+        let n: usize = out
+            .lines()
+            .find_map(|l| l.strip_prefix(d)?.trim().parse().ok())
+            .unwrap_or(9999);
+        assert!(
+            (250..=300).contains(&n),
+            "[{} {}] {d}: {n} files with --tmp-inodes 300:\n{}",
+            ctx.backend,
+            ctx.unpriv,
+            text(&o)
+        );
+    }
+}

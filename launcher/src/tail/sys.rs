@@ -40,6 +40,7 @@ pub mod nr {
     pub const ACCEPT4: usize = 288;
     pub const PIDFD_OPEN: usize = 434;
     pub const PIPE2: usize = 293;
+    pub const MOUNT: usize = 165;
 }
 
 #[cfg(any(target_arch = "aarch64", target_arch = "riscv64"))]
@@ -79,6 +80,7 @@ pub mod nr {
     pub const ACCEPT4: usize = 242;
     pub const PIDFD_OPEN: usize = 434;
     pub const PIPE2: usize = 59;
+    pub const MOUNT: usize = 40;
 }
 
 /// `syscall(n, a..f)`: the result, or `-errno`.
