@@ -837,8 +837,10 @@ fn mount_view(
     let mut masks: Vec<PathBuf> = Vec::new();
     for c in &denies {
         for a in view_paths(c, restricted, &reads, roots) {
-            if (under_private(&a) && !bound_back(&a)) || masks.contains(&a) {
-                continue; // hidden already
+            // Hidden already: by a private dir, or inside a denied directory
+            // (shallower, masked first; nothing could be mounted in it).
+            if (under_private(&a) && !bound_back(&a)) || masks.iter().any(|m| a.starts_with(m)) {
+                continue;
             }
             masks.push(a.clone());
             ops.push(match fs.stat(c) {
