@@ -69,7 +69,7 @@ pub const FILE_VARS: &[&str] = &[
 ];
 
 /// Variables holding a `:`-separated list of files.
-pub const LIST_VARS: &[&str] = &["KUBECONFIG", "BOTO_PATH"];
+pub const LIST_VARS: &[&str] = &["KUBECONFIG", "BOTO_PATH", "KUBE_CONFIG_PATHS"];
 
 /// Variables that name a directory of credentials: denied whole.
 pub const DIR_VARS: &[&str] = &[
@@ -177,12 +177,21 @@ fn name_says_secret(name: &str) -> bool {
                 | "PRIVKEY"
         )
     });
-    let pathish = words
-        .iter()
-        .any(|w| matches!(*w, "FILE" | "PATH" | "DIR" | "HOME" | "LOCATION" | "FILES"));
-    secretish
-        || (has("PRIVATE") && has("KEY"))
-        || ((has("TOKEN") || has("KEY") || has("PRIVATE") || has("CERT") || has("AUTH")) && pathish)
+    let pathish = words.iter().any(|w| {
+        matches!(
+            *w,
+            "FILE" | "PATH" | "PATHS" | "DIR" | "HOME" | "LOCATION" | "FILES" | "CONFIG"
+        )
+    });
+    // A key, token or authentication value: only a value that is a path
+    // to something existing is ever denied, so the name alone may say it.
+    let keyish = words.iter().any(|w| {
+        matches!(
+            *w,
+            "TOKEN" | "TOKENS" | "KEY" | "KEYS" | "APIKEY" | "PRIVATE" | "AUTH" | "IDENTITY"
+        )
+    });
+    secretish || keyish || (has("KUBE") && pathish) || (has("CERT") && pathish && up != "PIP_CERT")
 }
 
 /// A value as a path the tool would open: `~/` expanded, relative ones
@@ -516,6 +525,11 @@ mod tests {
             "FOO_KEYFILE",
             "KUBECONFIG",
             "ACME_SECRET_DIR",
+            "KUBE_CONFIG_PATH",
+            "AZURE_AUTH_LOCATION",
+            "GIT_SSH_KEY",
+            "AGE_IDENTITY",
+            "DOCKER_CERT_PATH",
         ] {
             assert!(name_says_secret(n), "{n}");
         }
@@ -526,9 +540,11 @@ mod tests {
             "GIT_SSL_CAINFO",
             "PATH",
             "HOME",
-            "KEY",
-            "TOKEN",
             "CURL_CA_BUNDLE",
+            "PIP_CERT",
+            "GIT_AUTHOR_NAME",
+            "XDG_CONFIG_HOME",
+            "KEYBOARD_LAYOUT",
         ] {
             assert!(!name_says_secret(n), "{n}");
         }
