@@ -648,12 +648,6 @@ print('ESCAPED: 120 MiB in use')
 /// Each private tmpfs has an inode limit, not only a size: empty files
 /// cannot fill the kernel's memory.
 pub fn tmpfs_inode_limit(ctx: &Ctx) {
-    if ctx.backend == "bwrap" && ctx.unpriv {
-        // bubblewrap run by an unprivileged user keeps its mounts in a user
-        // namespace above the sandbox's: no remount (docs/sandbox.md).
-        eprintln!("skip: an unprivileged bubblewrap cannot set nr_inodes");
-        return;
-    }
     let prog = r#"
 import os
 n = 0
