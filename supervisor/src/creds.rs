@@ -167,6 +167,8 @@ fn name_says_secret(name: &str) -> bool {
                 | "PASSWORD"
                 | "PASSWD"
                 | "PASSFILE"
+                | "PASS"
+                | "PASSPHRASE"
                 | "KEYFILE"
                 | "KEYRING"
                 | "KEYTAB"
@@ -212,9 +214,9 @@ fn value_paths(value: &OsStr, home: Option<&Path>, cwds: &[PathBuf]) -> Vec<Path
     if v.is_absolute() {
         return vec![v.to_path_buf()];
     }
-    // Only something that looks like a path is looked up relative to
-    // the working directories (a token value is not a file name).
-    if b.len() > 512 || !(b.contains(&b'/') || b.starts_with(b".")) {
+    // Relative to the working directories, as the tool would open it
+    // (only what exists there is ever denied: a token value names nothing).
+    if b.len() > 512 {
         return Vec::new();
     }
     cwds.iter().map(|c| c.join(v)).collect()
@@ -525,6 +527,7 @@ mod tests {
             "FOO_KEYFILE",
             "KUBECONFIG",
             "ACME_SECRET_DIR",
+            "PULUMI_CONFIG_PASSPHRASE_FILE",
             "KUBE_CONFIG_PATH",
             "AZURE_AUTH_LOCATION",
             "GIT_SSH_KEY",

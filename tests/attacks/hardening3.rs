@@ -114,6 +114,16 @@ pub fn creds_named_by_environment(ctx: &Ctx) {
         env.push((k, top.display().to_string()));
         targets.push(p);
     }
+    // A relative value: against the working directory (the workspace, a
+    // credential in it is denied all the same).
+    let rel = ctx.ws.join("tokens/web-id");
+    write_marker(&rel, m);
+    env.push(("AWS_WEB_IDENTITY_TOKEN_FILE", "tokens/web-id".into()));
+    targets.push(rel);
+    let pass = c.join("pulumi/passphrase");
+    write_marker(&pass, m);
+    env.push(("PULUMI_CONFIG_PASSPHRASE_FILE", pass.display().to_string()));
+    targets.push(pass);
     // KUBECONFIG is a list.
     let (k1, k2) = (c.join("kube/a"), c.join("kube/b"));
     write_marker(&k1, m);
@@ -128,10 +138,19 @@ pub fn creds_named_by_environment(ctx: &Ctx) {
     }
     own_all(ctx, &ctx.outside);
     own_all(ctx, &ctx.home);
+    own_all(ctx, &ctx.ws);
     let script = cat_all(&targets);
     let o = sh_env(ctx, "danger-full-access", &env, &script);
     assert_unconfined_reads(ctx, &o, m, targets.len(), "every named credential");
     for mode in ["workspace-write", "read-only"] {
+        // Landlock cannot take a path out of a writable root (documented):
+        // the workspace's credential is checked in read-only mode there.
+        let script = if ctx.backend == "landlock" && mode == "workspace-write" {
+            let outside: Vec<PathBuf> = targets.iter().filter(|t| **t != rel).cloned().collect();
+            cat_all(&outside)
+        } else {
+            script.clone()
+        };
         let o = sh_env(ctx, mode, &env, &script);
         assert_none_read(
             ctx,
