@@ -119,7 +119,7 @@ pub fn creds_named_by_environment(ctx: &Ctx) {
     let rel = ctx.ws.join("tokens/web-id");
     write_marker(&rel, m);
     env.push(("AWS_WEB_IDENTITY_TOKEN_FILE", "tokens/web-id".into()));
-    targets.push(rel);
+    targets.push(rel.clone());
     let pass = c.join("pulumi/passphrase");
     write_marker(&pass, m);
     env.push(("PULUMI_CONFIG_PASSPHRASE_FILE", pass.display().to_string()));
