@@ -332,6 +332,17 @@ const CREDENTIAL_GIT_PROXY_ATTEMPTS: [&str; 9] = [
     "request a loopback address behind an allowed name",
 ];
 
+/// Attempts of the third hardening round (credentials named by the
+/// environment and XDG, zot's own state, threads, memory, fanotify).
+const ROUND3_ATTEMPTS: [&str; 6] = [
+    "read a credential file named by $GOOGLE_APPLICATION_CREDENTIALS",
+    "read ~/.config/gh/hosts.yml moved by $XDG_CONFIG_HOME",
+    "read a session in zot's own state ($ZOT_HOME)",
+    "threads beyond the process limit",
+    "memory beyond the memory limit",
+    "fanotify_init (watch other processes' accesses to a host file)",
+];
+
 /// A passing check on a mount backend: every control worked, every attack
 /// was refused (none is left unclaimed), the new attempts are there and
 /// the proxy's refusals carry its reasons.
@@ -350,6 +361,10 @@ fn assert_check_refused_everything(o: &Output, backend: &str) {
         } else {
             "refused"
         };
+        // Memory needs a cgroup controller this user may use: reported.
+        if name == "memory beyond the memory limit" && c["result"] == "not-enforced" {
+            continue;
+        }
         assert_eq!(c["result"], want, "{name}: {c}");
     }
     let detail = |n: &str| {
@@ -361,7 +376,7 @@ fn assert_check_refused_everything(o: &Output, backend: &str) {
             .unwrap()
             .to_string()
     };
-    for n in CREDENTIAL_GIT_PROXY_ATTEMPTS {
+    for n in CREDENTIAL_GIT_PROXY_ATTEMPTS.iter().chain(ROUND3_ATTEMPTS.iter()) {
         detail(n);
     }
     let unlisted = detail("request an unlisted host through the proxy");
@@ -563,7 +578,11 @@ fn check_read_only_passes_on_landlock_without_userns() {
                 n if n.starts_with("control:") => "ok",
                 "see a host process" => "not-enforced",
                 // No private tmpfs, no per-sandbox process limit there.
-                "/tmp larger than the tmpfs limit" | "processes beyond the process limit" => {
+                "/tmp larger than the tmpfs limit"
+                | "processes beyond the process limit"
+                | "threads beyond the process limit" => "not-enforced",
+                // Inside `unshare -Ur` no cgroup controller is usable.
+                "memory beyond the memory limit" if c["result"] == "not-enforced" => {
                     "not-enforced"
                 }
                 _ => "refused",
@@ -815,8 +834,13 @@ fn bwrap_and_native_build_the_same_view() {
                 assert_eq!(o.status.code(), Some(0), "{backend} {view:?}: {}", text(&o));
                 visible_mounts(&String::from_utf8_lossy(&o.stdout))
             };
-            let (b, n) = (view_of("bwrap"), view_of("native"));
+            let (mut b, mut n) = (view_of("bwrap"), view_of("native"));
             assert!(b.len() > 8, "{b:#?}");
+            // The same mounts; their order in mountinfo differs where an
+            // unprivileged caller's bubblewrap gets its inode-limited tmpfs
+            // from the launcher (mounted last).
+            b.sort();
+            n.sort();
             assert_eq!(b, n, "{view:?} (unprivileged: {unpriv})");
         }
     }

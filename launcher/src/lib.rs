@@ -277,6 +277,7 @@ impl Prepared {
     }
 
     fn encode_tail(&self) -> Result<Vec<u8>, LaunchError> {
+        let remounts = tmpfs_inode_limits(&self.plan);
         let seccomp: Vec<seccompiler::sock_filter> = seccomp::compile(&self.plan.seccomp)?
             .into_iter()
             .flatten()
@@ -291,6 +292,7 @@ impl Prepared {
             &self.plan.landlock,
             &seccomp,
             self.plan.network.proxy(),
+            &remounts,
         ))
     }
 
@@ -326,6 +328,66 @@ impl Prepared {
         });
         Prepared::new(spec.backend, plan, &spec.argv, &env)
     }
+}
+
+/// The inode limits of the plan's tmpfs mounts, as the launcher applies
+/// them again before dropping its capabilities (a remount: bubblewrap has
+/// no option for `nr_inodes`): the mount point, the remount flags that keep
+/// the mount as the view left it, the remount's data, and the data of a
+/// fresh tmpfs that may replace it (empty when something is mounted inside
+/// it or it is read-only: then only the remount is possible).
+///
+/// An unprivileged caller's bubblewrap keeps its mounts in a user
+/// namespace above the sandbox's, where the launcher cannot remount them;
+/// it then mounts the fresh tmpfs in a mount namespace of its own.
+pub fn tmpfs_inode_limits(
+    plan: &plan::LaunchPlan,
+) -> Vec<(std::path::PathBuf, u64, String, String)> {
+    use plan::MountOp;
+    const MS_RDONLY: u64 = 1;
+    const MS_NOSUID: u64 = 2;
+    const MS_NODEV: u64 = 4;
+    const MS_REMOUNT: u64 = 32;
+    let mut out: Vec<(std::path::PathBuf, u64, String, String)> = Vec::new();
+    for (i, m) in plan.mounts.iter().enumerate() {
+        let MountOp::Tmpfs {
+            dst,
+            inodes: Some(n),
+            writable,
+            mode,
+            size,
+        } = m
+        else {
+            continue;
+        };
+        // The state the view leaves it in: covered by a later mount on the
+        // same point (skipped), remounted read-only later, or as made.
+        if plan.mounts[i + 1..]
+            .iter()
+            .any(|o| o.dst() == dst.as_path() && !matches!(o, MountOp::RemountRo { .. }))
+        {
+            continue;
+        }
+        let ro = !writable
+            || plan.mounts[i + 1..]
+                .iter()
+                .any(|o| matches!(o, MountOp::RemountRo { dst: d } if d == dst));
+        let flags = MS_REMOUNT | MS_NOSUID | MS_NODEV | if ro { MS_RDONLY } else { 0 };
+        let covers = plan.mounts[i + 1..]
+            .iter()
+            .any(|o| o.dst() != dst.as_path() && o.dst().starts_with(dst));
+        let fresh = if ro || covers || dst.as_path() == std::path::Path::new("/") {
+            String::new()
+        } else {
+            let mut d = format!("mode={:o},nr_inodes={n}", mode.0);
+            if let Some(s) = size {
+                d.push_str(&format!(",size={s}"));
+            }
+            d
+        };
+        out.push((dst.clone(), flags, format!("nr_inodes={n}"), fresh));
+    }
+    out
 }
 
 /// The child's standard streams in [`fork_launch`].

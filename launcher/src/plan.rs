@@ -182,6 +182,9 @@ pub enum MountOp {
         mode: Mode,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         size: Option<u64>,
+        /// At most this many inodes (`nr_inodes`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        inodes: Option<u64>,
         writable: bool,
     },
     /// A minimal `/dev` on a tmpfs (what bubblewrap's `--dev` makes): null,
@@ -250,11 +253,15 @@ impl MountOp {
                 dst,
                 mode,
                 size,
+                inodes,
                 writable,
             } => format!(
-                "tmpfs {} (mode {mode}{}{})",
+                "tmpfs {} (mode {mode}{}{}{})",
                 dst.display(),
                 size.map(|s| format!(", at most {s} bytes")).unwrap_or_default(),
+                inodes
+                    .map(|n| format!(", at most {n} inodes"))
+                    .unwrap_or_default(),
                 if *writable { "" } else { ", read-only" }
             ),
             MountOp::Dev { dst } => format!(

@@ -11,6 +11,11 @@ pub const DEFAULT_TMP_SIZE: u64 = 512 << 20;
 pub const DEFAULT_MAX_PROCS: u64 = 1024;
 /// 16 GiB: the default largest file the command may write.
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 16 << 30;
+/// Files and directories each private tmpfs may hold (`nr_inodes`): the
+/// size limit alone lets empty files fill the kernel's memory.
+pub const DEFAULT_TMP_INODES: u64 = 65536;
+/// The smallest inode limit accepted.
+pub const MIN_TMP_INODES: u64 = 64;
 /// The memory a sandbox's processes may use together (a cgroup limit,
 /// where the host has a controller zot may use).
 pub const DEFAULT_MEMORY: u64 = 8 << 30;
@@ -32,6 +37,13 @@ pub struct Limits {
     /// Memory of all the sandbox's processes together (bytes).
     #[serde(default = "default_memory")]
     pub memory: u64,
+    /// Inodes of each private tmpfs.
+    #[serde(default = "default_tmp_inodes")]
+    pub tmp_inodes: u64,
+}
+
+fn default_tmp_inodes() -> u64 {
+    DEFAULT_TMP_INODES
 }
 
 fn default_memory() -> u64 {
@@ -45,6 +57,7 @@ impl Default for Limits {
             max_procs: DEFAULT_MAX_PROCS,
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             memory: DEFAULT_MEMORY,
+            tmp_inodes: DEFAULT_TMP_INODES,
         }
     }
 }
@@ -90,6 +103,13 @@ pub fn check_tmp_size(n: u64) -> Result<u64, String> {
 }
 
 /// Check a process count.
+pub fn check_tmp_inodes(n: u64) -> Result<u64, String> {
+    if n < MIN_TMP_INODES {
+        return Err(format!("must be at least {MIN_TMP_INODES}, got {n}"));
+    }
+    Ok(n)
+}
+
 pub fn check_memory(n: u64) -> Result<u64, String> {
     if n < MIN_MEMORY {
         return Err(format!("must be at least 16M, got {n} bytes"));

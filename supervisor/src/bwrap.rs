@@ -30,9 +30,10 @@ pub fn render(plan: &LaunchPlan) -> Vec<OsString> {
             .filter_map(|ns| unshare_flag(*ns))
             .map(OsString::from),
     );
-    if plan.pid_max.is_some() {
-        // For the launcher to write the PID namespace's pid_max (then drop
-        // every capability, the bounding set too).
+    if plan.pid_max.is_some() || !zot_launcher::tmpfs_inode_limits(plan).is_empty() {
+        // For the launcher to write the PID namespace's pid_max and give
+        // each tmpfs its inode limit (bwrap has no option for it), then
+        // drop every capability, the bounding set too.
         a.extend(
             ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
                 .into_iter()
@@ -52,6 +53,7 @@ pub fn render(plan: &LaunchPlan) -> Vec<OsString> {
                 mode,
                 size,
                 writable,
+                ..
             } => {
                 let mode = mode.to_string();
                 push(&["--perms".as_ref(), mode.as_ref()]);
@@ -137,6 +139,7 @@ mod tests {
                     dst: "/tmp".into(),
                     mode: Mode(0o1777),
                     size: Some(1 << 20),
+                    inodes: None,
                     writable: true,
                 },
                 MountOp::Dev { dst: "/dev".into() },

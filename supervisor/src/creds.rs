@@ -69,7 +69,7 @@ pub const FILE_VARS: &[&str] = &[
 ];
 
 /// Variables holding a `:`-separated list of files.
-pub const LIST_VARS: &[&str] = &["KUBECONFIG", "BOTO_PATH"];
+pub const LIST_VARS: &[&str] = &["KUBECONFIG", "BOTO_PATH", "KUBE_CONFIG_PATHS"];
 
 /// Variables that name a directory of credentials: denied whole.
 pub const DIR_VARS: &[&str] = &[
@@ -167,6 +167,8 @@ fn name_says_secret(name: &str) -> bool {
                 | "PASSWORD"
                 | "PASSWD"
                 | "PASSFILE"
+                | "PASS"
+                | "PASSPHRASE"
                 | "KEYFILE"
                 | "KEYRING"
                 | "KEYTAB"
@@ -177,12 +179,21 @@ fn name_says_secret(name: &str) -> bool {
                 | "PRIVKEY"
         )
     });
-    let pathish = words
-        .iter()
-        .any(|w| matches!(*w, "FILE" | "PATH" | "DIR" | "HOME" | "LOCATION" | "FILES"));
-    secretish
-        || (has("PRIVATE") && has("KEY"))
-        || ((has("TOKEN") || has("KEY") || has("PRIVATE") || has("CERT") || has("AUTH")) && pathish)
+    let pathish = words.iter().any(|w| {
+        matches!(
+            *w,
+            "FILE" | "PATH" | "PATHS" | "DIR" | "HOME" | "LOCATION" | "FILES" | "CONFIG"
+        )
+    });
+    // A key, token or authentication value: only a value that is a path
+    // to something existing is ever denied, so the name alone may say it.
+    let keyish = words.iter().any(|w| {
+        matches!(
+            *w,
+            "TOKEN" | "TOKENS" | "KEY" | "KEYS" | "APIKEY" | "PRIVATE" | "AUTH" | "IDENTITY"
+        )
+    });
+    secretish || keyish || (has("KUBE") && pathish) || (has("CERT") && pathish && up != "PIP_CERT")
 }
 
 /// A value as a path the tool would open: `~/` expanded, relative ones
@@ -203,9 +214,9 @@ fn value_paths(value: &OsStr, home: Option<&Path>, cwds: &[PathBuf]) -> Vec<Path
     if v.is_absolute() {
         return vec![v.to_path_buf()];
     }
-    // Only something that looks like a path is looked up relative to
-    // the working directories (a token value is not a file name).
-    if b.len() > 512 || !(b.contains(&b'/') || b.starts_with(b".")) {
+    // Relative to the working directories, as the tool would open it
+    // (only what exists there is ever denied: a token value names nothing).
+    if b.len() > 512 {
         return Vec::new();
     }
     cwds.iter().map(|c| c.join(v)).collect()
@@ -516,6 +527,12 @@ mod tests {
             "FOO_KEYFILE",
             "KUBECONFIG",
             "ACME_SECRET_DIR",
+            "PULUMI_CONFIG_PASSPHRASE_FILE",
+            "KUBE_CONFIG_PATH",
+            "AZURE_AUTH_LOCATION",
+            "GIT_SSH_KEY",
+            "AGE_IDENTITY",
+            "DOCKER_CERT_PATH",
         ] {
             assert!(name_says_secret(n), "{n}");
         }
@@ -526,9 +543,11 @@ mod tests {
             "GIT_SSL_CAINFO",
             "PATH",
             "HOME",
-            "KEY",
-            "TOKEN",
             "CURL_CA_BUNDLE",
+            "PIP_CERT",
+            "GIT_AUTHOR_NAME",
+            "XDG_CONFIG_HOME",
+            "KEYBOARD_LAYOUT",
         ] {
             assert!(!name_says_secret(n), "{n}");
         }

@@ -686,6 +686,7 @@ fn mount_view(
                 dst: "/".into(),
                 mode: Mode(0o755),
                 size: Some(policy.limits.tmp_size),
+                inodes: Some(policy.limits.tmp_inodes),
                 writable: true,
             });
             reads = paths
@@ -705,6 +706,7 @@ fn mount_view(
                 dst: dir.into(),
                 mode: Mode(mode),
                 size: Some(policy.limits.tmp_size),
+                inodes: Some(policy.limits.tmp_inodes),
                 writable: true,
             });
         }
@@ -714,6 +716,7 @@ fn mount_view(
         dst: "/dev/shm".into(),
         mode: Mode(0o1777),
         size: Some(policy.limits.tmp_size),
+        inodes: Some(policy.limits.tmp_inodes),
         writable: true,
     });
     ops.push(MountOp::RemountRo { dst: "/dev".into() });
@@ -834,8 +837,10 @@ fn mount_view(
     let mut masks: Vec<PathBuf> = Vec::new();
     for c in &denies {
         for a in view_paths(c, restricted, &reads, roots) {
-            if (under_private(&a) && !bound_back(&a)) || masks.contains(&a) {
-                continue; // hidden already
+            // Hidden already: by a private dir, or inside a denied directory
+            // (shallower, masked first; nothing could be mounted in it).
+            if (under_private(&a) && !bound_back(&a)) || masks.iter().any(|m| a.starts_with(m)) {
+                continue;
             }
             masks.push(a.clone());
             ops.push(match fs.stat(c) {

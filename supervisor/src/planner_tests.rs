@@ -384,6 +384,7 @@ fn restricted_view_binds_resolved_sources_at_the_given_paths() {
             dst: "/".into(),
             mode: Mode(0o755),
             size: Some(512 << 20),
+            inodes: Some(65536),
             writable: true
         }
     );
@@ -441,6 +442,32 @@ fn a_deny_path_is_masked_everywhere_the_view_shows_it() {
             p.mounts
         );
     }
+}
+
+#[test]
+fn a_deny_path_inside_a_denied_directory_is_not_masked_again() {
+    // zot's state inside the workspace: denied whole, and its sessions
+    // denied by the agent's own rules too.
+    let fs = FakeFs::new(&[("/w/state/sessions/s.jsonl", "file")]);
+    let mut pol = agent_policy(&AgentSandboxOptions {
+        cwd: "/w".into(),
+        write_scopes: vec!["/w".into()],
+        ..Default::default()
+    })
+    .unwrap();
+    pol.deny_read.push("/w/state/sessions".into());
+    pol.deny_read.push("/w/state".into());
+    let p = plan(&pol, Isolation::Namespaces, &[], &fs).unwrap();
+    assert!(p.mounts.contains(&MountOp::MaskDir {
+        dst: "/w/state".into()
+    }));
+    assert!(
+        !p.mounts
+            .iter()
+            .any(|m| m.dst() == Path::new("/w/state/sessions")),
+        "{:#?}",
+        p.mounts
+    );
 }
 
 #[test]

@@ -294,15 +294,25 @@ fn run_planned(
         }
         None => None,
     };
-    let started = match &group {
-        Some(g) => g
-            .around(|| spawn::start(req, &planned, env, &host_env, out_pipes))
-            .map_err(|why| SupervisorError::Setup {
-                backend: report.backend,
-                message: format!("memory limit: {why}"),
-                hint: None,
-            })?,
-        None => spawn::start(req, &planned, env, &host_env, out_pipes),
+    // Moving into the group can still fail (a container's cgroup files):
+    // then the run goes on without the limit, and says so.
+    let mut to_start = Some((env, out_pipes));
+    let mut started = None;
+    if let Some(g) = &group {
+        match g.around(|| {
+            let (env, out_pipes) = to_start.take().expect("started once");
+            spawn::start(req, &planned, env, &host_env, out_pipes)
+        }) {
+            Ok(s) => started = Some(s),
+            Err(why) => report.limit_values.cgroup = format!("none ({why}): memory not enforced"),
+        }
+    }
+    let started = match started {
+        Some(s) => s,
+        None => {
+            let (env, out_pipes) = to_start.take().expect("not started yet");
+            spawn::start(req, &planned, env, &host_env, out_pipes)
+        }
     };
     let started = match started {
         Ok(s) => s,

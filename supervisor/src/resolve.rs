@@ -128,6 +128,13 @@ pub fn prepare_with(
         })
         .collect();
     let mut report = EnforcementReport::new(resolved.backend.kind(), &plan, skipped);
+    if isolation != zot_launcher::plan::Isolation::None && crate::cgroup::memory_usable().is_ok() {
+        report.limit_values.cgroup = format!(
+            "memory {} ({})",
+            zot_policy::limits::format_size(policy.limits.memory),
+            crate::cgroup::status()
+        );
+    }
     if !report.mode_enforced() {
         if !allow_degraded {
             let why: Vec<String> = plan

@@ -2317,6 +2317,7 @@ macro_rules! attack_tests {
             creds_named_by_environment, creds_under_xdg, zot_state_unreadable,
             creds_inside_workspace_home, control_tmp_and_own_sockets, host_socket_in_tmp,
             fanotify_refused, process_limit_counts_threads_exactly, memory_limit_or_reported,
+            tmpfs_inode_limit,
         );
     };
 }

@@ -93,6 +93,9 @@ pub struct Args {
     /// not enforced) [default: 8G]
     #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
     pub memory: Option<u64>,
+    /// Files and directories each private tmpfs may hold [default: 65536]
+    #[arg(long, value_name = "N", value_parser = parse_tmp_inodes)]
+    pub tmp_inodes: Option<u64>,
     /// Use the restricted-read view of a zotfile agent (platform dirs and
     /// --read-scope read-only, cwd and --writable-root read-write, HOME=/tmp)
     #[arg(long, hide = true)]
@@ -124,6 +127,13 @@ pub struct Args {
 
 fn parse_tmp_size(s: &str) -> Result<u64, String> {
     zot_policy::limits::parse_size(s).and_then(zot_policy::limits::check_tmp_size)
+}
+
+fn parse_tmp_inodes(s: &str) -> Result<u64, String> {
+    s.trim()
+        .parse::<u64>()
+        .map_err(|_| format!("expected a number of inodes, got {s:?}"))
+        .and_then(zot_policy::limits::check_tmp_inodes)
 }
 
 fn parse_memory(s: &str) -> Result<u64, String> {
@@ -360,6 +370,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         p.limits = limits(config, args.tmp_size, args.max_procs, args.max_file_size);
         if let Some(m) = args.memory {
             p.limits.memory = m;
+        }
+        if let Some(n) = args.tmp_inodes {
+            p.limits.tmp_inodes = n;
         }
         Ok(p)
     });

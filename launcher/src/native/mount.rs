@@ -494,6 +494,7 @@ fn apply(op: &MountOp) -> Result<(), NativeError> {
             dst,
             mode,
             size,
+            inodes,
             writable,
         } => {
             let d = in_root(NEWROOT, dst);
@@ -505,6 +506,9 @@ fn apply(op: &MountOp) -> Result<(), NativeError> {
             let mut data = format!("mode={:o}", mode.0);
             if let Some(size) = size {
                 data.push_str(&format!(",size={size}"));
+            }
+            if let Some(n) = inodes {
+                data.push_str(&format!(",nr_inodes={n}"));
             }
             mount_raw(
                 Some(Path::new("tmpfs")),

@@ -102,6 +102,7 @@ pub fn encode(
     lock: &LandlockPlan,
     seccomp: &[seccompiler::sock_filter],
     bridge: Option<(&std::path::Path, u16)>,
+    remounts: &[(std::path::PathBuf, u64, String, String)],
 ) -> Vec<u8> {
     let mut w = W(Vec::with_capacity(4096));
     w.0.extend_from_slice(MAGIC);
@@ -139,6 +140,13 @@ pub fn encode(
             w.cstring(socket.as_os_str().as_encoded_bytes());
         }
         _ => w.u32(0),
+    }
+    w.u32(remounts.len() as u32);
+    for (dst, flags, data, fresh) in remounts {
+        w.u64(*flags);
+        w.cstring(dst.as_os_str().as_encoded_bytes());
+        w.cstring(data.as_bytes());
+        w.cstring(fresh.as_bytes());
     }
     w.0
 }

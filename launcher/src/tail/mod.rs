@@ -165,6 +165,9 @@ struct Tail<'a> {
     /// The bridge's port (0: no bridge) and the proxy's socket.
     bridge_port: u16,
     bridge_socket: *const u8,
+    /// Tmpfs remounts (`u64 flags`, mount point, data), and how many.
+    remounts: &'a [u8],
+    nremounts: usize,
 }
 
 fn decode(buf: &mut [u8]) -> Result<Tail<'_>, Fail> {
@@ -199,6 +202,15 @@ fn decode(buf: &mut [u8]) -> Result<Tail<'_>, Fail> {
     } else {
         core::ptr::null()
     };
+    let nremounts = r.u32()? as usize;
+    let remounts_start = r.pos;
+    for _ in 0..nremounts {
+        r.u64()?;
+        r.cstring()?;
+        r.cstring()?;
+        r.cstring()?;
+    }
+    let remounts = &bytes[remounts_start..r.pos];
     if r.pos != bytes.len() {
         return Err(BAD_SPEC);
     }
@@ -214,6 +226,8 @@ fn decode(buf: &mut [u8]) -> Result<Tail<'_>, Fail> {
         seccomp,
         bridge_port,
         bridge_socket,
+        remounts,
+        nremounts,
     })
 }
 
@@ -729,6 +743,47 @@ fn harden(t: &Tail, status_fd: i32) -> Result<Lock, Fail> {
     // sandbox's user namespace): the process limit that binds uid 0 too.
     if t.pid_max != 0 {
         set_pid_max(t.pid_max)?;
+    }
+    // Each tmpfs's inode limit (bubblewrap cannot set one).
+    let mut rm = Reader {
+        b: t.remounts,
+        pos: 0,
+    };
+    let mut own_ns = false;
+    for _ in 0..t.nremounts {
+        let flags = rm.u64()? as usize;
+        let dst = rm.cstring()?;
+        let data = rm.cstring()?;
+        let fresh = rm.cstring()?;
+        match sc(nr::MOUNT, 0, dst as usize, 0, flags, data as usize) {
+            Ok(_) => {}
+            // An unprivileged caller's bubblewrap keeps its mounts in a user
+            // namespace above the sandbox's (it switches to the caller's
+            // uid in a nested one): no remount there. A fresh tmpfs with
+            // the limit goes over an empty one instead, in a mount
+            // namespace of the sandbox's user namespace (made once).
+            Err(sys::EPERM) if sc(nr::GETUID, 0, 0, 0, 0, 0) != Ok(0) => {
+                // SAFETY: a NUL-terminated string in the tail.
+                if unsafe { *fresh } == 0 {
+                    continue;
+                }
+                if !own_ns {
+                    sc(nr::UNSHARE, sys::CLONE_NEWNS, 0, 0, 0, 0)
+                        .map_err(|e| fail("tmpfs limits", "unshare(CLONE_NEWNS)", e))?;
+                    own_ns = true;
+                }
+                sc(
+                    nr::MOUNT,
+                    c"tmpfs".as_ptr() as usize,
+                    dst as usize,
+                    c"tmpfs".as_ptr() as usize,
+                    sys::MS_NOSUID | sys::MS_NODEV,
+                    fresh as usize,
+                )
+                .map_err(|e| fail("tmpfs limits", "mounting a tmpfs with nr_inodes", e))?;
+            }
+            Err(e) => return Err(fail("tmpfs limits", "remounting a tmpfs with nr_inodes", e)),
+        }
     }
     // 6. capabilities.
     drop_capabilities()?;

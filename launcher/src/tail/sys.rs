@@ -40,6 +40,8 @@ pub mod nr {
     pub const ACCEPT4: usize = 288;
     pub const PIDFD_OPEN: usize = 434;
     pub const PIPE2: usize = 293;
+    pub const MOUNT: usize = 165;
+    pub const UNSHARE: usize = 272;
 }
 
 #[cfg(any(target_arch = "aarch64", target_arch = "riscv64"))]
@@ -79,6 +81,8 @@ pub mod nr {
     pub const ACCEPT4: usize = 242;
     pub const PIDFD_OPEN: usize = 434;
     pub const PIPE2: usize = 59;
+    pub const MOUNT: usize = 40;
+    pub const UNSHARE: usize = 97;
 }
 
 /// `syscall(n, a..f)`: the result, or `-errno`.
@@ -147,6 +151,9 @@ pub const EAGAIN: i32 = 11;
 pub const ECHILD: i32 = 10;
 
 pub const AT_FDCWD: isize = -100;
+pub const CLONE_NEWNS: usize = 0x0002_0000;
+pub const MS_NOSUID: usize = 2;
+pub const MS_NODEV: usize = 4;
 pub const AT_EMPTY_PATH: usize = 0x1000;
 pub const O_PATH: usize = 0o10000000;
 pub const O_CLOEXEC: usize = 0o2000000;

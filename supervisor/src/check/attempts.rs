@@ -51,10 +51,29 @@ pub struct AttemptSpec {
     /// A repository nested three levels down in the workspace.
     #[serde(default)]
     pub nested_repo: Option<PathBuf>,
+    /// Credentials named by the environment and zot's own state (issue
+    /// class 1): files the check's environment names, outside every
+    /// default place.
+    #[serde(default)]
+    pub named: Option<NamedSpec>,
+    /// The memory limit of the run, when a cgroup enforces it.
+    #[serde(default)]
+    pub memory: Option<u64>,
     /// Set for the second run, under a proxied network: the runner makes
     /// only the proxy attempts.
     #[serde(default)]
     pub proxy: Option<ProxySpec>,
+}
+
+/// Files named by the environment the check's sandbox is prepared with.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NamedSpec {
+    /// `$GOOGLE_APPLICATION_CREDENTIALS`.
+    pub env_file: PathBuf,
+    /// `$XDG_CONFIG_HOME/gh/hosts.yml`.
+    pub xdg_store: PathBuf,
+    /// A session file in `$ZOT_HOME`.
+    pub zot_state: PathBuf,
 }
 
 /// The planted credential files of the check's two fake homes.
@@ -153,10 +172,12 @@ pub(super) fn attempts(mode: SandboxMode) -> Vec<Attempt> {
             true,
             false,
         ),
+        // Without a mount namespace workspace-write shares the host's
+        // /dev/shm (reported), as ordinary programs need it.
         a(
             "read a file in the host's /dev/shm",
             Feature::Fs,
-            false,
+            ws_write,
             false,
         ),
         a(
@@ -194,7 +215,13 @@ pub(super) fn attempts(mode: SandboxMode) -> Vec<Attempt> {
         a("mount tmpfs", Feature::Seccomp, false, false),
         a("unshare user namespace", Feature::Seccomp, false, false),
         a("io_uring_setup", Feature::Seccomp, false, false),
+        a(ATTEMPT_FANOTIFY, Feature::Seccomp, false, false),
         a("run without no_new_privs", Feature::Seccomp, false, false),
+        a(ATTEMPT_THREADS, Feature::Limits, true, false),
+        a(ATTEMPT_MEMORY, Feature::Limits, false, false),
+        a(ATTEMPT_ENV_CREDENTIAL, Feature::Fs, false, false),
+        a(ATTEMPT_XDG_CREDENTIAL, Feature::Fs, false, false),
+        a(ATTEMPT_ZOT_STATE, Feature::Fs, false, false),
     ];
     v.extend(credential_and_git_attempts(mode));
     v
@@ -247,6 +274,25 @@ pub(super) const GIT_INCLUDE_FILE: &str = "zot-check-include.cfg";
 pub(super) const GIT_HOOKS_DIR: &str = "zot-check-hooks";
 
 pub(super) const GIT_FSMONITOR: &str = "tools/zot-check-fsmonitor";
+
+/// Issue classes 1, 5 and 6 of the third hardening round.
+pub(super) const ATTEMPT_FANOTIFY: &str =
+    "fanotify_init (watch other processes' accesses to a host file)";
+
+pub(super) const ATTEMPT_THREADS: &str = "threads beyond the process limit";
+
+pub(super) const ATTEMPT_MEMORY: &str = "memory beyond the memory limit";
+
+pub(super) const ATTEMPT_ENV_CREDENTIAL: &str =
+    "read a credential file named by $GOOGLE_APPLICATION_CREDENTIALS";
+
+pub(super) const ATTEMPT_XDG_CREDENTIAL: &str =
+    "read ~/.config/gh/hosts.yml moved by $XDG_CONFIG_HOME";
+
+pub(super) const ATTEMPT_ZOT_STATE: &str = "read a session in zot's own state ($ZOT_HOME)";
+
+/// The memory limit of the check's run (where a cgroup enforces one).
+pub(super) const CHECK_MEMORY: u64 = 256 << 20;
 
 pub(super) const ATTEMPT_HOME_CREDENTIAL: &str =
     "read ~/.git-credentials (default deny list, $HOME)";

@@ -299,6 +299,16 @@ impl Fixture {
         std::os::unix::fs::symlink(&outside, workspace.join("link"))
             .map_err(io("planting the symlink"))?;
         let (user_home, nested_repo) = plant_credentials_and_repo(&r, &home, &workspace, &token)?;
+        for rel in [
+            "keys/service-account.json",
+            "xdg/gh/hosts.yml",
+            "zot-home/sessions/s.jsonl",
+        ] {
+            let p = r.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap_or(&r))
+                .and_then(|_| std::fs::write(&p, &token))
+                .map_err(io("planting a credential named by the environment"))?;
+        }
         let etc_probe = PathBuf::from(format!("/etc/zot-check-{}", std::process::id()));
         let target = Target::spawn().map_err(io("starting the host target process"))?;
         Ok(Fixture {
@@ -332,6 +342,31 @@ impl Fixture {
         Ok(p)
     }
 
+    /// An environment naming credentials outside every default place and
+    /// zot's own state (planted by [`plant_named`]).
+    pub(super) fn named_env(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        let n = self.named();
+        let root = self.outside.parent().unwrap_or(&self.outside).to_path_buf();
+        vec![
+            (
+                "GOOGLE_APPLICATION_CREDENTIALS".into(),
+                n.env_file.into_os_string(),
+            ),
+            ("XDG_CONFIG_HOME".into(), root.join("xdg").into_os_string()),
+            ("ZOT_HOME".into(), root.join("zot-home").into_os_string()),
+            ("HOME".into(), self.home.clone().into_os_string()),
+        ]
+    }
+
+    pub(super) fn named(&self) -> NamedSpec {
+        let root = self.outside.parent().unwrap_or(&self.outside).to_path_buf();
+        NamedSpec {
+            env_file: root.join("keys/service-account.json"),
+            xdg_store: root.join("xdg/gh/hosts.yml"),
+            zot_state: root.join("zot-home/sessions/s.jsonl"),
+        }
+    }
+
     pub(super) fn attempt_spec(&self, port: Option<u16>) -> AttemptSpec {
         let control_read = ["/etc/os-release", "/etc/passwd", "/etc/hostname"]
             .iter()
@@ -362,6 +397,8 @@ impl Fixture {
                 user_home: self.user_home.join(".config/gh/hosts.yml"),
             }),
             nested_repo: Some(self.nested_repo.clone()),
+            named: Some(self.named()),
+            memory: None,
             proxy: None,
         }
     }

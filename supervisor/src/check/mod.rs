@@ -24,7 +24,7 @@ mod fixtures;
 mod proxied;
 mod runner;
 
-pub use attempts::{AttemptOutcome, AttemptSpec, CredentialSpec, ProxySpec};
+pub use attempts::{AttemptOutcome, AttemptSpec, CredentialSpec, NamedSpec, ProxySpec};
 use attempts::*;
 use fixtures::*;
 pub use runner::run_attempts;
@@ -141,7 +141,13 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
         r
     };
     let fixture = Fixture::create()?;
-    let policy = fixture.policy(req.mode)?;
+    let mut policy = fixture.policy(req.mode)?;
+    // Credentials named by the environment, and zot's own state, as a
+    // caller's environment would name them.
+    let named_env = fixture.named_env();
+    policy = crate::creds::with_credentials(&policy, &named_env);
+    let memory_enforced = crate::cgroup::memory_usable().is_ok();
+    policy.limits.memory = CHECK_MEMORY;
     let mut report = CheckReport {
         host,
         mode: req.mode,
@@ -159,9 +165,6 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
         Ok(r) => r,
         Err(e) => {
             report.backend_reasons.push(zot_launcher::error_chain(&e));
-            if let Some(hint) = e.hint() {
-                report.backend_reasons.push(format!("hint: {hint}"));
-            }
             report.missing = required;
             report.duration_ms = start.elapsed().as_millis() as u64;
             return Ok(report);
@@ -213,6 +216,7 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
     spec.host_pty = host.pty.as_ref().map(|(p, _, _)| p.clone());
     spec.tmp_size = Some(policy.limits.tmp_size);
     spec.max_procs = Some(policy.limits.max_procs);
+    spec.memory = memory_enforced.then_some(CHECK_MEMORY);
     let json = serde_json::to_string(&spec).map_err(|e| SupervisorError::Io {
         what: "encoding the attempt spec".into(),
         source: e.into(),
@@ -251,6 +255,16 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
             n,
             crate::Note::Gap {
                 gap: zot_launcher::plan::Gap::HostSocketsAfterLaunch
+            }
+        )
+    });
+    // uid 0 on a kernel without a PID namespace's own pid_max: no limit
+    // binds it (the report says so).
+    let root_unlimited = e.notes.iter().any(|n| {
+        matches!(
+            n,
+            crate::Note::Gap {
+                gap: zot_launcher::plan::Gap::NoProcessLimitForRoot
             }
         )
     });
@@ -337,6 +351,8 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
         } else if (a.needs_mounts && !mounts)
             || level_of(a.feature) == Level::None
             || (netns_attempt && late_sockets_unchecked)
+            || (a.name == ATTEMPT_MEMORY && !memory_enforced)
+            || (a.name == ATTEMPT_THREADS && root_unlimited)
         {
             "not-enforced"
         } else {

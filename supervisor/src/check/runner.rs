@@ -260,7 +260,121 @@ pub fn run_attempts(spec: &AttemptSpec) -> Vec<AttemptOutcome> {
         },
     );
     out.extend(run_credential_and_git_attempts(spec));
+    out.extend(run_round3_attempts(spec));
     out
+}
+
+/// Issue classes 1, 5 and 6: credentials named by the environment, zot's
+/// own state, threads and memory beyond the limits, fanotify.
+pub(super) fn run_round3_attempts(spec: &AttemptSpec) -> Vec<AttemptOutcome> {
+    let read_secret = |p: Option<&PathBuf>| match p {
+        Some(p) => match read_file(p) {
+            Ok(s) if s.contains(&spec.secret_token) => Ok(format!("read {}", p.display())),
+            Ok(_) => Err("masked (content not visible)".into()),
+            Err(e) => Err(e),
+        },
+        None => Err("nothing planted".into()),
+    };
+    let named = spec.named.as_ref();
+    let fanotify_target = spec.control_read.clone();
+    vec![
+        outcome(
+            ATTEMPT_ENV_CREDENTIAL,
+            read_secret(named.map(|n| &n.env_file)),
+        ),
+        outcome(
+            ATTEMPT_XDG_CREDENTIAL,
+            read_secret(named.map(|n| &n.xdg_store)),
+        ),
+        outcome(ATTEMPT_ZOT_STATE, read_secret(named.map(|n| &n.zot_state))),
+        outcome(
+            ATTEMPT_FANOTIFY,
+            in_child(move || {
+                // FAN_CLASS_NOTIF | FAN_REPORT_FID: an unprivileged caller's.
+                // SAFETY: plain syscalls with valid arguments.
+                let fd = unsafe { libc::syscall(libc::SYS_fanotify_init, 0x200u32, 0u32) };
+                if fd < 0 {
+                    return -1;
+                }
+                let Ok(c) = std::ffi::CString::new(fanotify_target.as_os_str().as_encoded_bytes())
+                else {
+                    return -1;
+                };
+                // SAFETY: as above.
+                let r = unsafe {
+                    libc::syscall(
+                        libc::SYS_fanotify_mark,
+                        fd as i32,
+                        1u32,
+                        0x21u64,
+                        libc::AT_FDCWD,
+                        c.as_ptr(),
+                    )
+                };
+                if r == 0 {
+                    0
+                } else {
+                    -1
+                }
+            }),
+        ),
+        outcome(
+            ATTEMPT_THREADS,
+            match spec.max_procs {
+                Some(limit) => {
+                    let r = in_child(move || {
+                        let mut n = 0u64;
+                        while n <= limit {
+                            let t = std::thread::Builder::new()
+                                .stack_size(64 << 10)
+                                .spawn(|| std::thread::sleep(Duration::from_secs(2)));
+                            if t.is_err() {
+                                break;
+                            }
+                            n += 1;
+                        }
+                        // The program's own thread counts too.
+                        if n + 1 > limit {
+                            0
+                        } else {
+                            -1
+                        }
+                    });
+                    r.map(|_| format!("more than {limit} threads"))
+                        .map_err(|_| format!("stopped at the limit of {limit}"))
+                }
+                None => Err("no limit planned".into()),
+            },
+        ),
+        outcome(
+            ATTEMPT_MEMORY,
+            match spec.memory {
+                Some(limit) => in_child(move || {
+                    // Twice the limit, every page touched.
+                    let mut v: Vec<Vec<u8>> = Vec::new();
+                    let chunk = 16usize << 20;
+                    let mut total = 0u64;
+                    while total < 2 * limit {
+                        v.push(vec![1u8; chunk]);
+                        total += chunk as u64;
+                    }
+                    0
+                })
+                .map(|_| format!("allocated {} bytes", 2 * limit))
+                .map_err(|e| format!("stopped: {e}")),
+                None => in_child(|| {
+                    // No cgroup here: what an unlimited run can do.
+                    let v = vec![1u8; 64 << 20];
+                    if v[v.len() - 1] == 1 {
+                        0
+                    } else {
+                        -1
+                    }
+                })
+                .map(|_| "no memory limit is enforced here".to_string()),
+            },
+        ),
+    ]
 }
 
 pub(super) fn outcome(name: &str, r: Result<String, String>) -> AttemptOutcome {
