@@ -23,7 +23,6 @@ mod native_exec {
 }
 
 mod landlock {
-    use super::*;
     attack_tests!("landlock";
         control_write_read_inside_cwd, control_read_os_release, read_only_mode_refuses_cwd_writes,
         write_outside_cwd, write_etc, write_bashrc, read_ssh_key, symlink_preplanted, symlink_fresh,

@@ -5,8 +5,6 @@
 #![cfg_attr(not(test), no_main)]
 #![cfg_attr(test, allow(dead_code))]
 
-use std::io::Write;
-
 use clap::{Parser, Subcommand};
 
 mod cmd;

@@ -8,7 +8,7 @@
 //! control next to it must keep working.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 use super::{

@@ -7,7 +7,6 @@
 //! file permissions (the controls prove the user could otherwise act).
 #![allow(dead_code)]
 
-use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
