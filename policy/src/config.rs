@@ -163,6 +163,10 @@ pub struct SandboxSettings {
     pub tmp_size: Option<u64>,
     pub max_procs: Option<u64>,
     pub max_file_size: Option<u64>,
+    /// `memory`: of all the sandbox's processes together (`--memory`).
+    pub memory: Option<u64>,
+    /// `tmp_inodes`: of each private tmpfs (`--tmp-inodes`).
+    pub tmp_inodes: Option<u64>,
     /// `deny_read`: more paths unreadable in the full-read modes (absolute,
     /// or `~/...` for the caller's home), on top of the built-in list.
     pub deny_read: Vec<PathBuf>,
@@ -176,7 +180,8 @@ impl SandboxSettings {
             tmp_size: self.tmp_size.unwrap_or(d.tmp_size),
             max_procs: self.max_procs.unwrap_or(d.max_procs),
             max_file_size: self.max_file_size.unwrap_or(d.max_file_size),
-            ..d
+            memory: self.memory.unwrap_or(d.memory),
+            tmp_inodes: self.tmp_inodes.unwrap_or(d.tmp_inodes),
         }
     }
 }
@@ -457,7 +462,9 @@ pub fn is_registry_host(s: &str) -> bool {
 }
 
 fn section_sandbox(w: &mut Walker, v: &Value) -> SandboxSettings {
-    use crate::limits::{check_max_procs, check_tmp_size, parse_size};
+    use crate::limits::{
+        check_max_procs, check_memory, check_tmp_inodes, check_tmp_size, parse_size,
+    };
     let mut s = SandboxSettings::default();
     let Some(table) = w.table(v, "sandbox") else {
         return s;
@@ -477,12 +484,21 @@ fn section_sandbox(w: &mut Walker, v: &Value) -> SandboxSettings {
         let p = join("sandbox", k);
         match k.as_str() {
             "tmp_size" => {
-                s.tmp_size = size(w, v, &p)
-                    .and_then(|n| check_tmp_size(n).map_err(|e| w.err(&p, e)).ok())
+                s.tmp_size =
+                    size(w, v, &p).and_then(|n| check_tmp_size(n).map_err(|e| w.err(&p, e)).ok())
             }
             "max_file_size" => {
-                s.max_file_size = size(w, v, &p)
-                    .and_then(|n| check_tmp_size(n).map_err(|e| w.err(&p, e)).ok())
+                s.max_file_size =
+                    size(w, v, &p).and_then(|n| check_tmp_size(n).map_err(|e| w.err(&p, e)).ok())
+            }
+            "memory" => {
+                s.memory =
+                    size(w, v, &p).and_then(|n| check_memory(n).map_err(|e| w.err(&p, e)).ok())
+            }
+            "tmp_inodes" => {
+                s.tmp_inodes = w
+                    .int(v, &p, 1, i64::MAX)
+                    .and_then(|n| check_tmp_inodes(n as u64).map_err(|e| w.err(&p, e)).ok())
             }
             "max_procs" => {
                 s.max_procs = w
@@ -522,7 +538,14 @@ fn section_sandbox(w: &mut Walker, v: &Value) -> SandboxSettings {
             _ => w.unknown(
                 "sandbox",
                 k,
-                &["tmp_size", "max_procs", "max_file_size", "deny_read"],
+                &[
+                    "tmp_size",
+                    "max_procs",
+                    "max_file_size",
+                    "memory",
+                    "tmp_inodes",
+                    "deny_read",
+                ],
             ),
         }
     }
@@ -1033,16 +1056,35 @@ mod tests {
 
     #[test]
     fn sandbox_section() {
-        let c = parse("[sandbox]\ntmp_size = \"1G\"\nmax_procs = 2048\nmax_file_size = 1048576\n").unwrap();
+        let c = parse("[sandbox]\ntmp_size = \"1G\"\nmax_procs = 2048\nmax_file_size = 1048576\n")
+            .unwrap();
         assert_eq!(c.sandbox.tmp_size, Some(1 << 30));
         assert_eq!(c.sandbox.limits().max_procs, 2048);
         assert_eq!(c.sandbox.limits().max_file_size, 1 << 20);
-        assert_eq!(Config::default().sandbox.limits(), crate::limits::Limits::default());
+        assert_eq!(
+            Config::default().sandbox.limits(),
+            crate::limits::Limits::default()
+        );
         let e = parse("[sandbox]\ntmp_size = \"12X\"\nmax_procs = 3\nmax_proc = 1\n").unwrap_err();
         let paths: Vec<&str> = e.iter().map(|d| d.path.as_str()).collect();
         assert!(paths.contains(&"sandbox.tmp_size"), "{e:?}");
         assert!(paths.contains(&"sandbox.max_procs"), "{e:?}");
         assert!(paths.contains(&"sandbox.max_proc"), "{e:?}");
+        let c = parse("[sandbox]\nmemory = \"2G\"\ntmp_inodes = 4096\n").unwrap();
+        assert_eq!(c.sandbox.limits().memory, 2 << 30);
+        assert_eq!(c.sandbox.limits().tmp_inodes, 4096);
+        for bad in [
+            "memory = \"1K\"",
+            "memory = true",
+            "tmp_inodes = 0",
+            "tmp_inodes = \"many\"",
+        ] {
+            let e = parse(&format!("[sandbox]\n{bad}\n")).unwrap_err();
+            assert!(
+                e.iter().any(|d| d.path.starts_with("sandbox.")),
+                "{bad}: {e:?}"
+            );
+        }
     }
 
     #[test]
@@ -1170,11 +1212,23 @@ reasoning = true
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
-        assert!(parse("[trust]\nrequire_signature = true\n").unwrap().trust.require_signature);
+        assert!(
+            parse("[trust]\nrequire_signature = true\n")
+                .unwrap()
+                .trust
+                .require_signature
+        );
         let e = errors("[trust]\nrequire_signature = \"yes\"\n");
-        assert!(e.iter().any(|d| d.starts_with("trust.require_signature")), "{e:?}");
+        assert!(
+            e.iter().any(|d| d.starts_with("trust.require_signature")),
+            "{e:?}"
+        );
         let e = errors("[trust]\nrequire_signatures = true\n");
-        assert!(e.iter().any(|d| d.contains("did you mean") && d.contains("require_signature")), "{e:?}");
+        assert!(
+            e.iter()
+                .any(|d| d.contains("did you mean") && d.contains("require_signature")),
+            "{e:?}"
+        );
         let e = errors("require_signature = true\n");
         assert!(e.iter().any(|d| d.contains("require_signature")), "{e:?}");
     }

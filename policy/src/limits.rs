@@ -102,7 +102,7 @@ pub fn check_tmp_size(n: u64) -> Result<u64, String> {
     Ok(n)
 }
 
-/// Check a process count.
+/// Check a tmpfs inode count.
 pub fn check_tmp_inodes(n: u64) -> Result<u64, String> {
     if n < MIN_TMP_INODES {
         return Err(format!("must be at least {MIN_TMP_INODES}, got {n}"));
@@ -110,6 +110,7 @@ pub fn check_tmp_inodes(n: u64) -> Result<u64, String> {
     Ok(n)
 }
 
+/// Check a memory limit (at least 16 MiB).
 pub fn check_memory(n: u64) -> Result<u64, String> {
     if n < MIN_MEMORY {
         return Err(format!("must be at least 16M, got {n} bytes"));
@@ -117,6 +118,7 @@ pub fn check_memory(n: u64) -> Result<u64, String> {
     Ok(n)
 }
 
+/// Check a process count.
 pub fn check_max_procs(n: u64) -> Result<u64, String> {
     if n < MIN_MAX_PROCS {
         return Err(format!("must be at least {MIN_MAX_PROCS}, got {n}"));
