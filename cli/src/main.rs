@@ -102,7 +102,7 @@ pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) ->
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
     let code = std::panic::catch_unwind(run).unwrap_or(101);
-    let _ = std::io::stdout().flush();
+    let _ = std::io::Write::flush(&mut std::io::stdout());
     libc::c_int::from(code)
 }
 
