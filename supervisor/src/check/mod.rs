@@ -165,6 +165,9 @@ pub fn check(req: &CheckRequest) -> Result<CheckReport, SupervisorError> {
         Ok(r) => r,
         Err(e) => {
             report.backend_reasons.push(zot_launcher::error_chain(&e));
+            if let Some(hint) = e.hint() {
+                report.backend_reasons.push(format!("hint: {hint}"));
+            }
             report.missing = required;
             report.duration_ms = start.elapsed().as_millis() as u64;
             return Ok(report);
