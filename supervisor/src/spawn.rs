@@ -546,14 +546,7 @@ fn spawn_raw(
         libc::sigemptyset(&mut empty);
         let mut defaults: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut defaults);
-        for s in [
-            libc::SIGPIPE,
-            libc::SIGXFSZ,
-            libc::SIGINT,
-            libc::SIGTERM,
-            libc::SIGHUP,
-            libc::SIGQUIT,
-        ] {
+        for s in zot_process::child::RESET_BEFORE_EXEC {
             libc::sigaddset(&mut defaults, s);
         }
         rc |= libc::posix_spawnattr_setsigmask(&mut attr, &empty);
