@@ -467,6 +467,17 @@ impl Ctx<'_> {
     }
 
     fn screen(&mut self, words: &[Word]) -> Result<Step, String> {
+        // Listing, attaching, detaching: no new command.
+        if words.iter().skip(1).any(|w| {
+            matches!(
+                w.text.as_str(),
+                "-ls" | "-list" | "-wipe" | "-r" | "-R" | "-RR" | "-x" | "-d" | "-D" | "-Q"
+                    | "-v" | "-version" | "-h" | "-help" | "--help" | "--version"
+            )
+        }) && !words.iter().any(|w| w.text.starts_with('-') && w.text.contains(['m', 'X']) && !w.text.starts_with("--"))
+        {
+            return Ok(Step::Run);
+        }
         let mut command_at: Option<usize> = None;
         let mut i = 1;
         // Options, with `-X CMD ARGS...` ending them.

@@ -1023,9 +1023,24 @@ pub(crate) fn embedded_line(ctx: &mut Ctx, base: &str, line: &str) {
 }
 
 fn sqlite(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
+    // Dot-commands that only show things are fine; the others run
+    // programs (`.shell`, `.system`), write files (`.output`, `.save`) or
+    // read commands from a file (`.read`).
+    const SHOWS: &[&str] = &[
+        ".tables", ".table", ".schema", ".indexes", ".indices", ".headers", ".header", ".mode",
+        ".dump", ".databases", ".help", ".show", ".stats", ".timer", ".width", ".nullvalue",
+        ".separator", ".print", ".changes", ".eqp", ".explain", ".fullschema", ".dbinfo",
+        ".lint", ".version", ".limit", ".bail", ".echo", ".quit", ".exit",
+    ];
     let dot = args.iter().find(|w| {
-        w.text.trim_start().starts_with('.') && w.text.len() > 1 && !w.text.starts_with("./")
-            && !w.text.starts_with("../")
+        w.text.split(['\n', ';']).any(|line| {
+            let l = line.trim_start();
+            l.starts_with('.')
+                && l.len() > 1
+                && !l.starts_with("./")
+                && !l.starts_with("../")
+                && !SHOWS.contains(&l.split_whitespace().next().unwrap_or(""))
+        })
     });
     if let Some(w) = dot {
         ctx.risky(format!("`{base}` dot-command `{}` (`.shell`, `.system`, `.output` run programs or write files)", w.text));

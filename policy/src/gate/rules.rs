@@ -1005,6 +1005,17 @@ fn ip_change(args: &[Word]) -> Option<String> {
     None
 }
 
+/// A pathspec that names the whole tree or a directory of it: `.`, `:/`,
+/// `*`, `src/`, a glob, a magic pathspec.
+fn broad_pathspec(t: &str) -> bool {
+    matches!(t, "." | "./" | ".." | ":/" | ":/:" | ":" | "/")
+        || t.ends_with('/')
+        || t.ends_with("/.")
+        || t.contains(['*', '?', '['])
+        || t.starts_with(":(")
+        || t.starts_with(":/")
+}
+
 fn git_danger(ctx: &mut Ctx, args: &[Word]) {
     let global = opts::leading_options(&grammars::GIT, args);
     let Some(first) = global.first_operand else {
@@ -1043,15 +1054,13 @@ fn git_danger(ctx: &mut Ctx, args: &[Word]) {
             }
         }
         "checkout" if !p.has("b") && !p.has("B") && !p.has("orphan") && !p.has("detach") && {
-            // `git checkout -- PATHS`, `git checkout .`, `git checkout REV PATHS`:
-            // the work tree's changes to those paths are discarded.
-            let dash = rest.iter().any(|w| w.text == "--");
-            let whole = p.operands.iter().any(|w| matches!(w.text.as_str(), "." | "./" | ":/" | ":/:" | "*" | ":(top)" | ":(glob)*"));
-            dash && !p.operands.is_empty() || whole || p.operands.len() >= 2 || p.has("patch")
-        } => ctx.danger("`git checkout` of paths discards their uncommitted changes"),
+            // `git checkout -- .`, `git checkout .`, `git checkout REV -- src/`:
+            // the work tree's changes under those paths are discarded.
+            p.operands.iter().any(|w| broad_pathspec(&w.text)) || p.has("patch")
+        } => ctx.danger("`git checkout` of the work tree (or a directory) discards its uncommitted changes"),
         "restore" if !p.has("staged") || p.has("worktree") => {
-            if !p.operands.is_empty() || p.has("patch") {
-                ctx.danger("`git restore` of paths discards their uncommitted changes")
+            if p.operands.iter().any(|w| broad_pathspec(&w.text)) || p.has("patch") {
+                ctx.danger("`git restore` of the work tree (or a directory) discards its uncommitted changes")
             }
         }
         "switch" if p.has("discard-changes") => {
