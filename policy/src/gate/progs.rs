@@ -25,9 +25,16 @@ const EXEC_WORDS: &[&str] = &[
     "launcher", "interpreter",
 ];
 
+/// Whole parts of an option's name (between `-`, `_`, `.`) that say the
+/// same: `--cmd`, `--pre-script`, `--post-hook`.
+const EXEC_PARTS: &[&str] = &["cmd", "script", "hook", "hooks", "program", "prog"];
+
 fn says_exec(name: &str) -> Option<&'static str> {
     let n = name.to_ascii_lowercase();
-    EXEC_WORDS.iter().copied().find(|w| n.contains(w))
+    EXEC_WORDS.iter().copied().find(|w| n.contains(w)).or_else(|| {
+        n.split(['-', '_', '.'])
+            .find_map(|part| EXEC_PARTS.iter().copied().find(|p| *p == part))
+    })
 }
 
 /// `SYSTEM:`, `EXEC:` (socat addresses and the like).
@@ -663,11 +670,21 @@ fn make(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
             }
         }
         if let Some((k, v)) = t.split_once('=') {
-            if !t.starts_with('-') && rules::is_var_name(k) {
-                if let Some(m) = says_exec(k) {
+            let k = k.trim_end_matches([':', '+', '?', '!']);
+            let key_like = !k.is_empty()
+                && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
+            if !t.starts_with('-') && key_like {
+                // A program variable may name a program that is itself
+                // allowed (`CC=clang`), never a path (`CC=/tmp/x`).
+                let prog = v.split_whitespace().next().unwrap_or("");
+                let named_ok = !prog.is_empty()
+                    && !prog.contains('/')
+                    && (!ctx.allowlist() || ctx.allow.iter().any(|a| a == prog));
+                if let Some(m) = says_exec(k).filter(|_| !k.ends_with("FLAGS") || k.contains("SHELL")) {
                     ctx.risky(format!("`{base} {t}` sets the {m} make runs recipes with"));
-                } else if MAKE_PROGRAM_VARS.contains(&k)
-                    || ["_CMD", "PROG", "WRAPPER", "LAUNCHER"].iter().any(|m| k.contains(m))
+                } else if (MAKE_PROGRAM_VARS.contains(&k)
+                    || ["_CMD", "PROG", "WRAPPER", "LAUNCHER"].iter().any(|m| k.contains(m)))
+                    && !named_ok
                 {
                     ctx.risky(format!("`{base} {t}` names a program make runs"));
                 } else if k.ends_with("FLAGS")
@@ -852,6 +869,9 @@ fn pytest(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
             if !p.starts_with("no:") {
                 ctx.risky(format!("`{base} -p {p}` loads a plugin (code)"));
             }
+        }
+        if matches!(t, "-c" | "--config-file") || t.starts_with("--config-file=") {
+            ctx.risky(format!("`{base} {t}` reads a configuration (`addopts`, plugins) the gate cannot see"));
         }
         if t.starts_with("--pdbcls") {
             ctx.risky(format!("`{base} {t}` loads a debugger class (code)"));
