@@ -757,7 +757,11 @@ fn cmake(ctx: &mut Ctx, args: &[Word]) -> Rules {
             if ["LAUNCHER", "TOOLCHAIN", "INCLUDE", "OVERRIDE", "EMULATOR", "WRAPPER", "COMMAND", "SHELL", "EXEC", "CLANG_TIDY", "CPPCHECK", "CPPLINT", "IWYU", "LINKER", "_PROGRAM", "_EXECUTABLE"]
                 .iter()
                 .any(|m| name.contains(m))
-                || (name.contains("COMPILER") && value.contains('/'))
+                || (name.contains("COMPILER")
+                    && (value.contains('/')
+                        || (ctx.allowlist()
+                            && !value.is_empty()
+                            && !ctx.allow.iter().any(|a| a == value))))
                 || (name.ends_with("FLAGS") && value.split_whitespace().any(|f| cc_bad(f, "")))
             {
                 ctx.risky(format!("`cmake -D{d}` names a program or script cmake runs"));
