@@ -176,7 +176,7 @@ fn text_args(base: &str) -> bool {
 }
 
 /// At most this many embedded strings are parsed per command line.
-const MAX_EMBEDDED: usize = 64;
+const MAX_EMBEDDED: usize = 256;
 
 /// The arguments of a program the gate has no rules for, read as command
 /// lines: a word that names a program (a wrapper or one on the danger
@@ -1033,7 +1033,7 @@ fn ssh_option(ctx: &mut Ctx, c: char, v: &str) {
 /// A command line given as text to a program that runs it (remotely or
 /// locally): its dangers are the program's.
 pub(crate) fn embedded_line(ctx: &mut Ctx, base: &str, line: &str) {
-    if ctx.embedded_parses >= MAX_EMBEDDED {
+    if ctx.embedded_parses >= MAX_EMBEDDED || ctx.embedded_depth >= super::walk::MAX_REPARSE {
         ctx.unknown("too many arguments that are command lines to check");
         return;
     }
