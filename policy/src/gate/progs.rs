@@ -184,7 +184,12 @@ const MAX_EMBEDDED: usize = 256;
 /// shell command. What is dangerous there is dangerous here (the program
 /// may run it: `anything rm -rf ~`, `anything 'rm -rf ~'`).
 pub(crate) fn embedded(ctx: &mut Ctx, base: &str, args: &[Word]) {
-    if text_args(base) || ctx.embedded_depth > 0 || args.is_empty() {
+    if text_args(base) || args.is_empty() {
+        return;
+    }
+    if ctx.embedded_depth >= super::walk::MAX_REPARSE {
+        ctx.embedded_parses = MAX_EMBEDDED;
+        ctx.unknown("too many arguments that are command lines to check, or nested too deeply");
         return;
     }
     let mut dangers: Vec<String> = Vec::new();
@@ -200,7 +205,11 @@ pub(crate) fn embedded(ctx: &mut Ctx, base: &str, args: &[Word]) {
             continue;
         }
         let b = basename(t);
+        // Inside a string already read as a command line, only strings
+        // nested in it are read again (prose such as a commit title is
+        // not taken for a program and its arguments).
         if starts < 4
+            && ctx.embedded_depth == 0
             && t == w.text
             && rules::check_program_name(w).is_ok()
             && (super::wrappers::is_wrapper(b) || rules::on_danger_list(b))
@@ -213,7 +222,7 @@ pub(crate) fn embedded(ctx: &mut Ctx, base: &str, args: &[Word]) {
         let shellish = t.contains([' ', ';', '|', '&', '\n']) && t.len() > 2;
         if shellish {
             if ctx.embedded_parses >= MAX_EMBEDDED {
-                ctx.unknown("too many arguments that are command lines to check");
+                ctx.unknown("too many arguments that are command lines to check, or nested too deeply");
                 break;
             }
             ctx.embedded_parses += 1;
@@ -259,6 +268,9 @@ fn scratch(ctx: &mut Ctx, f: impl FnOnce(&mut Ctx)) -> Vec<String> {
         super::budget::Budget::new(super::budget::Limits::DEFAULT),
     );
     ctx.embedded_parses = s.embedded_parses;
+    if s.embedded_parses >= MAX_EMBEDDED {
+        ctx.unknown("too many arguments that are command lines to check, or nested too deeply");
+    }
     s.findings.of_kind(Kind::Danger)
 }
 
@@ -1034,7 +1046,9 @@ fn ssh_option(ctx: &mut Ctx, c: char, v: &str) {
 /// locally): its dangers are the program's.
 pub(crate) fn embedded_line(ctx: &mut Ctx, base: &str, line: &str) {
     if ctx.embedded_parses >= MAX_EMBEDDED || ctx.embedded_depth >= super::walk::MAX_REPARSE {
-        ctx.unknown("too many arguments that are command lines to check");
+        // Also reported by every enclosing scratch context.
+        ctx.embedded_parses = MAX_EMBEDDED;
+        ctx.unknown("too many arguments that are command lines to check, or nested too deeply");
         return;
     }
     ctx.embedded_parses += 1;
