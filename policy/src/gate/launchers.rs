@@ -33,7 +33,40 @@ pub(crate) fn is_launcher(base: &str) -> bool {
             | "eatmydata"
             | "softlimit"
             | "envdir"
-    )
+    ) || table(base).is_some()
+        || matches!(base, "nix-shell" | "nix" | "setuidgid" | "envuidgid" | "setlock" | "pgrphack" | "fghack" | "dotenv")
+}
+
+/// Launchers of the same shape: `PROG [options] KEYWORD [options] [--] CMD...`.
+struct Table {
+    keywords: &'static [&'static str],
+    /// Options (before or after the keyword) that take a value.
+    values: &'static [&'static str],
+    /// `--` must come before the command (the words before it are not one).
+    needs_dashes: bool,
+    /// Words between the keyword and the command (`nvm exec VERSION`).
+    skip: usize,
+}
+
+fn table(base: &str) -> Option<Table> {
+    let t = |keywords, values, needs_dashes, skip| Some(Table { keywords, values, needs_dashes, skip });
+    match base {
+        "poetry" => t(&["run"], &["-C", "--directory", "-P", "--project"], false, 0),
+        "pipenv" => t(&["run"], &[], false, 0),
+        "bundle" | "bundler" => t(&["exec"], &["--gemfile"], false, 0),
+        "conda" | "mamba" | "micromamba" => t(&["run"], &["-n", "--name", "-p", "--prefix", "--cwd"], false, 0),
+        "pdm" | "hatch" | "rye" | "pixi" | "devbox" | "volta" | "pdm3" => t(
+            &["run"],
+            &["-e", "--env", "--environment", "-p", "--project", "--manifest-path", "--node", "--npm", "--yarn", "-C", "--config"],
+            false,
+            0,
+        ),
+        "mise" | "rtx" => t(&["exec", "x"], &["-C", "--cd", "-j", "--jobs"], true, 0),
+        "asdf" => t(&["exec"], &[], false, 0),
+        "nvm" => t(&["exec", "run"], &[], false, 1),
+        "fnm" => t(&["exec"], &["--using"], false, 0),
+        _ => None,
+    }
 }
 
 /// `-x`/`--xx` options of a launcher, `values` the ones that take a value:
@@ -283,6 +316,53 @@ impl Ctx<'_> {
                 let i = cluster_opts(words, 1, "softlimit", "", "acdfolmprst", |_, _| Ok(()))?;
                 Ok(wrap_at(words, i))
             }
+            b if table(b).is_some() => self.table_launcher(b, words),
+            "nix-shell" => {
+                // `--run STRING` / `--command STRING`; otherwise an
+                // interactive shell (nothing the gate sees runs).
+                for (i, w) in words.iter().enumerate() {
+                    let t = w.text.as_str();
+                    if matches!(t, "--run" | "--command") {
+                        let v = words.get(i + 1).ok_or("`nix-shell --run` without a command")?;
+                        return Ok(Step::Shell(static_arg(v, "nix-shell")?.to_string()));
+                    }
+                }
+                Ok(Step::Run)
+            }
+            "nix" => {
+                if matches!(first, "run") {
+                    return Err("`nix run` runs a program from a package the gate cannot see".into());
+                }
+                match words.iter().position(|w| matches!(w.text.as_str(), "-c" | "--command")) {
+                    Some(i) if matches!(first, "develop" | "shell") => {
+                        if i + 1 >= words.len() {
+                            return Err("`nix -c` without a command".into());
+                        }
+                        Ok(wrap_at(words, i + 1))
+                    }
+                    _ => Ok(Step::Run),
+                }
+            }
+            "setuidgid" | "envuidgid" => {
+                if words.len() < 3 {
+                    return Err(format!("`{base}` without a command"));
+                }
+                Ok(wrap_at(words, 2))
+            }
+            "setlock" => {
+                let i = cluster_opts(words, 1, "setlock", "nNxX", "", |_, _| Ok(()))?;
+                Ok(wrap_at(words, i + 1))
+            }
+            "pgrphack" | "fghack" => Ok(wrap_at(words, 1)),
+            "dotenv" => {
+                if self.allowlist() {
+                    self.unknown("`dotenv` sets variables from a file the gate cannot read");
+                }
+                match words.iter().position(|w| w.text == "--") {
+                    Some(i) => Ok(wrap_at(words, i + 1)),
+                    None => Err("`dotenv` without `--` before its command".into()),
+                }
+            }
             "envdir" => {
                 if self.allowlist() {
                     self.unknown("`envdir` sets variables from files the gate cannot read");
@@ -294,6 +374,60 @@ impl Ctx<'_> {
             }
             _ => Ok(Step::Run),
         }
+    }
+
+    /// A launcher of [`table`]: other subcommands run nothing the gate
+    /// follows (the program's own rules apply).
+    fn table_launcher(&mut self, base: &str, words: &[Word]) -> Result<Step, String> {
+        let Some(t) = table(base) else { return Ok(Step::Run) };
+        let mut i = 1;
+        // Options before the keyword.
+        while let Some(w) = words.get(i) {
+            let v = static_arg(w, base)?;
+            if !v.starts_with('-') {
+                break;
+            }
+            let name = v.split('=').next().unwrap_or(v);
+            i += if t.values.contains(&name) && !v.contains('=') { 2 } else { 1 };
+        }
+        let Some(kw) = words.get(i).and_then(|w| w.value()) else {
+            return Ok(Step::Run);
+        };
+        if !t.keywords.contains(&kw) {
+            return Ok(Step::Run);
+        }
+        i += 1;
+        if t.needs_dashes {
+            return match words[i..].iter().position(|w| w.text == "--") {
+                Some(d) => Ok(wrap_at(words, i + d + 1)),
+                None => Err(format!("`{base} {kw}` without `--` before its command")),
+            };
+        }
+        while let Some(w) = words.get(i) {
+            let v = static_arg(w, base)?;
+            if v == "--" {
+                i += 1;
+                break;
+            }
+            if !v.starts_with('-') {
+                break;
+            }
+            let name = v.split('=').next().unwrap_or(v);
+            if t.values.contains(&name) {
+                i += if v.contains('=') { 1 } else { 2 };
+            } else if name.starts_with("--") || v.len() == 2 {
+                // An option the gate does not know may take a value: the
+                // command cannot be told apart from it.
+                return Err(format!("`{base} {kw}` option `{v}` is not one the gate knows"));
+            } else {
+                return Err(format!("`{base} {kw}` option `{v}` is not one the gate knows"));
+            }
+        }
+        i += t.skip;
+        if i >= words.len() {
+            return Err(format!("`{base} {kw}` without a command"));
+        }
+        Ok(wrap_at(words, i))
     }
 
     fn uv_run(&mut self, words: &[Word], from: usize) -> Result<Step, String> {
