@@ -452,6 +452,23 @@ pub(crate) fn targets(ctx: &mut Ctx, base: &str, args: &[Word]) {
         }
         i += 1;
     }
+    // A start-up or key file (`~/.bashrc`, `~/.ssh/*`, `~/.config/autostart/*`)
+    // named to a program that does not only read it: it may write it.
+    if !reads_files(base) {
+        if let Some(w) = args.iter().find(|w| {
+            let t = w.text.as_str();
+            let t = match t.split_once('=') {
+                Some((o, v)) if o.starts_with('-') => v,
+                _ => t,
+            };
+            paths::write_target_danger(t).is_some_and(|why| why.contains("start-up"))
+        }) {
+            ctx.danger(format!(
+                "`{base}` is given `{}`, a file that runs code at start-up or grants access, and may write it",
+                w.text
+            ));
+        }
+    }
     if base == "ddrescue" {
         let ops: Vec<&Word> = args.iter().filter(|w| !w.text.starts_with('-')).collect();
         if let Some(out) = ops.get(1) {
@@ -460,6 +477,24 @@ pub(crate) fn targets(ctx: &mut Ctx, base: &str, args: &[Word]) {
             }
         }
     }
+}
+
+/// Programs that only read the files named to them (or whose writes the
+/// danger list already judges by their own rules).
+fn reads_files(base: &str) -> bool {
+    matches!(
+        base,
+        "cat" | "less" | "more" | "head" | "tail" | "grep" | "egrep" | "fgrep" | "rg" | "ag"
+            | "wc" | "diff" | "cmp" | "ls" | "stat" | "file" | "md5sum" | "sha1sum" | "sha256sum"
+            | "sha512sum" | "b2sum" | "bat" | "batcat" | "test" | "[" | "[[" | "readlink"
+            | "realpath" | "basename" | "dirname" | "echo" | "printf" | "sort" | "uniq" | "cut"
+            | "xxd" | "hexdump" | "od" | "strings" | "jq" | "yq" | "nl" | "tac" | "column"
+            | "du" | "df" | "tree" | "exa" | "eza" | "lsd" | "fd" | "fdfind" | "find" | "git"
+            | "cp" | "mv" | "install" | "ln" | "tee" | "truncate" | "touch" | "dd" | "rsync"
+            | "tar" | "sed" | "gsed" | "awk" | "gawk" | "mawk" | "zip" | "xargs" | "ssh-add"
+            | "cd" | "pushd" | "source" | "." | "diff3" | "colordiff" | "delta" | "base64"
+            | "gpg" | "ssh" | "rm" | "shred" | "unlink"
+    )
 }
 
 fn is_home_like(v: &str) -> bool {
