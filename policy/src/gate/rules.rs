@@ -908,17 +908,41 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
         "iptables" | "ip6tables" | "iptables-nft" | "iptables-legacy" | "ip6tables-nft"
         | "ebtables" | "arptables" | "iptables-restore" | "ip6tables-restore" | "nft" | "ufw"
         | "firewall-cmd" => {
-            let listing = args.iter().all(|w| {
-                matches!(
-                    w.text.as_str(),
-                    "-L" | "--list" | "-S" | "--list-rules" | "-n" | "--numeric" | "-v" | "--verbose"
-                        | "-t" | "nat" | "filter" | "mangle" | "raw" | "security" | "--line-numbers"
-                        | "-x" | "list" | "ruleset" | "tables" | "-a" | "status" | "--state"
-                        | "--list-all" | "--version" | "-V" | "--help" | "-h" | "show" | "verbose"
-                        | "numbered" | "-nL" | "-vnL" | "-nvL" | "-Ln" | "-Lnv"
-                ) || (w.text.starts_with("--get-") || w.text.starts_with("--query-"))
-            });
-            if !listing || args.is_empty() && base == "ufw" {
+            let words: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
+            let first_op = words.iter().find(|w| !w.starts_with('-')).copied().unwrap_or("");
+            let reads = match base {
+                "nft" => matches!(first_op, "list" | "monitor" | "describe")
+                    || words.iter().all(|w| matches!(*w, "-v" | "--version" | "-h" | "--help")),
+                "ufw" => matches!(first_op, "status" | "show" | "version" | "app")
+                    && !words.contains(&"update"),
+                "firewall-cmd" => words.iter().all(|w| {
+                    ["--get", "--query", "--list", "--state", "--version", "--help", "--zone", "--permanent", "-h", "-V"]
+                        .iter()
+                        .any(|p| w.starts_with(p))
+                        || !w.starts_with('-')
+                }) && !words.is_empty(),
+                _ if base.ends_with("-restore") => false,
+                _ => {
+                    let changes = words.iter().any(|w| {
+                        let long = matches!(
+                            *w,
+                            "--append" | "--delete" | "--insert" | "--replace" | "--flush" | "--zero"
+                                | "--new-chain" | "--new" | "--delete-chain" | "--policy" | "--rename-chain"
+                        );
+                        let short = w.len() >= 2
+                            && w.starts_with('-')
+                            && !w.starts_with("--")
+                            && w[1..].contains(['A', 'D', 'I', 'R', 'F', 'Z', 'N', 'X', 'P', 'E']);
+                        long || short
+                    });
+                    let lists = words.iter().any(|w| {
+                        matches!(*w, "--list" | "--list-rules" | "--version" | "-V" | "--help" | "-h")
+                            || (w.starts_with('-') && !w.starts_with("--") && w[1..].contains(['L', 'S']))
+                    });
+                    lists && !changes
+                }
+            };
+            if !reads {
                 ctx.danger(format!("`{base}` changes the firewall"));
             }
         }
