@@ -132,6 +132,12 @@ pub(crate) fn runs_command(name: &str, value: Option<&str>) -> Option<String> {
         "NODE_OPTIONS",
         "JAVA_TOOL_OPTIONS",
         "PIP_CONFIG_FILE",
+        "FCEDIT",
+        "PERL5OPT",
+        "RUBYOPT",
+        "_JAVA_OPTIONS",
+        "LESSKEY",
+        "LESSKEYIN",
         "CARGO_HOME",
         "RUSTUP_TOOLCHAIN",
         "GOTOOLCHAIN",
@@ -152,6 +158,10 @@ pub(crate) fn runs_command(name: &str, value: Option<&str>) -> Option<String> {
         || (marker(base) == Some("PROG"));
     if names_program {
         return Some(format!("setting `{name}` names a program for another program to run"));
+    }
+    // less runs `!` commands given as `+` start-up commands.
+    if base == "LESS" && value.is_none_or(|v| v.contains('+') || v.contains('!')) {
+        return Some(format!("`{name}` gives less start-up commands, which can run programs"));
     }
     // Option variables: ask when the options name a program.
     let options = ["FLAGS", "OPTS", "OPTIONS", "ARGS"]
