@@ -341,7 +341,12 @@ fn reads_disks(base: &str, args: &[Word]) -> bool {
         || (base == "hdparm" && args.iter().all(|w| !w.text.starts_with("--") || w.text == "--"))
         || (base == "blockdev" && args.iter().all(|w| w.text.starts_with("--get") || !w.text.starts_with('-')))
         || (base == "tune2fs" && args.iter().any(|w| w.text == "-l"))
-        || (base == "cryptsetup" && args.iter().any(|w| matches!(w.text.as_str(), "status" | "luksDump" | "isLuks")))
+        || (base == "cryptsetup"
+            && args.iter().any(|w| {
+                matches!(w.text.as_str(), "status" | "luksDump" | "isLuks" | "open" | "luksOpen" | "close" | "luksClose")
+            }))
+        || (base == "udisksctl" && args.iter().any(|w| matches!(w.text.as_str(), "mount" | "unmount" | "info" | "status")))
+        || matches!(base, "fsck" | "e2fsck" | "xfs_repair") && args.iter().any(|w| w.text == "-n")
 }
 
 /// Option names whose value is a file the program writes.
