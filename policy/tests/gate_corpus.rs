@@ -205,7 +205,12 @@ fn try_commands() {
         let cmd = cmd.replace("\\n", "\n").replace("\\t", "\t");
         for mode in [GateMode::Ask, GateMode::Allowlist] {
             let v = evaluate(&cmd, mode, &allow);
-            println!("{:?} {mode:?}: {} {:?}", cmd, v.decision.as_str(), v.reasons);
+            println!(
+                "{:?} {mode:?}: {} {:?}",
+                cmd,
+                v.decision.as_str(),
+                v.reasons
+            );
         }
     }
 }
