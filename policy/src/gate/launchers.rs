@@ -486,6 +486,14 @@ impl Ctx<'_> {
             return Ok(Step::Run);
         };
         if !t.keywords.contains(&kw) {
+            // `poetry --opt VALUE run CMD` with an option the gate does not
+            // know: where the command starts cannot be told.
+            if words[i..].iter().any(|w| t.keywords.contains(&w.text.as_str())) {
+                return Err(format!(
+                    "`{base}` options the gate does not know before `{}`",
+                    t.keywords[0]
+                ));
+            }
             return Ok(Step::Run);
         }
         i += 1;

@@ -1165,6 +1165,13 @@ fn node_pm(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
                 ));
             }
         }
+        ["exec" | "x" | "dlx" | "explore", ..] => {
+            // Reached only when the launcher's options were not understood.
+            ctx.unknown(format!(
+                "`{base} {}` with options the gate does not know runs a command",
+                ops[0]
+            ));
+        }
         ["edit", ..]
         | ["explore", ..]
         | ["docs", ..]
