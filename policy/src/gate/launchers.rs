@@ -131,7 +131,7 @@ fn launcher_opts(
             i += 1;
         } else if values.contains(&name) {
             i += if t.contains('=') { 1 } else { 2 };
-        } else if !t.starts_with("--") && t.len() > 2 && values.contains(&&t[..2]) {
+        } else if !t.starts_with("--") && t.get(..2).is_some_and(|o| t.len() > 2 && values.contains(&o)) {
             i += 1; // `-pVALUE`
         } else {
             return Err(format!("`{prog}` option `{t}` is not one the gate knows"));

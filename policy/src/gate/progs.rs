@@ -1173,7 +1173,6 @@ fn node_pm(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
             ));
         }
         ["edit", ..]
-        | ["explore", ..]
         | ["docs", ..]
         | ["bugs", ..]
         | ["repo", ..]
