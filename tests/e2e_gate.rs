@@ -936,7 +936,7 @@ fn generalised_attacks_are_caught_and_really_run_code() {
         ("make", "CC=payload make hello", "deny"),
         // Options that take a program.
         ("make", "make SHELL=payload all", "exec"),
-        ("make", "make CC=payload hello", "exec"),
+        ("make", "make CC=../bin/payload hello", "exec"),
         ("make", "make --eval='x: ; payload' x", "exec"),
         ("make", "printf 'x:\\n\\tpayload\\n' | make -f - x", "exec"),
         ("gcc", "gcc -wrapper payload -c hello.c -o /dev/null", "exec"),

@@ -9,6 +9,13 @@
 //! bash tries to run is recorded by `command_not_found_handle`. The
 //! property: bash ran only listed programs. The same shape as the
 //! differential test in tests/e2e_gate.rs.
+//!
+//! Every logger also records the names of the variables in its
+//! environment: a listed program may only see the environment bash was
+//! started with and variables known to be inert (`LANG`, `LC_*`, `TZ`,
+//! ...), never one that makes it run another program (`RUSTC_WRAPPER`,
+//! `GOFLAGS`, `GIT_SSH_COMMAND`, ...). Launchers (`eatmydata`, `softlimit`)
+//! run for real when installed, so the command they launch is logged too.
 #![no_main]
 
 use std::path::{Path, PathBuf};
@@ -20,9 +27,33 @@ use zot_policy::gate::{evaluate, Decision, GateMode};
 
 const ALLOW: &[&str] = &[
     "git", "ls", "grep", "cat", "echo", "wc", "sh", "env", "xargs", "find", "nice", "sed", "sort",
-    "tar", "awk", "timeout", "head",
+    "tar", "awk", "timeout", "head", "cargo", "go", "make", "rsync", "pip", "curl", "eatmydata",
+    "softlimit", "hyperfine", "uv", "npx",
 ];
-const REAL_WRAPPERS: &[&str] = &["env", "nice", "timeout", "xargs", "find"];
+const REAL_WRAPPERS: &[&str] = &["env", "nice", "timeout", "xargs", "find", "eatmydata", "softlimit"];
+
+/// Variables bash and the oracle set, and the ones known to be inert (the
+/// gate's list, policy/src/gate/vars.rs).
+const BASELINE: &[&str] = &["PATH", "BASH_ENV", "HOME", "ZOT_LOG", "PWD", "SHLVL", "_", "OLDPWD"];
+const INERT: &[&str] = &[
+    "LANG", "LANGUAGE", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR",
+    "CLICOLOR_FORCE", "CI", "RUST_LOG", "RUST_BACKTRACE", "RUST_LIB_BACKTRACE",
+    "RUST_TEST_THREADS", "RUST_TEST_NOCAPTURE", "RUST_MIN_STACK", "COLUMNS", "LINES",
+    "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL",
+    "CARGO_BUILD_JOBS", "GOOS", "GOARCH", "GOMAXPROCS", "GOGC", "CGO_ENABLED", "NODE_ENV",
+    "DEBIAN_FRONTEND", "SOURCE_DATE_EPOCH", "GREP_COLOR", "GREP_COLORS", "LS_COLORS",
+    "TIME_STYLE", "QUOTING_STYLE", "POSIXLY_CORRECT", "PYTHONUNBUFFERED",
+    "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8",
+    "RAYON_NUM_THREADS", "OMP_NUM_THREADS", "TERM_PROGRAM",
+];
+
+fn inert(name: &str) -> bool {
+    BASELINE.contains(&name)
+        || INERT.contains(&name)
+        || (name.len() > 3
+            && name.starts_with("LC_")
+            && name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'))
+}
 
 struct Oracle {
     root: PathBuf,
@@ -47,13 +78,14 @@ fn oracle() -> &'static Oracle {
         for name in ALLOW {
             let tail = if *name == "sh" {
                 format!("exec {} \"$@\"", bash.display())
-            } else if REAL_WRAPPERS.contains(name) {
-                format!("exec {} \"$@\"", real(name).expect("wrapper").display())
+            } else if let Some(r) = REAL_WRAPPERS.contains(name).then(|| real(name)).flatten() {
+                format!("exec {} \"$@\"", r.display())
             } else {
                 "exit 0".to_string()
             };
+            // The program's name, then `=NAME` for each exported variable.
             let script = format!(
-                "#!{}\nprintf '%s\\n' {name} >> \"$ZOT_LOG\"\n{tail}\n",
+                "#!{}\nprintf '%s\\n' {name} >> \"$ZOT_LOG\"\ncompgen -e | while read -r v; do printf '=%s\\n' \"$v\"; done >> \"$ZOT_LOG\"\n{tail}\n",
                 bash.display()
             );
             let p = bin.join(name);
@@ -115,7 +147,16 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let o = oracle();
-    let programs = ran(o, input);
+    let logged = ran(o, input);
+    let (vars, programs): (Vec<String>, Vec<String>) =
+        logged.into_iter().partition(|l| l.starts_with('='));
+    for var in &vars {
+        let name = &var[1..];
+        assert!(
+            inert(name),
+            "allowlist mode allowed {input:?}, and a listed program saw the variable `{name}` (gate: {v:?})"
+        );
+    }
     for p in &programs {
         assert!(
             ALLOW.contains(&p.as_str()),

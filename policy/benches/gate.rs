@@ -244,6 +244,33 @@ fn main() {
         );
     }
 
+    // 1 MiB pipelines: one long pipeline (refused before parsing), the same
+    // bars quoted (text: parsed and allowed), and a 1 MiB script of short
+    // pipelines (each counted on its own).
+    if select.wants("pipeline") {
+        let mib = 1 << 20;
+        let cases = [
+            ("1 MiB pipeline `a|a|...|a`", fill("", "a|", "a", mib)),
+            ("1 MiB of `|` in quotes", fill("echo '", "|", "'", mib)),
+            (
+                "1 MiB script of short pipelines",
+                fill("", "git log --oneline | grep fix | wc -l\n", "", mib),
+            ),
+        ];
+        for (label, src) in cases {
+            for mode in [GateMode::Ask, GateMode::Allowlist] {
+                let (t, v) = timed(3, || evaluate(&src, mode, &allow));
+                println!(
+                    "{label} ({mode:?}): {} -> {} {}   target < 1 s: {}",
+                    t.show(),
+                    v.decision.as_str(),
+                    v.reasons.first().map_or("", |r| &r[..r.len().min(90)]),
+                    ok(t.median < Duration::from_secs(1))
+                );
+            }
+        }
+    }
+
     // Distinct items: every `$vN` is its own finding with its own reason
     // (`rm -r` of a path that depends on expansion).
     let distinct = |target: usize| {
@@ -355,6 +382,8 @@ const SHAPES: &[Shape] = &[
     Shape { key: "stages-short", what: "`a|a|a|a|;` repeated", make: |n| fill("", "a|a|a|a|;", "", n) },
     Shape { key: "stages-nl", what: "`a<newline>|` repeated", make: |n| fill("", "a\n|", "", n) },
     Shape { key: "bars", what: "`|||...`", make: |n| fill("", "|", "", n) },
+    Shape { key: "quoted-bars", what: "`echo '|||...'`", make: |n| fill("echo '", "|", "'", n) },
+    Shape { key: "short-pipelines", what: "`git log | grep x | wc -l` lines", make: |n| fill("", "git log | grep x | wc -l\n", "", n) },
     Shape { key: "or-list", what: "`a||a||...||`", make: |n| fill("", "a||", "", n) },
     Shape { key: "close-parens", what: "`)))...`", make: |n| fill("", ")", "", n) },
     Shape { key: "case-open", what: "`case x in a;a;...`", make: |n| fill("case x in ", "a;", "", n) },

@@ -205,7 +205,26 @@ fn try_commands() {
         let cmd = cmd.replace("\\n", "\n").replace("\\t", "\t");
         for mode in [GateMode::Ask, GateMode::Allowlist] {
             let v = evaluate(&cmd, mode, &allow);
-            println!("{:?} {mode:?}: {} {:?}", cmd, v.decision.as_str(), v.reasons);
+            println!(
+                "{:?} {mode:?}: {} {:?}",
+                cmd,
+                v.decision.as_str(),
+                v.reasons
+            );
+        }
+    }
+}
+
+/// Inputs the fuzzers found (each once crashed the gate).
+#[test]
+fn fuzz_findings_do_not_crash() {
+    let allow: Vec<String> = DEFAULT_ALLOW.iter().map(|s| s.to_string()).collect();
+    // A launcher option that starts with a multi-byte character
+    // (`launcher_opts` sliced it at byte 2).
+    let lossy = String::from_utf8_lossy(b"npm -\xd5\x8c\x9c\xfa\xaa\xaa\xaa\xaaUUUell=/tm").into_owned();
+    for input in [lossy.as_str(), "npm -\u{e9}x exec ls", "uv -\u{e9}\u{e9} run ls"] {
+        for mode in [GateMode::Ask, GateMode::Allowlist] {
+            let _ = evaluate(input, mode, &allow);
         }
     }
 }

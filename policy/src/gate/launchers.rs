@@ -33,7 +33,79 @@ pub(crate) fn is_launcher(base: &str) -> bool {
             | "eatmydata"
             | "softlimit"
             | "envdir"
-    )
+    ) || table(base).is_some()
+        || matches!(
+            base,
+            "nix-shell"
+                | "nix"
+                | "setuidgid"
+                | "envuidgid"
+                | "setlock"
+                | "pgrphack"
+                | "fghack"
+                | "dotenv"
+        )
+}
+
+/// Launchers of the same shape: `PROG [options] KEYWORD [options] [--] CMD...`.
+struct Table {
+    keywords: &'static [&'static str],
+    /// Options (before or after the keyword) that take a value.
+    values: &'static [&'static str],
+    /// `--` must come before the command (the words before it are not one).
+    needs_dashes: bool,
+    /// Words between the keyword and the command (`nvm exec VERSION`).
+    skip: usize,
+}
+
+fn table(base: &str) -> Option<Table> {
+    let t = |keywords, values, needs_dashes, skip| {
+        Some(Table {
+            keywords,
+            values,
+            needs_dashes,
+            skip,
+        })
+    };
+    match base {
+        "poetry" => t(
+            &["run"],
+            &["-C", "--directory", "-P", "--project"],
+            false,
+            0,
+        ),
+        "pipenv" => t(&["run"], &[], false, 0),
+        "bundle" | "bundler" => t(&["exec"], &["--gemfile"], false, 0),
+        "conda" | "mamba" | "micromamba" => t(
+            &["run"],
+            &["-n", "--name", "-p", "--prefix", "--cwd"],
+            false,
+            0,
+        ),
+        "pdm" | "hatch" | "rye" | "pixi" | "devbox" | "volta" | "pdm3" => t(
+            &["run"],
+            &[
+                "-e",
+                "--env",
+                "--environment",
+                "-p",
+                "--project",
+                "--manifest-path",
+                "--node",
+                "--npm",
+                "--yarn",
+                "-C",
+                "--config",
+            ],
+            false,
+            0,
+        ),
+        "mise" | "rtx" => t(&["exec", "x"], &["-C", "--cd", "-j", "--jobs"], true, 0),
+        "asdf" => t(&["exec"], &[], false, 0),
+        "nvm" => t(&["exec", "run"], &[], false, 1),
+        "fnm" => t(&["exec"], &["--using"], false, 0),
+        _ => None,
+    }
 }
 
 /// `-x`/`--xx` options of a launcher, `values` the ones that take a value:
@@ -59,7 +131,7 @@ fn launcher_opts(
             i += 1;
         } else if values.contains(&name) {
             i += if t.contains('=') { 1 } else { 2 };
-        } else if !t.starts_with("--") && t.len() > 2 && values.contains(&&t[..2]) {
+        } else if !t.starts_with("--") && t.get(..2).is_some_and(|o| t.len() > 2 && values.contains(&o)) {
             i += 1; // `-pVALUE`
         } else {
             return Err(format!("`{prog}` option `{t}` is not one the gate knows"));
@@ -137,11 +209,28 @@ impl Ctx<'_> {
                     1,
                     "uv",
                     &[
-                        "-q", "--quiet", "-v", "--verbose", "--offline", "--no-cache", "-n",
-                        "--native-tls", "--no-progress", "--preview", "--no-config",
-                        "--managed-python", "--no-managed-python", "--no-python-downloads",
+                        "-q",
+                        "--quiet",
+                        "-v",
+                        "--verbose",
+                        "--offline",
+                        "--no-cache",
+                        "-n",
+                        "--native-tls",
+                        "--no-progress",
+                        "--preview",
+                        "--no-config",
+                        "--managed-python",
+                        "--no-managed-python",
+                        "--no-python-downloads",
                     ],
-                    &["--directory", "--project", "--color", "--cache-dir", "--config-file"],
+                    &[
+                        "--directory",
+                        "--project",
+                        "--color",
+                        "--cache-dir",
+                        "--config-file",
+                    ],
                 )?;
                 match (
                     words.get(i).and_then(|w| w.value()),
@@ -154,7 +243,13 @@ impl Ctx<'_> {
             }
             "uvx" => self.uv_run(words, 1),
             "rustup" => {
-                let i = launcher_opts(words, 1, "rustup", &["-v", "--verbose", "-q", "--quiet"], &[])?;
+                let i = launcher_opts(
+                    words,
+                    1,
+                    "rustup",
+                    &["-v", "--verbose", "-q", "--quiet"],
+                    &[],
+                )?;
                 if words.get(i).and_then(|w| w.value()) != Some("run") {
                     return Ok(Step::Run);
                 }
@@ -183,7 +278,9 @@ impl Ctx<'_> {
                     words,
                     1,
                     "npm",
-                    &["-g", "--global", "-s", "--silent", "-q", "--quiet", "--yes", "-y", "--no"],
+                    &[
+                        "-g", "--global", "-s", "--silent", "-q", "--quiet", "--yes", "-y", "--no",
+                    ],
                     &["-w", "--workspace", "--prefix", "-C"],
                 )
                 .unwrap_or(usize::MAX);
@@ -207,11 +304,26 @@ impl Ctx<'_> {
                     1,
                     "pnpm",
                     &[
-                        "-r", "--recursive", "-w", "--workspace-root", "-s", "--silent",
-                        "--parallel", "--stream", "--aggregate-output", "--if-present",
+                        "-r",
+                        "--recursive",
+                        "-w",
+                        "--workspace-root",
+                        "-s",
+                        "--silent",
+                        "--parallel",
+                        "--stream",
+                        "--aggregate-output",
+                        "--if-present",
                         "--no-bail",
                     ],
-                    &["-C", "--dir", "--filter", "-F", "--reporter", "--workspace-concurrency"],
+                    &[
+                        "-C",
+                        "--dir",
+                        "--filter",
+                        "-F",
+                        "--reporter",
+                        "--workspace-concurrency",
+                    ],
                 )
                 .unwrap_or(usize::MAX);
                 match words.get(i).and_then(|w| w.value()) {
@@ -283,6 +395,60 @@ impl Ctx<'_> {
                 let i = cluster_opts(words, 1, "softlimit", "", "acdfolmprst", |_, _| Ok(()))?;
                 Ok(wrap_at(words, i))
             }
+            b if table(b).is_some() => self.table_launcher(b, words),
+            "nix-shell" => {
+                // `--run STRING` / `--command STRING`; otherwise an
+                // interactive shell (nothing the gate sees runs).
+                for (i, w) in words.iter().enumerate() {
+                    let t = w.text.as_str();
+                    if matches!(t, "--run" | "--command") {
+                        let v = words
+                            .get(i + 1)
+                            .ok_or("`nix-shell --run` without a command")?;
+                        return Ok(Step::Shell(static_arg(v, "nix-shell")?.to_string()));
+                    }
+                }
+                Ok(Step::Run)
+            }
+            "nix" => {
+                if matches!(first, "run") {
+                    return Err(
+                        "`nix run` runs a program from a package the gate cannot see".into(),
+                    );
+                }
+                match words
+                    .iter()
+                    .position(|w| matches!(w.text.as_str(), "-c" | "--command"))
+                {
+                    Some(i) if matches!(first, "develop" | "shell") => {
+                        if i + 1 >= words.len() {
+                            return Err("`nix -c` without a command".into());
+                        }
+                        Ok(wrap_at(words, i + 1))
+                    }
+                    _ => Ok(Step::Run),
+                }
+            }
+            "setuidgid" | "envuidgid" => {
+                if words.len() < 3 {
+                    return Err(format!("`{base}` without a command"));
+                }
+                Ok(wrap_at(words, 2))
+            }
+            "setlock" => {
+                let i = cluster_opts(words, 1, "setlock", "nNxX", "", |_, _| Ok(()))?;
+                Ok(wrap_at(words, i + 1))
+            }
+            "pgrphack" | "fghack" => Ok(wrap_at(words, 1)),
+            "dotenv" => {
+                if self.allowlist() {
+                    self.unknown("`dotenv` sets variables from a file the gate cannot read");
+                }
+                match words.iter().position(|w| w.text == "--") {
+                    Some(i) => Ok(wrap_at(words, i + 1)),
+                    None => Err("`dotenv` without `--` before its command".into()),
+                }
+            }
             "envdir" => {
                 if self.allowlist() {
                     self.unknown("`envdir` sets variables from files the gate cannot read");
@@ -296,19 +462,130 @@ impl Ctx<'_> {
         }
     }
 
+    /// A launcher of [`table`]: other subcommands run nothing the gate
+    /// follows (the program's own rules apply).
+    fn table_launcher(&mut self, base: &str, words: &[Word]) -> Result<Step, String> {
+        let Some(t) = table(base) else {
+            return Ok(Step::Run);
+        };
+        let mut i = 1;
+        // Options before the keyword.
+        while let Some(w) = words.get(i) {
+            let v = static_arg(w, base)?;
+            if !v.starts_with('-') {
+                break;
+            }
+            let name = v.split('=').next().unwrap_or(v);
+            i += if t.values.contains(&name) && !v.contains('=') {
+                2
+            } else {
+                1
+            };
+        }
+        let Some(kw) = words.get(i).and_then(|w| w.value()) else {
+            return Ok(Step::Run);
+        };
+        if !t.keywords.contains(&kw) {
+            // `poetry --opt VALUE run CMD` with an option the gate does not
+            // know: where the command starts cannot be told.
+            if words[i..].iter().any(|w| t.keywords.contains(&w.text.as_str())) {
+                return Err(format!(
+                    "`{base}` options the gate does not know before `{}`",
+                    t.keywords[0]
+                ));
+            }
+            return Ok(Step::Run);
+        }
+        i += 1;
+        if t.needs_dashes {
+            return match words[i..].iter().position(|w| w.text == "--") {
+                Some(d) => Ok(wrap_at(words, i + d + 1)),
+                None => Err(format!("`{base} {kw}` without `--` before its command")),
+            };
+        }
+        while let Some(w) = words.get(i) {
+            let v = static_arg(w, base)?;
+            if v == "--" {
+                i += 1;
+                break;
+            }
+            if !v.starts_with('-') {
+                break;
+            }
+            let name = v.split('=').next().unwrap_or(v);
+            if t.values.contains(&name) {
+                i += if v.contains('=') { 1 } else { 2 };
+            } else if name.starts_with("--") || v.len() == 2 {
+                // An option the gate does not know may take a value: the
+                // command cannot be told apart from it.
+                return Err(format!(
+                    "`{base} {kw}` option `{v}` is not one the gate knows"
+                ));
+            } else {
+                return Err(format!(
+                    "`{base} {kw}` option `{v}` is not one the gate knows"
+                ));
+            }
+        }
+        i += t.skip;
+        if i >= words.len() {
+            return Err(format!("`{base} {kw}` without a command"));
+        }
+        Ok(wrap_at(words, i))
+    }
+
     fn uv_run(&mut self, words: &[Word], from: usize) -> Result<Step, String> {
         let mut i = from;
         let flags = [
-            "--frozen", "--locked", "--no-sync", "--isolated", "--no-project", "--all-extras",
-            "--no-dev", "--dev", "--active", "--exact", "-q", "--quiet", "-v", "--verbose",
-            "--offline", "--no-cache", "--all-packages", "--no-default-groups", "--all-groups",
-            "--refresh", "--upgrade", "-U", "--no-env-file", "--no-editable", "--compile-bytecode",
+            "--frozen",
+            "--locked",
+            "--no-sync",
+            "--isolated",
+            "--no-project",
+            "--all-extras",
+            "--no-dev",
+            "--dev",
+            "--active",
+            "--exact",
+            "-q",
+            "--quiet",
+            "-v",
+            "--verbose",
+            "--offline",
+            "--no-cache",
+            "--all-packages",
+            "--no-default-groups",
+            "--all-groups",
+            "--refresh",
+            "--upgrade",
+            "-U",
+            "--no-env-file",
+            "--no-editable",
+            "--compile-bytecode",
         ];
         let values = [
-            "--with", "-w", "--with-editable", "--with-requirements", "--package", "--extra",
-            "--group", "--only-group", "--no-group", "--index", "--index-url",
-            "--extra-index-url", "--directory", "--project", "--from", "--color", "-p",
-            "--python", "--cache-dir", "--no-extra", "--prerelease", "--resolution",
+            "--with",
+            "-w",
+            "--with-editable",
+            "--with-requirements",
+            "--package",
+            "--extra",
+            "--group",
+            "--only-group",
+            "--no-group",
+            "--index",
+            "--index-url",
+            "--extra-index-url",
+            "--directory",
+            "--project",
+            "--from",
+            "--color",
+            "-p",
+            "--python",
+            "--cache-dir",
+            "--no-extra",
+            "--prerelease",
+            "--resolution",
         ];
         while let Some(w) = words.get(i) {
             let t = static_arg(w, "uv run")?;
@@ -331,7 +608,9 @@ impl Ctx<'_> {
             } else if values.contains(&name) {
                 let v = if t.contains('=') {
                     i += 1;
-                    t.split_once('=').map(|(_, v)| v.to_string()).unwrap_or_default()
+                    t.split_once('=')
+                        .map(|(_, v)| v.to_string())
+                        .unwrap_or_default()
                 } else {
                     i += 2;
                     words
@@ -341,7 +620,9 @@ impl Ctx<'_> {
                         .to_string()
                 };
                 if matches!(name, "-p" | "--python") && (v.contains('/') || v.is_empty()) {
-                    return Err(format!("`uv run {name} {v}` runs the interpreter at that path"));
+                    return Err(format!(
+                        "`uv run {name} {v}` runs the interpreter at that path"
+                    ));
                 }
             } else {
                 return Err(format!("`uv run` option `{t}` is not one the gate knows"));
@@ -369,7 +650,9 @@ impl Ctx<'_> {
             match name {
                 "-c" | "--call" => {
                     let v = if t.contains('=') {
-                        t.split_once('=').map(|(_, v)| v.to_string()).unwrap_or_default()
+                        t.split_once('=')
+                            .map(|(_, v)| v.to_string())
+                            .unwrap_or_default()
                     } else {
                         let v = words
                             .get(i + 1)
@@ -422,14 +705,16 @@ impl Ctx<'_> {
                 "send-keys" | "send" => ("FHKlMRX", "Nt"),
                 "ls" | "list-sessions" | "kill-session" | "kill-server" | "attach"
                 | "attach-session" | "a" | "at" | "has-session" | "has" | "capture-pane"
-                | "capturep" | "list-windows" | "lsw" | "list-panes" | "lsp"
-                | "select-window" | "selectw" | "select-pane" | "selectp" | "rename-session"
-                | "rename" | "rename-window" | "renamew" | "detach" | "detach-client"
-                | "kill-window" | "killw" | "kill-pane" | "killp" | "resize-pane" | "resizep"
-                | "wait-for" | "wait" | "display-message" | "display" | "list-clients"
-                | "lsc" | "show-options" | "show" | "info" | "start-server" | "start" => continue,
+                | "capturep" | "list-windows" | "lsw" | "list-panes" | "lsp" | "select-window"
+                | "selectw" | "select-pane" | "selectp" | "rename-session" | "rename"
+                | "rename-window" | "renamew" | "detach" | "detach-client" | "kill-window"
+                | "killw" | "kill-pane" | "killp" | "resize-pane" | "resizep" | "wait-for"
+                | "wait" | "display-message" | "display" | "list-clients" | "lsc"
+                | "show-options" | "show" | "info" | "start-server" | "start" => continue,
                 other => {
-                    return Err(format!("`tmux {other}` is not a tmux command the gate knows"))
+                    return Err(format!(
+                        "`tmux {other}` is not a tmux command the gate knows"
+                    ))
                 }
             };
             let mut env_vars: Vec<(String, String)> = Vec::new();
@@ -467,6 +752,32 @@ impl Ctx<'_> {
     }
 
     fn screen(&mut self, words: &[Word]) -> Result<Step, String> {
+        // Listing, attaching, detaching: no new command.
+        if words.iter().skip(1).any(|w| {
+            matches!(
+                w.text.as_str(),
+                "-ls"
+                    | "-list"
+                    | "-wipe"
+                    | "-r"
+                    | "-R"
+                    | "-RR"
+                    | "-x"
+                    | "-d"
+                    | "-D"
+                    | "-Q"
+                    | "-v"
+                    | "-version"
+                    | "-h"
+                    | "-help"
+                    | "--help"
+                    | "--version"
+            )
+        }) && !words.iter().any(|w| {
+            w.text.starts_with('-') && w.text.contains(['m', 'X']) && !w.text.starts_with("--")
+        }) {
+            return Ok(Step::Run);
+        }
         let mut command_at: Option<usize> = None;
         let mut i = 1;
         // Options, with `-X CMD ARGS...` ending them.
@@ -487,7 +798,9 @@ impl Ctx<'_> {
                         command_at = Some(next);
                         break;
                     }
-                    'c' => return Err("`screen -c` reads a configuration that runs commands".into()),
+                    'c' => {
+                        return Err("`screen -c` reads a configuration that runs commands".into())
+                    }
                     's' => return Err("`screen -s` sets the shell screen runs".into()),
                     'e' | 'h' | 'p' | 'S' | 't' | 'T' => {
                         if k + 1 == body.len() {
@@ -495,8 +808,8 @@ impl Ctx<'_> {
                         }
                         break;
                     }
-                    'a' | 'A' | 'd' | 'D' | 'f' | 'F' | 'i' | 'L' | 'l' | 'm' | 'O' | 'q'
-                    | 'r' | 'R' | 'U' | 'x' | 'w' | 'n' => {}
+                    'a' | 'A' | 'd' | 'D' | 'f' | 'F' | 'i' | 'L' | 'l' | 'm' | 'O' | 'q' | 'r'
+                    | 'R' | 'U' | 'x' | 'w' | 'n' => {}
                     _ => return Err(format!("`screen` option `-{c}` is not one the gate knows")),
                 }
             }
@@ -532,13 +845,40 @@ fn hyperfine(words: &[Word]) -> Result<Step, String> {
     let mut shells = Vec::new();
     let mut i = 1;
     let takes_shell = [
-        "-p", "--prepare", "-s", "--setup", "-C", "--conclude", "-c", "--cleanup", "--reference",
+        "-p",
+        "--prepare",
+        "-s",
+        "--setup",
+        "-C",
+        "--conclude",
+        "-c",
+        "--cleanup",
+        "--reference",
     ];
     let values = [
-        "-w", "--warmup", "-m", "--min-runs", "-M", "--max-runs", "-r", "--runs", "-n",
-        "--command-name", "--style", "--sort", "-u", "--time-unit", "--export-asciidoc",
-        "--export-csv", "--export-json", "--export-markdown", "--export-orgmode", "--output",
-        "--input", "-D", "--parameter-step-size",
+        "-w",
+        "--warmup",
+        "-m",
+        "--min-runs",
+        "-M",
+        "--max-runs",
+        "-r",
+        "--runs",
+        "-n",
+        "--command-name",
+        "--style",
+        "--sort",
+        "-u",
+        "--time-unit",
+        "--export-asciidoc",
+        "--export-csv",
+        "--export-json",
+        "--export-markdown",
+        "--export-orgmode",
+        "--output",
+        "--input",
+        "-D",
+        "--parameter-step-size",
     ];
     while let Some(w) = words.get(i) {
         let t = static_arg(w, "hyperfine")?;
@@ -586,10 +926,17 @@ fn hyperfine(words: &[Word]) -> Result<Step, String> {
             i += 1;
         } else if !matches!(
             name,
-            "-N" | "-i" | "--ignore-failure" | "--show-output" | "--help" | "-h" | "--version"
+            "-N" | "-i"
+                | "--ignore-failure"
+                | "--show-output"
+                | "--help"
+                | "-h"
+                | "--version"
                 | "-V"
         ) {
-            return Err(format!("`hyperfine` option `{t}` is not one the gate knows"));
+            return Err(format!(
+                "`hyperfine` option `{t}` is not one the gate knows"
+            ));
         }
         i += 1;
     }

@@ -21,19 +21,41 @@ use super::{Ctx, Kind, Rules};
 /// Words in an option's name (or a `KEY=` in its value) that say it takes
 /// a program or a command line.
 const EXEC_WORDS: &[&str] = &[
-    "exec", "wrapper", "askpass", "shell", "command", "toolexec", "editor", "pager", "runner",
-    "launcher", "interpreter",
+    "exec",
+    "wrapper",
+    "askpass",
+    "shell",
+    "command",
+    "toolexec",
+    "editor",
+    "pager",
+    "runner",
+    "launcher",
+    "interpreter",
 ];
+
+/// Whole parts of an option's name (between `-`, `_`, `.`) that say the
+/// same: `--cmd`, `--pre-script`, `--post-hook`.
+const EXEC_PARTS: &[&str] = &["cmd", "script", "hook", "hooks", "program", "prog"];
 
 fn says_exec(name: &str) -> Option<&'static str> {
     let n = name.to_ascii_lowercase();
-    EXEC_WORDS.iter().copied().find(|w| n.contains(w))
+    EXEC_WORDS
+        .iter()
+        .copied()
+        .find(|w| n.contains(w))
+        .or_else(|| {
+            n.split(['-', '_', '.'])
+                .find_map(|part| EXEC_PARTS.iter().copied().find(|p| *p == part))
+        })
 }
 
 /// `SYSTEM:`, `EXEC:` (socat addresses and the like).
 fn exec_address(t: &str) -> bool {
     let u = t.to_ascii_uppercase();
-    ["SYSTEM:", "EXEC:", "SHELL:"].iter().any(|p| u.starts_with(p))
+    ["SYSTEM:", "EXEC:", "SHELL:"]
+        .iter()
+        .any(|p| u.starts_with(p))
         || u.contains("!!SYSTEM:")
         || u.contains("!!EXEC:")
 }
@@ -169,7 +191,7 @@ fn text_args(base: &str) -> bool {
 }
 
 /// At most this many embedded strings are parsed per command line.
-const MAX_EMBEDDED: usize = 64;
+const MAX_EMBEDDED: usize = 256;
 
 /// The arguments of a program the gate has no rules for, read as command
 /// lines: a word that names a program (a wrapper or one on the danger
@@ -177,7 +199,12 @@ const MAX_EMBEDDED: usize = 64;
 /// shell command. What is dangerous there is dangerous here (the program
 /// may run it: `anything rm -rf ~`, `anything 'rm -rf ~'`).
 pub(crate) fn embedded(ctx: &mut Ctx, base: &str, args: &[Word]) {
-    if text_args(base) || ctx.embedded_depth > 0 || args.is_empty() {
+    if text_args(base) || args.is_empty() {
+        return;
+    }
+    if ctx.embedded_depth >= super::walk::MAX_REPARSE {
+        ctx.embedded_parses = MAX_EMBEDDED;
+        ctx.unknown("too many arguments that are command lines to check, or nested too deeply");
         return;
     }
     let mut dangers: Vec<String> = Vec::new();
@@ -193,7 +220,11 @@ pub(crate) fn embedded(ctx: &mut Ctx, base: &str, args: &[Word]) {
             continue;
         }
         let b = basename(t);
+        // Inside a string already read as a command line, only strings
+        // nested in it are read again (prose such as a commit title is
+        // not taken for a program and its arguments).
         if starts < 4
+            && ctx.embedded_depth == 0
             && t == w.text
             && rules::check_program_name(w).is_ok()
             && (super::wrappers::is_wrapper(b) || rules::on_danger_list(b))
@@ -206,7 +237,9 @@ pub(crate) fn embedded(ctx: &mut Ctx, base: &str, args: &[Word]) {
         let shellish = t.contains([' ', ';', '|', '&', '\n']) && t.len() > 2;
         if shellish {
             if ctx.embedded_parses >= MAX_EMBEDDED {
-                ctx.unknown("too many arguments that are command lines to check");
+                ctx.unknown(
+                    "too many arguments that are command lines to check, or nested too deeply",
+                );
                 break;
             }
             ctx.embedded_parses += 1;
@@ -252,6 +285,9 @@ fn scratch(ctx: &mut Ctx, f: impl FnOnce(&mut Ctx)) -> Vec<String> {
         super::budget::Budget::new(super::budget::Limits::DEFAULT),
     );
     ctx.embedded_parses = s.embedded_parses;
+    if s.embedded_parses >= MAX_EMBEDDED {
+        ctx.unknown("too many arguments that are command lines to check, or nested too deeply");
+    }
     s.findings.of_kind(Kind::Danger)
 }
 
@@ -266,8 +302,8 @@ pub(crate) fn is_raw_disk(text: &str) -> bool {
         ["dev", "disk" | "mapper" | "block", _, ..] => true,
         ["dev", d, ..] => {
             [
-                "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "md", "dm-", "nbd", "loop", "rbd",
-                "zd", "mtd", "sr",
+                "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "md", "dm-", "nbd", "loop", "rbd", "zd",
+                "mtd", "sr",
             ]
             .iter()
             .any(|p| d.starts_with(p))
@@ -318,11 +354,30 @@ fn reads_disks(base: &str, args: &[Word]) -> bool {
             | "["
             | "[["
     ) || (matches!(base, "fdisk" | "sfdisk" | "parted" | "gdisk" | "sgdisk")
-        && args.iter().any(|w| matches!(w.text.as_str(), "-l" | "--list" | "-p" | "print")))
-        || (base == "hdparm" && args.iter().all(|w| !w.text.starts_with("--") || w.text == "--"))
-        || (base == "blockdev" && args.iter().all(|w| w.text.starts_with("--get") || !w.text.starts_with('-')))
+        && args
+            .iter()
+            .any(|w| matches!(w.text.as_str(), "-l" | "--list" | "-p" | "print")))
+        || (base == "hdparm"
+            && args
+                .iter()
+                .all(|w| !w.text.starts_with("--") || w.text == "--"))
+        || (base == "blockdev"
+            && args
+                .iter()
+                .all(|w| w.text.starts_with("--get") || !w.text.starts_with('-')))
         || (base == "tune2fs" && args.iter().any(|w| w.text == "-l"))
-        || (base == "cryptsetup" && args.iter().any(|w| matches!(w.text.as_str(), "status" | "luksDump" | "isLuks")))
+        || (base == "cryptsetup"
+            && args.iter().any(|w| {
+                matches!(
+                    w.text.as_str(),
+                    "status" | "luksDump" | "isLuks" | "open" | "luksOpen" | "close" | "luksClose"
+                )
+            }))
+        || (base == "udisksctl"
+            && args
+                .iter()
+                .any(|w| matches!(w.text.as_str(), "mount" | "unmount" | "info" | "status")))
+        || matches!(base, "fsck" | "e2fsck" | "xfs_repair") && args.iter().any(|w| w.text == "-n")
 }
 
 /// Option names whose value is a file the program writes.
@@ -380,10 +435,16 @@ pub(crate) fn targets(ctx: &mut Ctx, base: &str, args: &[Word]) {
     if let Some(w) = args.iter().find(|w| {
         w.multi && {
             let n = paths::normalize(&w.text);
-            !n.relative && n.parts.len() >= 2 && n.parts[0] == "home" && n.parts[1].contains(['*', '?', '['])
+            !n.relative
+                && n.parts.len() >= 2
+                && n.parts[0] == "home"
+                && n.parts[1].contains(['*', '?', '['])
         }
     }) {
-        ctx.danger(format!("`{base}` reaches every user's home directory through `{}`", w.text));
+        ctx.danger(format!(
+            "`{base}` reaches every user's home directory through `{}`",
+            w.text
+        ));
     }
     let mut i = 0;
     while i < args.len() {
@@ -392,7 +453,9 @@ pub(crate) fn targets(ctx: &mut Ctx, base: &str, args: &[Word]) {
         if !reads && is_raw_disk(t.split_once('=').map_or(t, |(_, v)| v)) {
             let input = t.starts_with("if=") || t.starts_with("--input");
             if !input {
-                ctx.danger(format!("`{base}` is given the raw disk `{t}` (writes to it destroy the filesystem)"));
+                ctx.danger(format!(
+                    "`{base}` is given the raw disk `{t}` (writes to it destroy the filesystem)"
+                ));
             }
         }
         if t.starts_with('-') {
@@ -433,6 +496,23 @@ pub(crate) fn targets(ctx: &mut Ctx, base: &str, args: &[Word]) {
         }
         i += 1;
     }
+    // A start-up or key file (`~/.bashrc`, `~/.ssh/*`, `~/.config/autostart/*`)
+    // named to a program that does not only read it: it may write it.
+    if !reads_files(base) {
+        if let Some(w) = args.iter().find(|w| {
+            let t = w.text.as_str();
+            let t = match t.split_once('=') {
+                Some((o, v)) if o.starts_with('-') => v,
+                _ => t,
+            };
+            paths::write_target_danger(t).is_some_and(|why| why.contains("start-up"))
+        }) {
+            ctx.danger(format!(
+                "`{base}` is given `{}`, a file that runs code at start-up or grants access, and may write it",
+                w.text
+            ));
+        }
+    }
     if base == "ddrescue" {
         let ops: Vec<&Word> = args.iter().filter(|w| !w.text.starts_with('-')).collect();
         if let Some(out) = ops.get(1) {
@@ -441,6 +521,99 @@ pub(crate) fn targets(ctx: &mut Ctx, base: &str, args: &[Word]) {
             }
         }
     }
+}
+
+/// Programs that only read the files named to them (or whose writes the
+/// danger list already judges by their own rules).
+fn reads_files(base: &str) -> bool {
+    matches!(
+        base,
+        "cat"
+            | "less"
+            | "more"
+            | "head"
+            | "tail"
+            | "grep"
+            | "egrep"
+            | "fgrep"
+            | "rg"
+            | "ag"
+            | "wc"
+            | "diff"
+            | "cmp"
+            | "ls"
+            | "stat"
+            | "file"
+            | "md5sum"
+            | "sha1sum"
+            | "sha256sum"
+            | "sha512sum"
+            | "b2sum"
+            | "bat"
+            | "batcat"
+            | "test"
+            | "["
+            | "[["
+            | "readlink"
+            | "realpath"
+            | "basename"
+            | "dirname"
+            | "echo"
+            | "printf"
+            | "sort"
+            | "uniq"
+            | "cut"
+            | "xxd"
+            | "hexdump"
+            | "od"
+            | "strings"
+            | "jq"
+            | "yq"
+            | "nl"
+            | "tac"
+            | "column"
+            | "du"
+            | "df"
+            | "tree"
+            | "exa"
+            | "eza"
+            | "lsd"
+            | "fd"
+            | "fdfind"
+            | "find"
+            | "git"
+            | "cp"
+            | "mv"
+            | "install"
+            | "ln"
+            | "tee"
+            | "truncate"
+            | "touch"
+            | "dd"
+            | "rsync"
+            | "tar"
+            | "sed"
+            | "gsed"
+            | "awk"
+            | "gawk"
+            | "mawk"
+            | "zip"
+            | "xargs"
+            | "ssh-add"
+            | "cd"
+            | "pushd"
+            | "source"
+            | "."
+            | "diff3"
+            | "colordiff"
+            | "delta"
+            | "base64"
+            | "gpg"
+            | "ssh"
+            | "rm"
+            | "shred"
+            | "unlink"
+    )
 }
 
 fn is_home_like(v: &str) -> bool {
@@ -495,18 +668,72 @@ fn has_opt(args: &[Word], names: &[&str]) -> Option<usize> {
         names.iter().any(|n| {
             t == *n
                 || (n.starts_with("--") && t.strip_prefix(*n).is_some_and(|r| r.starts_with('=')))
-                || (n.len() == 2 && !n.starts_with("--") && t.starts_with(n) && t.len() > 2 && !t.starts_with("--"))
+                || (n.len() == 2
+                    && !n.starts_with("--")
+                    && t.starts_with(n)
+                    && t.len() > 2
+                    && !t.starts_with("--"))
         })
     })
 }
 
 const CARGO_SUBS: &[&str] = &[
-    "build", "b", "check", "c", "clean", "doc", "d", "new", "init", "add", "remove", "rm", "run",
-    "r", "test", "t", "bench", "update", "search", "publish", "install", "uninstall", "fmt",
-    "clippy", "tree", "metadata", "fetch", "fix", "generate-lockfile", "locate-project", "login",
-    "logout", "owner", "package", "pkgid", "read-manifest", "report", "rustc", "rustdoc",
-    "vendor", "verify-project", "version", "yank", "help", "info", "miri", "nextest", "llvm-cov",
-    "audit", "deny", "expand", "udeps", "outdated", "machete", "hack", "insta",
+    "build",
+    "b",
+    "check",
+    "c",
+    "clean",
+    "doc",
+    "d",
+    "new",
+    "init",
+    "add",
+    "remove",
+    "rm",
+    "run",
+    "r",
+    "test",
+    "t",
+    "bench",
+    "update",
+    "search",
+    "publish",
+    "install",
+    "uninstall",
+    "fmt",
+    "clippy",
+    "tree",
+    "metadata",
+    "fetch",
+    "fix",
+    "generate-lockfile",
+    "locate-project",
+    "login",
+    "logout",
+    "owner",
+    "package",
+    "pkgid",
+    "read-manifest",
+    "report",
+    "rustc",
+    "rustdoc",
+    "vendor",
+    "verify-project",
+    "version",
+    "yank",
+    "help",
+    "info",
+    "miri",
+    "nextest",
+    "llvm-cov",
+    "audit",
+    "deny",
+    "expand",
+    "udeps",
+    "outdated",
+    "machete",
+    "hack",
+    "insta",
 ];
 
 fn cargo(ctx: &mut Ctx, args: &[Word]) -> Rules {
@@ -541,9 +768,15 @@ fn cargo(ctx: &mut Ctx, args: &[Word]) -> Rules {
         if matches!(sub, "rustc" | "rustdoc") {
             if let Some(w) = rest.iter().skip_while(|w| w.text != "--").find(|w| {
                 let l = w.text.to_ascii_lowercase();
-                l.contains("linker") || l.contains("runtool") || l.contains("codegen-backend") || l.contains("plugin")
+                l.contains("linker")
+                    || l.contains("runtool")
+                    || l.contains("codegen-backend")
+                    || l.contains("plugin")
             }) {
-                ctx.risky(format!("`cargo {sub} -- {}` names a program for rustc to run", w.text));
+                ctx.risky(format!(
+                    "`cargo {sub} -- {}` names a program for rustc to run",
+                    w.text
+                ));
             }
         }
         for (k, w) in rest.iter().enumerate().take_while(|(_, w)| w.text != "--") {
@@ -579,9 +812,7 @@ fn go(ctx: &mut Ctx, args: &[Word]) -> Rules {
             continue;
         }
         match name {
-            "toolexec" | "exec" | "vettool" => {
-                ctx.risky(format!("`go {}` runs a program", w.text))
-            }
+            "toolexec" | "exec" | "vettool" => ctx.risky(format!("`go {}` runs a program", w.text)),
             "ldflags" => {
                 let v = match w.text.split_once('=') {
                     Some((_, v)) => v,
@@ -604,7 +835,9 @@ fn go(ctx: &mut Ctx, args: &[Word]) -> Rules {
         for kv in ops.iter().skip(1) {
             let k = kv.split('=').next().unwrap_or(kv);
             if !super::vars::is_inert(k) {
-                ctx.risky(format!("`go env -w {kv}` changes settings that choose programs go runs"));
+                ctx.risky(format!(
+                    "`go env -w {kv}` changes settings that choose programs go runs"
+                ));
             }
         }
     }
@@ -617,18 +850,18 @@ fn go(ctx: &mut Ctx, args: &[Word]) -> Rules {
 /// A compiler option that runs or loads another program.
 fn cc_bad(t: &str, prev_x: &str) -> bool {
     t == "-wrapper"
-            || t.starts_with("-B")
-            || t.starts_with("-fplugin")
-            || t.starts_with("-specs")
-            || t.starts_with("--specs")
-            || t.starts_with("--ld-path")
-            || t.starts_with("--gcc-toolchain")
-            || t.starts_with("-ccc-")
-            || (t.starts_with("-fuse-ld=") && t.contains('/'))
-            || t.starts_with('@')
-            || (t.starts_with("-Wl,") && t.contains("plugin"))
-            || (prev_x == "-Xclang" && matches!(t, "-load" | "-plugin" | "-add-plugin"))
-            || (prev_x == "-Xlinker" && t.contains("plugin"))
+        || t.starts_with("-B")
+        || t.starts_with("-fplugin")
+        || t.starts_with("-specs")
+        || t.starts_with("--specs")
+        || t.starts_with("--ld-path")
+        || t.starts_with("--gcc-toolchain")
+        || t.starts_with("-ccc-")
+        || (t.starts_with("-fuse-ld=") && t.contains('/'))
+        || t.starts_with('@')
+        || (t.starts_with("-Wl,") && t.contains("plugin"))
+        || (prev_x == "-Xclang" && matches!(t, "-load" | "-plugin" | "-add-plugin"))
+        || (prev_x == "-Xlinker" && t.contains("plugin"))
 }
 
 fn cc(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
@@ -652,10 +885,14 @@ fn make(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
         }
         let file = if t == "-f" || t == "--file" || t == "--makefile" {
             args.get(i + 1).map(|v| v.text.as_str())
-        } else if let Some(v) = t.strip_prefix("-f").filter(|v| !v.is_empty() && !t.starts_with("--")) {
+        } else if let Some(v) = t
+            .strip_prefix("-f")
+            .filter(|v| !v.is_empty() && !t.starts_with("--"))
+        {
             Some(v)
         } else {
-            t.strip_prefix("--file=").or_else(|| t.strip_prefix("--makefile="))
+            t.strip_prefix("--file=")
+                .or_else(|| t.strip_prefix("--makefile="))
         };
         if let Some(f) = file {
             if f == "-" || f.starts_with("/dev/") || f.starts_with("/proc/") {
@@ -663,17 +900,35 @@ fn make(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
             }
         }
         if let Some((k, v)) = t.split_once('=') {
-            if !t.starts_with('-') && rules::is_var_name(k) {
-                if let Some(m) = says_exec(k) {
+            let k = k.trim_end_matches([':', '+', '?', '!']);
+            let key_like = !k.is_empty()
+                && k.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
+            if !t.starts_with('-') && key_like {
+                // A program variable may name a program that is itself
+                // allowed (`CC=clang`), never a path (`CC=/tmp/x`).
+                let prog = v.split_whitespace().next().unwrap_or("");
+                let named_ok = !prog.is_empty()
+                    && !prog.contains('/')
+                    && (!ctx.allowlist() || ctx.allow.iter().any(|a| a == prog));
+                if let Some(m) =
+                    says_exec(k).filter(|_| !k.ends_with("FLAGS") || k.contains("SHELL"))
+                {
                     ctx.risky(format!("`{base} {t}` sets the {m} make runs recipes with"));
-                } else if MAKE_PROGRAM_VARS.contains(&k)
-                    || ["_CMD", "PROG", "WRAPPER", "LAUNCHER"].iter().any(|m| k.contains(m))
+                } else if (MAKE_PROGRAM_VARS.contains(&k)
+                    || ["_CMD", "PROG", "WRAPPER", "LAUNCHER"]
+                        .iter()
+                        .any(|m| k.contains(m)))
+                    && !named_ok
                 {
                     ctx.risky(format!("`{base} {t}` names a program make runs"));
                 } else if k.ends_with("FLAGS")
-                    && (v.split_whitespace().any(|f| cc_bad(f, "")) || exec_option(&[Word::literal(v)]).is_some())
+                    && (v.split_whitespace().any(|f| cc_bad(f, ""))
+                        || exec_option(&[Word::literal(v)]).is_some())
                 {
-                    ctx.risky(format!("`{base} {t}` passes an option that runs another program"));
+                    ctx.risky(format!(
+                        "`{base} {t}` passes an option that runs another program"
+                    ));
                 } else if k == "MAKEFLAGS" || k == "MFLAGS" {
                     if v.contains("-E") || v.contains("eval") {
                         ctx.risky(format!("`{base} {t}` evaluates make code"));
@@ -687,34 +942,112 @@ fn make(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
 
 /// Make variables that name a program (GNU make's built-in rules run them).
 const MAKE_PROGRAM_VARS: &[&str] = &[
-    "CC", "CXX", "CPP", "LD", "AR", "AS", "FC", "F77", "PC", "CO", "GET", "LEX", "YACC", "LINT",
-    "M2C", "MAKEINFO", "TEX", "TEXI2DVI", "WEAVE", "CWEAVE", "TANGLE", "CTANGLE", "RM", "RANLIB",
-    "STRIP", "OBJCOPY", "OBJDUMP", "NM", "INSTALL", "MAKE", "PYTHON", "PERL", "GO", "CARGO",
-    "RUSTC", "NVCC", "MKDIR", "CP", "MV", "SED", "AWK", "LN", "PKG_CONFIG", "DOXYGEN", "CCACHE",
+    "CC",
+    "CXX",
+    "CPP",
+    "LD",
+    "AR",
+    "AS",
+    "FC",
+    "F77",
+    "PC",
+    "CO",
+    "GET",
+    "LEX",
+    "YACC",
+    "LINT",
+    "M2C",
+    "MAKEINFO",
+    "TEX",
+    "TEXI2DVI",
+    "WEAVE",
+    "CWEAVE",
+    "TANGLE",
+    "CTANGLE",
+    "RM",
+    "RANLIB",
+    "STRIP",
+    "OBJCOPY",
+    "OBJDUMP",
+    "NM",
+    "INSTALL",
+    "MAKE",
+    "PYTHON",
+    "PERL",
+    "GO",
+    "CARGO",
+    "RUSTC",
+    "NVCC",
+    "MKDIR",
+    "CP",
+    "MV",
+    "SED",
+    "AWK",
+    "LN",
+    "PKG_CONFIG",
+    "DOXYGEN",
+    "CCACHE",
 ];
 
 /// `cmake -E` tools that run no other program.
 const CMAKE_TOOLS: &[&str] = &[
-    "capabilities", "cat", "compare_files", "copy", "copy_directory",
-    "copy_directory_if_different", "copy_if_different", "echo", "echo_append", "environment",
-    "false", "make_directory", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum",
-    "sha512sum", "remove", "remove_directory", "rename", "rm", "sleep", "tar", "touch",
-    "touch_nocreate", "create_symlink", "create_hardlink", "true", "server", "delete_regv",
-    "write_regv", "error_color",
+    "capabilities",
+    "cat",
+    "compare_files",
+    "copy",
+    "copy_directory",
+    "copy_directory_if_different",
+    "copy_if_different",
+    "echo",
+    "echo_append",
+    "environment",
+    "false",
+    "make_directory",
+    "md5sum",
+    "sha1sum",
+    "sha224sum",
+    "sha256sum",
+    "sha384sum",
+    "sha512sum",
+    "remove",
+    "remove_directory",
+    "rename",
+    "rm",
+    "sleep",
+    "tar",
+    "touch",
+    "touch_nocreate",
+    "create_symlink",
+    "create_hardlink",
+    "true",
+    "server",
+    "delete_regv",
+    "write_regv",
+    "error_color",
 ];
 
 fn cmake(ctx: &mut Ctx, args: &[Word]) -> Rules {
     if args.first().is_some_and(|w| w.text == "-E") {
         let tool = args.get(1).map(|w| w.text.as_str()).unwrap_or("");
         if !CMAKE_TOOLS.contains(&tool) {
-            ctx.restrict(format!("`cmake -E {tool}` is not a cmake tool the gate knows"));
+            ctx.restrict(format!(
+                "`cmake -E {tool}` is not a cmake tool the gate knows"
+            ));
         }
         if matches!(tool, "rm" | "remove" | "remove_directory") {
             let mut words = vec![Word::literal("rm"), Word::literal("-r")];
-            words.extend(args[2..].iter().filter(|w| !w.text.starts_with('-')).cloned());
+            words.extend(
+                args[2..]
+                    .iter()
+                    .filter(|w| !w.text.starts_with('-'))
+                    .cloned(),
+            );
             rules::danger_of(ctx, &words);
         }
-        if matches!(tool, "copy" | "copy_if_different" | "rename" | "create_symlink" | "create_hardlink") {
+        if matches!(
+            tool,
+            "copy" | "copy_if_different" | "rename" | "create_symlink" | "create_hardlink"
+        ) {
             if let Some(last) = args.last() {
                 if let Some(why) = paths::write_target_danger(&last.text) {
                     ctx.danger(format!("`cmake -E {tool}` {why}"));
@@ -727,7 +1060,9 @@ fn cmake(ctx: &mut Ctx, args: &[Word]) -> Rules {
     while let Some(w) = args.get(i) {
         let t = w.text.as_str();
         if matches!(t, "-P" | "-C" | "--toolchain") || t.starts_with("--toolchain=") {
-            ctx.risky(format!("`cmake {t}` runs a cmake script the gate cannot see"));
+            ctx.risky(format!(
+                "`cmake {t}` runs a cmake script the gate cannot see"
+            ));
         }
         let def = if t == "-D" {
             args.get(i + 1).map(|v| v.text.as_str())
@@ -737,13 +1072,36 @@ fn cmake(ctx: &mut Ctx, args: &[Word]) -> Rules {
         if let Some(d) = def {
             let name = d.split(['=', ':']).next().unwrap_or(d).to_ascii_uppercase();
             let value = d.split_once('=').map_or("", |(_, v)| v);
-            if ["LAUNCHER", "TOOLCHAIN", "INCLUDE", "OVERRIDE", "EMULATOR", "WRAPPER", "COMMAND", "SHELL", "EXEC", "CLANG_TIDY", "CPPCHECK", "CPPLINT", "IWYU", "LINKER", "_PROGRAM", "_EXECUTABLE"]
-                .iter()
-                .any(|m| name.contains(m))
-                || (name.contains("COMPILER") && value.contains('/'))
+            if [
+                "LAUNCHER",
+                "TOOLCHAIN",
+                "INCLUDE",
+                "OVERRIDE",
+                "EMULATOR",
+                "WRAPPER",
+                "COMMAND",
+                "SHELL",
+                "EXEC",
+                "CLANG_TIDY",
+                "CPPCHECK",
+                "CPPLINT",
+                "IWYU",
+                "LINKER",
+                "_PROGRAM",
+                "_EXECUTABLE",
+            ]
+            .iter()
+            .any(|m| name.contains(m))
+                || (name.contains("COMPILER")
+                    && (value.contains('/')
+                        || (ctx.allowlist()
+                            && !value.is_empty()
+                            && !ctx.allow.iter().any(|a| a == value))))
                 || (name.ends_with("FLAGS") && value.split_whitespace().any(|f| cc_bad(f, "")))
             {
-                ctx.risky(format!("`cmake -D{d}` names a program or script cmake runs"));
+                ctx.risky(format!(
+                    "`cmake -D{d}` names a program or script cmake runs"
+                ));
             }
         }
         i += 1;
@@ -761,11 +1119,23 @@ fn node_pm(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
         if t.starts_with("--")
             && matches!(
                 name,
-                "script-shell" | "shell" | "node-options" | "git" | "editor" | "browser" | "viewer"
-                    | "onload-script" | "init-module" | "call" | "userconfig" | "globalconfig"
+                "script-shell"
+                    | "shell"
+                    | "node-options"
+                    | "git"
+                    | "editor"
+                    | "browser"
+                    | "viewer"
+                    | "onload-script"
+                    | "init-module"
+                    | "call"
+                    | "userconfig"
+                    | "globalconfig"
             )
         {
-            ctx.risky(format!("`{base} {t}` names a program, a script or a config file"));
+            ctx.risky(format!(
+                "`{base} {t}` names a program, a script or a config file"
+            ));
         }
         let _ = i;
     }
@@ -778,12 +1148,41 @@ fn node_pm(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
     match ops.as_slice() {
         ["config" | "c", "set", key, ..] | ["set", key, ..] => {
             let k = key.split('=').next().unwrap_or(key).to_ascii_lowercase();
-            if !matches!(k.as_str(), "registry" | "save-exact" | "fund" | "audit" | "progress" | "color" | "loglevel" | "init-author-name" | "init-license") {
-                ctx.risky(format!("`{base} config set {key}` can set a program {base} runs"));
+            if !matches!(
+                k.as_str(),
+                "registry"
+                    | "save-exact"
+                    | "fund"
+                    | "audit"
+                    | "progress"
+                    | "color"
+                    | "loglevel"
+                    | "init-author-name"
+                    | "init-license"
+            ) {
+                ctx.risky(format!(
+                    "`{base} config set {key}` can set a program {base} runs"
+                ));
             }
         }
-        ["edit", ..] | ["explore", ..] | ["docs", ..] | ["bugs", ..] | ["repo", ..] | ["node", ..] | ["create", ..] | ["init", _, ..] => {
-            ctx.risky(format!("`{base} {}` runs a program the gate does not check", ops[0]));
+        ["exec" | "x" | "dlx" | "explore", ..] => {
+            // Reached only when the launcher's options were not understood.
+            ctx.unknown(format!(
+                "`{base} {}` with options the gate does not know runs a command",
+                ops[0]
+            ));
+        }
+        ["edit", ..]
+        | ["docs", ..]
+        | ["bugs", ..]
+        | ["repo", ..]
+        | ["node", ..]
+        | ["create", ..]
+        | ["init", _, ..] => {
+            ctx.risky(format!(
+                "`{base} {}` runs a program the gate does not check",
+                ops[0]
+            ));
         }
         _ => {}
     }
@@ -800,14 +1199,29 @@ fn pip(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
             opt_value(args, k).unwrap_or("")
         ));
     }
-    let ops: Vec<&str> = args.iter().filter(|w| !w.text.starts_with('-')).map(|w| w.text.as_str()).collect();
+    let ops: Vec<&str> = args
+        .iter()
+        .filter(|w| !w.text.starts_with('-'))
+        .map(|w| w.text.as_str())
+        .collect();
     if let ["config", "set" | "edit", ..] = ops.as_slice() {
         ctx.risky(format!("`{base} config` can set a program pip runs"));
     }
-    if let Some(w) = args.iter().find(|w| w.text == "--editor" || w.text.starts_with("--editor=")) {
+    if let Some(w) = args
+        .iter()
+        .find(|w| w.text == "--editor" || w.text.starts_with("--editor="))
+    {
         ctx.risky(format!("`{base} {}` runs an editor", w.text));
     }
-    risky_all(ctx, base, &args.iter().filter(|w| !w.text.starts_with("--python")).cloned().collect::<Vec<_>>());
+    risky_all(
+        ctx,
+        base,
+        &args
+            .iter()
+            .filter(|w| !w.text.starts_with("--python"))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
     Rules::Grammar
 }
 
@@ -817,7 +1231,11 @@ fn uv(ctx: &mut Ctx, args: &[Word]) -> Rules {
         if t == "--" {
             break;
         }
-        if t == "-p" || t == "--python" || t.starts_with("--python=") || (t.starts_with("-p") && t.len() > 2 && !t.starts_with("--")) {
+        if t == "-p"
+            || t == "--python"
+            || t.starts_with("--python=")
+            || (t.starts_with("-p") && t.len() > 2 && !t.starts_with("--"))
+        {
             let v = if t.len() > 2 && t.starts_with("-p") && !t.starts_with("--") {
                 &t[2..]
             } else {
@@ -832,7 +1250,11 @@ fn uv(ctx: &mut Ctx, args: &[Word]) -> Rules {
             ctx.risky("`uv --env-file` sets variables the gate cannot see");
         }
     }
-    let rest: Vec<Word> = args.iter().filter(|w| !w.text.starts_with("--python") && !w.text.starts_with("-p")).cloned().collect();
+    let rest: Vec<Word> = args
+        .iter()
+        .filter(|w| !w.text.starts_with("--python") && !w.text.starts_with("-p"))
+        .cloned()
+        .collect();
     risky_all(ctx, "uv", &rest);
     Rules::Grammar
 }
@@ -846,12 +1268,18 @@ fn pytest(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
         let plugin = if t == "-p" {
             args.get(i + 1).map(|v| v.text.as_str())
         } else {
-            t.strip_prefix("-p").filter(|v| !v.is_empty() && !t.starts_with("--"))
+            t.strip_prefix("-p")
+                .filter(|v| !v.is_empty() && !t.starts_with("--"))
         };
         if let Some(p) = plugin {
             if !p.starts_with("no:") {
                 ctx.risky(format!("`{base} -p {p}` loads a plugin (code)"));
             }
+        }
+        if matches!(t, "-c" | "--config-file") || t.starts_with("--config-file=") {
+            ctx.risky(format!(
+                "`{base} {t}` reads a configuration (`addopts`, plugins) the gate cannot see"
+            ));
         }
         if t.starts_with("--pdbcls") {
             ctx.risky(format!("`{base} {t}` loads a debugger class (code)"));
@@ -859,11 +1287,15 @@ fn pytest(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
         let ini = if t == "-o" || t == "--override-ini" {
             args.get(i + 1).map(|v| v.text.as_str())
         } else {
-            t.strip_prefix("--override-ini=").or_else(|| t.strip_prefix("-o").filter(|v| !v.is_empty()))
+            t.strip_prefix("--override-ini=")
+                .or_else(|| t.strip_prefix("-o").filter(|v| !v.is_empty()))
         };
         if let Some(kv) = ini {
             let k = kv.split('=').next().unwrap_or(kv).trim();
-            if matches!(k, "addopts" | "required_plugins" | "python_files" | "pythonpath" | "cache_dir") {
+            if matches!(
+                k,
+                "addopts" | "required_plugins" | "python_files" | "pythonpath" | "cache_dir"
+            ) {
                 ctx.risky(format!("`{base} -o {kv}` changes which code pytest loads"));
             }
         }
@@ -878,7 +1310,10 @@ fn wget(ctx: &mut Ctx, args: &[Word]) -> Rules {
         let exec = if t == "-e" || t == "--execute" {
             args.get(i + 1).map(|v| v.text.as_str())
         } else {
-            t.strip_prefix("--execute=").or_else(|| t.strip_prefix("-e").filter(|v| !v.is_empty() && !t.starts_with("--")))
+            t.strip_prefix("--execute=").or_else(|| {
+                t.strip_prefix("-e")
+                    .filter(|v| !v.is_empty() && !t.starts_with("--"))
+            })
         };
         if let Some(e) = exec {
             if !matches!(e.replace(' ', "").as_str(), "robots=off" | "robots=on") {
@@ -896,7 +1331,11 @@ fn wget(ctx: &mut Ctx, args: &[Word]) -> Rules {
 fn curl(ctx: &mut Ctx, args: &[Word]) -> Rules {
     for w in args {
         let t = w.text.as_str();
-        if t == "-K" || t.starts_with("--config") || (t.starts_with("-K") && !t.starts_with("--")) || (is_short(t) && t[1..].contains('K')) {
+        if t == "-K"
+            || t.starts_with("--config")
+            || (t.starts_with("-K") && !t.starts_with("--"))
+            || (is_short(t) && t[1..].contains('K'))
+        {
             ctx.risky(format!("`curl {t}` reads options the gate cannot see"));
         }
     }
@@ -992,10 +1431,14 @@ fn ssh_option(ctx: &mut Ctx, c: char, v: &str) {
                     | "setenv"
             ) || key.contains("command")
             {
-                ctx.risky(format!("`ssh -o {v}` runs a local program or reads a file the gate cannot see"));
+                ctx.risky(format!(
+                    "`ssh -o {v}` runs a local program or reads a file the gate cannot see"
+                ));
             }
         }
-        'F' => ctx.risky(format!("`ssh -F {v}` reads a configuration that can run programs")),
+        'F' => ctx.risky(format!(
+            "`ssh -F {v}` reads a configuration that can run programs"
+        )),
         'I' => ctx.risky(format!("`ssh -I {v}` loads a library")),
         'E' => {
             if let Some(why) = paths::write_target_danger(v) {
@@ -1009,8 +1452,10 @@ fn ssh_option(ctx: &mut Ctx, c: char, v: &str) {
 /// A command line given as text to a program that runs it (remotely or
 /// locally): its dangers are the program's.
 pub(crate) fn embedded_line(ctx: &mut Ctx, base: &str, line: &str) {
-    if ctx.embedded_parses >= MAX_EMBEDDED {
-        ctx.unknown("too many arguments that are command lines to check");
+    if ctx.embedded_parses >= MAX_EMBEDDED || ctx.embedded_depth >= super::walk::MAX_REPARSE {
+        // Also reported by every enclosing scratch context.
+        ctx.embedded_parses = MAX_EMBEDDED;
+        ctx.unknown("too many arguments that are command lines to check, or nested too deeply");
         return;
     }
     ctx.embedded_parses += 1;
@@ -1023,30 +1468,90 @@ pub(crate) fn embedded_line(ctx: &mut Ctx, base: &str, line: &str) {
 }
 
 fn sqlite(ctx: &mut Ctx, base: &str, args: &[Word]) -> Rules {
+    // Dot-commands that only show things are fine; the others run
+    // programs (`.shell`, `.system`), write files (`.output`, `.save`) or
+    // read commands from a file (`.read`).
+    const SHOWS: &[&str] = &[
+        ".tables",
+        ".table",
+        ".schema",
+        ".indexes",
+        ".indices",
+        ".headers",
+        ".header",
+        ".mode",
+        ".dump",
+        ".databases",
+        ".help",
+        ".show",
+        ".stats",
+        ".timer",
+        ".width",
+        ".nullvalue",
+        ".separator",
+        ".print",
+        ".changes",
+        ".eqp",
+        ".explain",
+        ".fullschema",
+        ".dbinfo",
+        ".lint",
+        ".version",
+        ".limit",
+        ".bail",
+        ".echo",
+        ".quit",
+        ".exit",
+    ];
     let dot = args.iter().find(|w| {
-        w.text.trim_start().starts_with('.') && w.text.len() > 1 && !w.text.starts_with("./")
-            && !w.text.starts_with("../")
+        w.text.split(['\n', ';']).any(|line| {
+            let l = line.trim_start();
+            l.starts_with('.')
+                && l.len() > 1
+                && !l.starts_with("./")
+                && !l.starts_with("../")
+                && !SHOWS.contains(&l.split_whitespace().next().unwrap_or(""))
+        })
     });
     if let Some(w) = dot {
         ctx.risky(format!("`{base}` dot-command `{}` (`.shell`, `.system`, `.output` run programs or write files)", w.text));
-    } else if args.iter().any(|w| matches!(w.text.as_str(), "-cmd" | "--cmd" | "-init" | "--init")) {
+    } else if args
+        .iter()
+        .any(|w| matches!(w.text.as_str(), "-cmd" | "--cmd" | "-init" | "--init"))
+    {
         ctx.risky(format!("`{base} -cmd`/`-init` runs dot-commands"));
     } else if rules::operands_of(args).len() < 2 {
-        ctx.unknown(format!("`{base}` reads commands from stdin (`.shell` runs programs)"));
+        ctx.unknown(format!(
+            "`{base}` reads commands from stdin (`.shell` runs programs)"
+        ));
     }
     for w in args {
         let l = w.text.to_ascii_lowercase();
-        if ["load_extension", "writefile", "edit(", "fts3_tokenizer", ".load", ".shell", ".system"]
-            .iter()
-            .any(|k| l.contains(k))
+        if [
+            "load_extension",
+            "writefile",
+            "edit(",
+            "fts3_tokenizer",
+            ".load",
+            ".shell",
+            ".system",
+        ]
+        .iter()
+        .any(|k| l.contains(k))
             || l.contains("\n.")
             || l.contains(";.")
             || l.contains("; .")
         {
-            ctx.risky(format!("`{base}` SQL `{}` loads code, runs a program or writes a file", w.text));
+            ctx.risky(format!(
+                "`{base}` SQL `{}` loads code, runs a program or writes a file",
+                w.text
+            ));
         }
         if l.contains("attach") || l.contains("vacuum into") || l.contains("backup") {
-            ctx.restrict(format!("`{base}` SQL `{}` writes another database file", w.text));
+            ctx.restrict(format!(
+                "`{base}` SQL `{}` writes another database file",
+                w.text
+            ));
         }
     }
     Rules::Grammar
@@ -1056,7 +1561,10 @@ fn socat(ctx: &mut Ctx, args: &[Word]) -> Rules {
     for w in args {
         let t = w.text.as_str();
         let u = t.to_ascii_uppercase();
-        if let Some(i) = ["EXEC:", "SYSTEM:"].iter().find_map(|p| u.find(p).map(|i| i + p.len())) {
+        if let Some(i) = ["EXEC:", "SYSTEM:"]
+            .iter()
+            .find_map(|p| u.find(p).map(|i| i + p.len()))
+        {
             ctx.risky(format!("`socat {t}` runs a program"));
             let cmd = t[i..].split(',').next().unwrap_or("");
             embedded_line(ctx, "socat", cmd);
@@ -1103,11 +1611,26 @@ fn just(ctx: &mut Ctx, args: &[Word]) -> Rules {
         let name = t.split('=').next().unwrap_or(t);
         if matches!(
             name,
-            "--shell" | "--shell-arg" | "--shell-command" | "--command" | "-c" | "--chooser"
-                | "--choose" | "--edit" | "-e" | "--dotenv-path" | "--dotenv-filename" | "-E"
-                | "--justfile" | "-f" | "--global-justfile" | "-g"
+            "--shell"
+                | "--shell-arg"
+                | "--shell-command"
+                | "--command"
+                | "-c"
+                | "--chooser"
+                | "--choose"
+                | "--edit"
+                | "-e"
+                | "--dotenv-path"
+                | "--dotenv-filename"
+                | "-E"
+                | "--justfile"
+                | "-f"
+                | "--global-justfile"
+                | "-g"
         ) {
-            ctx.risky(format!("`just {t}` runs a program or reads recipes the gate cannot see"));
+            ctx.risky(format!(
+                "`just {t}` runs a program or reads recipes the gate cannot see"
+            ));
         }
     }
     Rules::Grammar

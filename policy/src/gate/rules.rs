@@ -57,23 +57,55 @@ pub(crate) fn reads_code(cmd: &ParsedCommand) -> bool {
     let family = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
     let stdin_file = |names: &[&str]| {
         cmd.argv.windows(2).any(|w| {
-            names.contains(&w[0].as_str()) && matches!(w[1].as_str(), "-" | "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")
+            names.contains(&w[0].as_str())
+                && matches!(
+                    w[1].as_str(),
+                    "-" | "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0"
+                )
         }) || cmd.argv.iter().any(|a| {
-            names.iter().any(|n| n.starts_with("--") && a.strip_prefix(n).is_some_and(|v| matches!(v, "=-" | "=/dev/stdin")))
-                || (a.starts_with("-f") && matches!(&a[2..], "-" | "/dev/stdin"))
+            names.iter().any(|n| {
+                n.starts_with("--")
+                    && a.strip_prefix(n)
+                        .is_some_and(|v| matches!(v, "=-" | "=/dev/stdin"))
+            }) || (a.starts_with("-f") && matches!(&a[2..], "-" | "/dev/stdin"))
         })
     };
     runs_code(base)
         || matches!(
             family,
-            "tclsh" | "wish" | "expect" | "sqlite" | "irb" | "jshell" | "ghci" | "swipl" | "guile"
-                | "racket" | "sbcl" | "R" | "Rscript" | "julia" | "gdb" | "octave" | "m4" | "dc"
-                | "bc" | "ed" | "ex" | "vim" | "nvim"
+            "tclsh"
+                | "wish"
+                | "expect"
+                | "sqlite"
+                | "irb"
+                | "jshell"
+                | "ghci"
+                | "swipl"
+                | "guile"
+                | "racket"
+                | "sbcl"
+                | "R"
+                | "Rscript"
+                | "julia"
+                | "gdb"
+                | "octave"
+                | "m4"
+                | "dc"
+                | "bc"
+                | "ed"
+                | "ex"
+                | "vim"
+                | "nvim"
         )
-        || (matches!(family, "make" | "gmake" | "bmake") && stdin_file(&["-f", "--file", "--makefile"]))
-        || (matches!(family, "awk" | "gawk" | "mawk" | "nawk" | "sed" | "gsed") && stdin_file(&["-f", "--file"]))
+        || (matches!(family, "make" | "gmake" | "bmake")
+            && stdin_file(&["-f", "--file", "--makefile"]))
+        || (matches!(family, "awk" | "gawk" | "mawk" | "nawk" | "sed" | "gsed")
+            && stdin_file(&["-f", "--file"]))
         || (family == "cmake" && stdin_file(&["-P"]))
-        || cmd.argv.iter().skip(1).any(|a| matches!(a.as_str(), "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0") && runs_code_by_design(base))
+        || cmd.argv.iter().skip(1).any(|a| {
+            matches!(a.as_str(), "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")
+                && runs_code_by_design(base)
+        })
 }
 
 /// Shells and interpreters that run code read from stdin or a string
@@ -538,14 +570,19 @@ fn downloaded_code(ctx: &mut Ctx, prog: &str, base: &str, args: &[Word]) {
         while i < args.len() {
             let t = args[i].text.as_str();
             let out = match t {
-                "-o" | "--output" | "-O" | "--output-document" if !(base == "curl" && t == "-O") => {
+                "-o" | "--output" | "-O" | "--output-document"
+                    if !(base == "curl" && t == "-O") =>
+                {
                     i += 1;
                     args.get(i).map(|w| w.text.clone())
                 }
                 _ => t
                     .strip_prefix("--output=")
                     .or_else(|| t.strip_prefix("--output-document="))
-                    .or_else(|| t.strip_prefix("-o").filter(|v| !v.is_empty() && !t.starts_with("--")))
+                    .or_else(|| {
+                        t.strip_prefix("-o")
+                            .filter(|v| !v.is_empty() && !t.starts_with("--"))
+                    })
                     .map(str::to_string),
             };
             if let Some(o) = out {
@@ -559,7 +596,12 @@ fn downloaded_code(ctx: &mut Ctx, prog: &str, base: &str, args: &[Word]) {
         if !named {
             // `curl -O URL`, `wget URL`: the URL's last path component.
             for w in args.iter().filter(|w| w.text.contains("://")) {
-                if let Some(name) = w.text.split(['?', '#']).next().and_then(|u| u.rsplit('/').next()) {
+                if let Some(name) = w
+                    .text
+                    .split(['?', '#'])
+                    .next()
+                    .and_then(|u| u.rsplit('/').next())
+                {
                     if !name.is_empty() && !name.contains(':') {
                         ctx.downloads.push(name.to_string());
                     }
@@ -571,11 +613,18 @@ fn downloaded_code(ctx: &mut Ctx, prog: &str, base: &str, args: &[Word]) {
     if ctx.downloads.is_empty() {
         return;
     }
-    let runs_file = ctx.downloads.iter().any(|d| norm(prog) == *d || basename(prog) == d && prog.contains('/'));
+    let runs_file = ctx
+        .downloads
+        .iter()
+        .any(|d| norm(prog) == *d || basename(prog) == d && prog.contains('/'));
     let feeds_file = (runs_code(base) || runs_code_by_design(base))
-        && args.iter().any(|a| ctx.downloads.iter().any(|d| norm(&a.text) == *d));
+        && args
+            .iter()
+            .any(|a| ctx.downloads.iter().any(|d| norm(&a.text) == *d));
     if runs_file || feeds_file {
-        ctx.danger(format!("`{prog}` runs a file downloaded earlier in the command"));
+        ctx.danger(format!(
+            "`{prog}` runs a file downloaded earlier in the command"
+        ));
     }
 }
 
@@ -605,16 +654,76 @@ pub(crate) fn operands_of(args: &[Word]) -> Vec<&Word> {
 pub(crate) fn on_danger_list(base: &str) -> bool {
     matches!(
         base,
-        "rm" | "unlink" | "shred" | "chmod" | "chown" | "chgrp" | "chattr" | "setfacl" | "mkswap"
-            | "wipefs" | "blkdiscard" | "sfdisk" | "fdisk" | "cfdisk" | "parted" | "sgdisk"
-            | "gdisk" | "mformat" | "sg_format" | "sg_sanitize" | "flashrom" | "killall5"
-            | "cryptsetup" | "nvme" | "hdparm" | "badblocks" | "zpool" | "zfs" | "lvremove"
-            | "vgremove" | "pvremove" | "dmsetup" | "mdadm" | "dd" | "cp" | "mv" | "install" | "ln"
-            | "tee" | "truncate" | "touch" | "git" | "shutdown" | "reboot" | "halt" | "poweroff"
-            | "kexec" | "init" | "telinit" | "systemctl" | "loginctl" | "kill" | "pkill"
-            | "killall" | "sysctl" | "rsync" | "ip" | "iptables" | "ip6tables" | "nft"
-            | "ebtables" | "ufw" | "firewall-cmd" | "ifconfig" | "route" | "find" | "fallocate"
-            | "ddrescue" | "curl" | "wget" | "tar"
+        "rm" | "unlink"
+            | "shred"
+            | "chmod"
+            | "chown"
+            | "chgrp"
+            | "chattr"
+            | "setfacl"
+            | "mkswap"
+            | "wipefs"
+            | "blkdiscard"
+            | "sfdisk"
+            | "fdisk"
+            | "cfdisk"
+            | "parted"
+            | "sgdisk"
+            | "gdisk"
+            | "mformat"
+            | "sg_format"
+            | "sg_sanitize"
+            | "flashrom"
+            | "killall5"
+            | "cryptsetup"
+            | "nvme"
+            | "hdparm"
+            | "badblocks"
+            | "zpool"
+            | "zfs"
+            | "lvremove"
+            | "vgremove"
+            | "pvremove"
+            | "dmsetup"
+            | "mdadm"
+            | "dd"
+            | "cp"
+            | "mv"
+            | "install"
+            | "ln"
+            | "tee"
+            | "truncate"
+            | "touch"
+            | "git"
+            | "shutdown"
+            | "reboot"
+            | "halt"
+            | "poweroff"
+            | "kexec"
+            | "init"
+            | "telinit"
+            | "systemctl"
+            | "loginctl"
+            | "kill"
+            | "pkill"
+            | "killall"
+            | "sysctl"
+            | "rsync"
+            | "ip"
+            | "iptables"
+            | "ip6tables"
+            | "nft"
+            | "ebtables"
+            | "ufw"
+            | "firewall-cmd"
+            | "ifconfig"
+            | "route"
+            | "find"
+            | "fallocate"
+            | "ddrescue"
+            | "curl"
+            | "wget"
+            | "tar"
     ) || base.starts_with("mkfs")
         || base.starts_with("mke2fs")
         || base.starts_with("newfs")
@@ -641,7 +750,11 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
             _ => None,
         };
     }
-    if base == "hash" && args.iter().any(|w| w.text.starts_with("-p") || w.text.starts_with('-') && w.text.contains('p')) {
+    if base == "hash"
+        && args
+            .iter()
+            .any(|w| w.text.starts_with("-p") || w.text.starts_with('-') && w.text.contains('p'))
+    {
         ctx.unknown("`hash -p` makes a command name run another program");
     }
     // `rm -rf {/,x}` is `rm -rf / x`: the checks below see one word.
@@ -908,30 +1021,110 @@ fn danger(ctx: &mut Ctx, base: &str, args: &[Word], open: bool) {
         "iptables" | "ip6tables" | "iptables-nft" | "iptables-legacy" | "ip6tables-nft"
         | "ebtables" | "arptables" | "iptables-restore" | "ip6tables-restore" | "nft" | "ufw"
         | "firewall-cmd" => {
-            let listing = args.iter().all(|w| {
-                matches!(
-                    w.text.as_str(),
-                    "-L" | "--list" | "-S" | "--list-rules" | "-n" | "--numeric" | "-v" | "--verbose"
-                        | "-t" | "nat" | "filter" | "mangle" | "raw" | "security" | "--line-numbers"
-                        | "-x" | "list" | "ruleset" | "tables" | "-a" | "status" | "--state"
-                        | "--list-all" | "--version" | "-V" | "--help" | "-h" | "show" | "verbose"
-                        | "numbered" | "-nL" | "-vnL" | "-nvL" | "-Ln" | "-Lnv"
-                ) || (w.text.starts_with("--get-") || w.text.starts_with("--query-"))
-            });
-            if !listing || args.is_empty() && base == "ufw" {
+            let words: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
+            let first_op = words
+                .iter()
+                .find(|w| !w.starts_with('-'))
+                .copied()
+                .unwrap_or("");
+            let reads = match base {
+                "nft" => {
+                    matches!(first_op, "list" | "monitor" | "describe")
+                        || words
+                            .iter()
+                            .all(|w| matches!(*w, "-v" | "--version" | "-h" | "--help"))
+                }
+                "ufw" => {
+                    matches!(first_op, "status" | "show" | "version" | "app")
+                        && !words.contains(&"update")
+                }
+                "firewall-cmd" => {
+                    words.iter().all(|w| {
+                        [
+                            "--get",
+                            "--query",
+                            "--list",
+                            "--state",
+                            "--version",
+                            "--help",
+                            "--zone",
+                            "--permanent",
+                            "-h",
+                            "-V",
+                        ]
+                        .iter()
+                        .any(|p| w.starts_with(p))
+                            || !w.starts_with('-')
+                    }) && !words.is_empty()
+                }
+                _ if base.ends_with("-restore") => false,
+                _ => {
+                    let changes = words.iter().any(|w| {
+                        let long = matches!(
+                            *w,
+                            "--append"
+                                | "--delete"
+                                | "--insert"
+                                | "--replace"
+                                | "--flush"
+                                | "--zero"
+                                | "--new-chain"
+                                | "--new"
+                                | "--delete-chain"
+                                | "--policy"
+                                | "--rename-chain"
+                        );
+                        let short = w.len() >= 2
+                            && w.starts_with('-')
+                            && !w.starts_with("--")
+                            && w[1..].contains(['A', 'D', 'I', 'R', 'F', 'Z', 'N', 'X', 'P', 'E']);
+                        long || short
+                    });
+                    let lists = words.iter().any(|w| {
+                        matches!(
+                            *w,
+                            "--list" | "--list-rules" | "--version" | "-V" | "--help" | "-h"
+                        ) || (w.starts_with('-')
+                            && !w.starts_with("--")
+                            && w[1..].contains(['L', 'S']))
+                    });
+                    lists && !changes
+                }
+            };
+            if !reads {
                 ctx.danger(format!("`{base}` changes the firewall"));
             }
         }
         "ifdown" | "ifup" | "ifconfig" if base != "ifconfig" || args.len() >= 2 => {
             ctx.danger("`ifconfig` changes a network interface")
         }
-        "route" if args.iter().any(|w| matches!(w.text.as_str(), "add" | "del" | "delete" | "flush" | "change")) => {
+        "route"
+            if args.iter().any(|w| {
+                matches!(
+                    w.text.as_str(),
+                    "add" | "del" | "delete" | "flush" | "change"
+                )
+            }) =>
+        {
             ctx.danger("`route` changes the routing table")
         }
-        "nmcli" if args.iter().any(|w| matches!(w.text.as_str(), "down" | "delete" | "modify" | "off" | "disconnect" | "reload")) => {
+        "nmcli"
+            if args.iter().any(|w| {
+                matches!(
+                    w.text.as_str(),
+                    "down" | "delete" | "modify" | "off" | "disconnect" | "reload"
+                )
+            }) =>
+        {
             ctx.danger("`nmcli` changes the network configuration")
         }
-        "tc" if args.iter().any(|w| matches!(w.text.as_str(), "add" | "del" | "delete" | "change" | "replace")) => {
+        "tc" if args.iter().any(|w| {
+            matches!(
+                w.text.as_str(),
+                "add" | "del" | "delete" | "change" | "replace"
+            )
+        }) =>
+        {
             ctx.danger("`tc` changes network traffic control")
         }
         "sysctl" => {
@@ -967,7 +1160,10 @@ fn ip_change(args: &[Word]) -> Option<String> {
         if !w.starts_with('-') {
             break;
         }
-        let takes = matches!(*w, "-n" | "-netns" | "-f" | "-family" | "-l" | "-loops" | "-rc" | "-rcvbuf");
+        let takes = matches!(
+            *w,
+            "-n" | "-netns" | "-f" | "-family" | "-l" | "-loops" | "-rc" | "-rcvbuf"
+        );
         words.next();
         if takes {
             words.next();
@@ -975,10 +1171,47 @@ fn ip_change(args: &[Word]) -> Option<String> {
     }
     let object = words.next()?;
     let objects = [
-        "link", "address", "addr", "route", "rule", "neighbour", "neighbor", "tunnel", "tuntap",
-        "maddress", "mroute", "nexthop", "xfrm", "netconf", "vrf", "mptcp", "ioam", "token",
-        "l2tp", "fou", "macsec", "tcp_metrics", "netns", "ntable", "sr", "stats", "monitor",
-        "neigh", "r", "ro", "rou", "a", "ad", "l", "li", "lin", "n", "ne", "nei", "ru", "tu",
+        "link",
+        "address",
+        "addr",
+        "route",
+        "rule",
+        "neighbour",
+        "neighbor",
+        "tunnel",
+        "tuntap",
+        "maddress",
+        "mroute",
+        "nexthop",
+        "xfrm",
+        "netconf",
+        "vrf",
+        "mptcp",
+        "ioam",
+        "token",
+        "l2tp",
+        "fou",
+        "macsec",
+        "tcp_metrics",
+        "netns",
+        "ntable",
+        "sr",
+        "stats",
+        "monitor",
+        "neigh",
+        "r",
+        "ro",
+        "rou",
+        "a",
+        "ad",
+        "l",
+        "li",
+        "lin",
+        "n",
+        "ne",
+        "nei",
+        "ru",
+        "tu",
     ];
     if !objects.iter().any(|o| o.starts_with(object)) {
         return None;
@@ -988,7 +1221,10 @@ fn ip_change(args: &[Word]) -> Option<String> {
         return None;
     }
     let is_link = "link".starts_with(object);
-    let reads = ["show", "list", "lst", "get", "help", "ls", "monitor", "save", "showdump", "identify", "pids"];
+    let reads = [
+        "show", "list", "lst", "get", "help", "ls", "monitor", "save", "showdump", "identify",
+        "pids",
+    ];
     if verb != "s" && reads.iter().any(|r| r.starts_with(verb)) {
         return None;
     }
@@ -1000,9 +1236,22 @@ fn ip_change(args: &[Word]) -> Option<String> {
         "restore", "attach", "detach", "exec",
     ];
     if changes.iter().any(|c| c.starts_with(verb)) {
-        return Some(format!("`ip {object} {verb}` changes the network configuration"));
+        return Some(format!(
+            "`ip {object} {verb}` changes the network configuration"
+        ));
     }
     None
+}
+
+/// A pathspec that names the whole tree or a directory of it: `.`, `:/`,
+/// `*`, `src/`, a glob, a magic pathspec.
+fn broad_pathspec(t: &str) -> bool {
+    matches!(t, "." | "./" | ".." | ":/" | ":/:" | ":" | "/")
+        || t.ends_with('/')
+        || t.ends_with("/.")
+        || t.contains(['*', '?', '['])
+        || t.starts_with(":(")
+        || t.starts_with(":/")
 }
 
 fn git_danger(ctx: &mut Ctx, args: &[Word]) {
@@ -1042,23 +1291,29 @@ fn git_danger(ctx: &mut Ctx, args: &[Word]) {
                 ctx.danger("`git push --delete` (or `:branch`, `--prune`) deletes remote branches");
             }
         }
-        "checkout" if !p.has("b") && !p.has("B") && !p.has("orphan") && !p.has("detach") && {
-            // `git checkout -- PATHS`, `git checkout .`, `git checkout REV PATHS`:
-            // the work tree's changes to those paths are discarded.
-            let dash = rest.iter().any(|w| w.text == "--");
-            let whole = p.operands.iter().any(|w| matches!(w.text.as_str(), "." | "./" | ":/" | ":/:" | "*" | ":(top)" | ":(glob)*"));
-            dash && !p.operands.is_empty() || whole || p.operands.len() >= 2 || p.has("patch")
-        } => ctx.danger("`git checkout` of paths discards their uncommitted changes"),
+        "checkout"
+            if !p.has("b") && !p.has("B") && !p.has("orphan") && !p.has("detach") && {
+                // `git checkout -- .`, `git checkout .`, `git checkout REV -- src/`:
+                // the work tree's changes under those paths are discarded.
+                p.operands.iter().any(|w| broad_pathspec(&w.text)) || p.has("patch")
+            } =>
+        {
+            ctx.danger(
+                "`git checkout` of the work tree (or a directory) discards its uncommitted changes",
+            )
+        }
         "restore" if !p.has("staged") || p.has("worktree") => {
-            if !p.operands.is_empty() || p.has("patch") {
-                ctx.danger("`git restore` of paths discards their uncommitted changes")
+            if p.operands.iter().any(|w| broad_pathspec(&w.text)) || p.has("patch") {
+                ctx.danger("`git restore` of the work tree (or a directory) discards its uncommitted changes")
             }
         }
         "switch" if p.has("discard-changes") => {
             ctx.danger("`git switch --discard-changes` discards uncommitted work")
         }
         "rm" if !p.has("cached")
-            && p.operands.iter().any(|w| matches!(w.text.as_str(), "." | "./" | ":/" | "*" | ":(top)")) =>
+            && p.operands
+                .iter()
+                .any(|w| matches!(w.text.as_str(), "." | "./" | ":/" | "*" | ":(top)")) =>
         {
             ctx.danger("`git rm` of the whole tree deletes the work tree's files")
         }
@@ -1214,7 +1469,6 @@ fn program_rules(ctx: &mut Ctx, base: &str, args: &[Word], _open: bool) -> Rules
         _ => Rules::None,
     }
 }
-
 
 /// `host:path`, `user@host:path`, `host::module`, `rsync://`: the remote
 /// side of an rsync or scp transfer.

@@ -60,8 +60,8 @@ const INERT: &[&str] = &[
 /// Parts of a name that say the variable names a program, a command line,
 /// a hook or options (which can name a program: `GOFLAGS=-toolexec=x`).
 const MARKERS: &[&str] = &[
-    "WRAPPER", "FLAGS", "COMMAND", "PROG", "SHELL", "EDITOR", "PAGER", "ASKPASS", "PYTHON",
-    "OPTS", "HOOK",
+    "WRAPPER", "FLAGS", "COMMAND", "PROG", "SHELL", "EDITOR", "PAGER", "ASKPASS", "PYTHON", "OPTS",
+    "HOOK",
 ];
 
 /// May `name` be set before a command in allowlist mode?
@@ -76,16 +76,13 @@ fn is_plain(name: &str) -> bool {
 /// The marker in `name` that says it makes a program run another one.
 pub(crate) fn marker(name: &str) -> Option<&'static str> {
     let upper = name.to_ascii_uppercase();
-    MARKERS
-        .iter()
-        .copied()
-        .find(|m| match *m {
-            // `*_PROGRESS*` is no program.
-            "PROG" => upper
-                .match_indices("PROG")
-                .any(|(i, _)| !upper[i..].starts_with("PROGRESS")),
-            m => upper.contains(m),
-        })
+    MARKERS.iter().copied().find(|m| match *m {
+        // `*_PROGRESS*` is no program.
+        "PROG" => upper
+            .match_indices("PROG")
+            .any(|(i, _)| !upper[i..].starts_with("PROGRESS")),
+        m => upper.contains(m),
+    })
 }
 
 /// Allowlist mode: why assigning `name` before a command is not understood.
@@ -132,6 +129,12 @@ pub(crate) fn runs_command(name: &str, value: Option<&str>) -> Option<String> {
         "NODE_OPTIONS",
         "JAVA_TOOL_OPTIONS",
         "PIP_CONFIG_FILE",
+        "FCEDIT",
+        "PERL5OPT",
+        "RUBYOPT",
+        "_JAVA_OPTIONS",
+        "LESSKEY",
+        "LESSKEYIN",
         "CARGO_HOME",
         "RUSTUP_TOOLCHAIN",
         "GOTOOLCHAIN",
@@ -141,17 +144,38 @@ pub(crate) fn runs_command(name: &str, value: Option<&str>) -> Option<String> {
         || base.starts_with("GIT_CONFIG_VALUE_")
         || EXACT.contains(&base)
     {
-        return Some(format!("setting `{name}` makes programs run other programs"));
+        return Some(format!(
+            "setting `{name}` makes programs run other programs"
+        ));
     }
     let names_program = [
-        "WRAPPER", "COMMAND", "EDITOR", "PAGER", "ASKPASS", "HOOK", "RUNNER", "LAUNCHER", "_RSH",
-        "_SHELL", "_PYTHON", "_INTERPRETER", "_LINKER",
+        "WRAPPER",
+        "COMMAND",
+        "EDITOR",
+        "PAGER",
+        "ASKPASS",
+        "HOOK",
+        "RUNNER",
+        "LAUNCHER",
+        "_RSH",
+        "_SHELL",
+        "_PYTHON",
+        "_INTERPRETER",
+        "_LINKER",
     ]
     .iter()
     .any(|m| base.contains(m))
         || (marker(base) == Some("PROG"));
     if names_program {
-        return Some(format!("setting `{name}` names a program for another program to run"));
+        return Some(format!(
+            "setting `{name}` names a program for another program to run"
+        ));
+    }
+    // less runs `!` commands given as `+` start-up commands.
+    if base == "LESS" && value.is_none_or(|v| v.contains('+') || v.contains('!')) {
+        return Some(format!(
+            "`{name}` gives less start-up commands, which can run programs"
+        ));
     }
     // Option variables: ask when the options name a program.
     let options = ["FLAGS", "OPTS", "OPTIONS", "ARGS"]
@@ -186,10 +210,25 @@ mod tests {
 
     #[test]
     fn inert_names_and_markers() {
-        for n in ["LANG", "LC_ALL", "LC_MESSAGES", "TZ", "NO_COLOR", "RUST_LOG"] {
+        for n in [
+            "LANG",
+            "LC_ALL",
+            "LC_MESSAGES",
+            "TZ",
+            "NO_COLOR",
+            "RUST_LOG",
+        ] {
             assert!(is_inert(n), "{n}");
         }
-        for n in ["RUSTC_WRAPPER", "GOFLAGS", "PIP_PYTHON", "LC_", "LC_a", "FOO", "PATH"] {
+        for n in [
+            "RUSTC_WRAPPER",
+            "GOFLAGS",
+            "PIP_PYTHON",
+            "LC_",
+            "LC_a",
+            "FOO",
+            "PATH",
+        ] {
             assert!(!is_inert(n), "{n}");
         }
         assert_eq!(marker("RSYNC_CONNECT_PROG"), Some("PROG"));

@@ -146,7 +146,11 @@ fn simple_test(c: &str) -> Option<bool> {
     let lit = |s: &'static str| s;
     let _ = lit;
     match t.as_slice() {
-        [one] => Some(if c.starts_with("((") { num(one)? != 0 } else { !one.trim_matches(['"', '\'']).is_empty() }),
+        [one] => Some(if c.starts_with("((") {
+            num(one)? != 0
+        } else {
+            !one.trim_matches(['"', '\'']).is_empty()
+        }),
         [a, op, b] => {
             let (x, y) = (a.trim_matches(['"', '\'']), b.trim_matches(['"', '\'']));
             Some(match *op {
@@ -171,7 +175,8 @@ fn has_background(node: Node, depth: usize) -> bool {
         return true;
     }
     node.children().any(|c| {
-        (!c.is_named() && c.kind() == K::Amp) || (c.child_count() > 0 && has_background(c, depth + 1))
+        (!c.is_named() && c.kind() == K::Amp)
+            || (c.child_count() > 0 && has_background(c, depth + 1))
     })
 }
 
@@ -194,14 +199,37 @@ fn endless_condition(cond: &str, until: bool) -> bool {
     }
     let truthy = matches!(
         c.as_str(),
-        ":" | "true" | "/bin/true" | "/usr/bin/true" | "[ 1 ]" | "[ 1 = 1 ]" | "[ 1 -eq 1 ]"
-            | "((1))" | "(( 1 ))" | "test 1" | "[[ 1 ]]" | "[ x ]" | "[ true ]" | "builtin true"
-            | "command true" | "let 1" | "[[ 1 -eq 1 ]]" | "[ : ]"
+        ":" | "true"
+            | "/bin/true"
+            | "/usr/bin/true"
+            | "[ 1 ]"
+            | "[ 1 = 1 ]"
+            | "[ 1 -eq 1 ]"
+            | "((1))"
+            | "(( 1 ))"
+            | "test 1"
+            | "[[ 1 ]]"
+            | "[ x ]"
+            | "[ true ]"
+            | "builtin true"
+            | "command true"
+            | "let 1"
+            | "[[ 1 -eq 1 ]]"
+            | "[ : ]"
     ) || c.starts_with("sleep ");
     let falsy = matches!(
         c.as_str(),
-        "false" | "/bin/false" | "/usr/bin/false" | "((0))" | "(( 0 ))" | "[ ]" | "[ \"\" ]"
-            | "test" | "[[ 0 -eq 1 ]]" | "[ 0 -eq 1 ]" | "[ 1 = 0 ]"
+        "false"
+            | "/bin/false"
+            | "/usr/bin/false"
+            | "((0))"
+            | "(( 0 ))"
+            | "[ ]"
+            | "[ \"\" ]"
+            | "test"
+            | "[[ 0 -eq 1 ]]"
+            | "[ 0 -eq 1 ]"
+            | "[ 1 = 0 ]"
     );
     if until {
         (falsy && !negated) || (truthy && negated)
@@ -310,12 +338,13 @@ fn check_coverage(ctx: &mut Ctx, tree: &syntax::Syntax, src: &str) {
                 // (`a='$'; b="${a}(id)"`) and then evaluated.
                 // (Not in here-document text: a lone `$` there is data fed
                 // to a command, and `$a` in an unquoted one is an expansion.)
-                let quoted_dollar = kind != K::Word && kind != K::HeredocContent && text.contains('$')
-                    || raw.contains("\\$")
-                    || (kind == K::AnsiCString
-                        && ["\\x24", "\\044", "\\u0024", "\\U00000024"]
-                            .iter()
-                            .any(|e| raw.contains(e)));
+                let quoted_dollar =
+                    kind != K::Word && kind != K::HeredocContent && text.contains('$')
+                        || raw.contains("\\$")
+                        || (kind == K::AnsiCString
+                            && ["\\x24", "\\044", "\\u0024", "\\U00000024"]
+                                .iter()
+                                .any(|e| raw.contains(e)));
                 if text.contains("$(") || text.contains('`') || quoted_dollar {
                     ctx.code_text = Some(text.chars().take(60).collect());
                 }
@@ -324,10 +353,12 @@ fn check_coverage(ctx: &mut Ctx, tree: &syntax::Syntax, src: &str) {
             // whose lines start with tabs as one leaf: its substitutions
             // (which bash runs when the delimiter is unquoted) are not seen.
             K::HeredocBody
-                if node.child_count() == 0 && {
-                    let t = node.text(src);
-                    t.contains("$(") || t.contains('`') || t.contains("${") || t.contains("$[")
-                } && !heredoc_quoted(node, src) =>
+                if node.child_count() == 0
+                    && {
+                        let t = node.text(src);
+                        t.contains("$(") || t.contains('`') || t.contains("${") || t.contains("$[")
+                    }
+                    && !heredoc_quoted(node, src) =>
             {
                 ctx.unknown(
                     "a here-document whose substitutions the parser did not read (`<<-` with tab-indented lines)",
@@ -421,9 +452,7 @@ fn arithmetic_subscript(node: Node, src: &str) -> bool {
     while let Some(p) = up {
         match p.kind() {
             K::ArithmeticExpansion | K::CStyleForStatement | K::TestCommand => return true,
-            K::CompoundStatement
-                if p.first_child().is_some_and(|c| c.kind() == K::DoubleParen) =>
-            {
+            K::CompoundStatement if p.first_child().is_some_and(|c| c.kind() == K::DoubleParen) => {
                 return true
             }
             K::Command | K::Program | K::List | K::Pipeline => return false,
@@ -678,7 +707,9 @@ impl Walker<'_, '_, '_, '_> {
                     for r in node.children().filter(|c| c.kind() == K::FileRedirect) {
                         for d in r.children().filter(|c| c.field() == Field::Destination) {
                             let t = decode(d, self.src).text;
-                            self.ctx.downloads.push(t.trim_start_matches("./").to_string());
+                            self.ctx
+                                .downloads
+                                .push(t.trim_start_matches("./").to_string());
                         }
                     }
                 }
@@ -839,8 +870,7 @@ impl Walker<'_, '_, '_, '_> {
         let mut downloaded = false;
         for stage in stages {
             let cmds = &self.ctx.commands[stage];
-            if downloaded && cmds.iter().any(rules::reads_code)
-            {
+            if downloaded && cmds.iter().any(rules::reads_code) {
                 self.ctx
                     .danger("downloaded content is piped into a shell or interpreter");
                 break;
@@ -907,8 +937,9 @@ impl Walker<'_, '_, '_, '_> {
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .any(|w| w == "wait");
         if !waits {
-            self.ctx
-                .danger("an endless loop starts a background job each time round (fork bomb pattern)");
+            self.ctx.danger(
+                "an endless loop starts a background job each time round (fork bomb pattern)",
+            );
         }
     }
 
@@ -919,8 +950,9 @@ impl Walker<'_, '_, '_, '_> {
         let before = self.ctx.commands.len();
         self.walk_children(node, depth);
         if name.as_deref() == Some("command_not_found_handle") {
-            self.ctx
-                .unknown("`command_not_found_handle` runs for every program name that is not found");
+            self.ctx.unknown(
+                "`command_not_found_handle` runs for every program name that is not found",
+            );
         }
         if let Some(name) = name {
             let calls: Vec<String> = self.ctx.commands[before..]
@@ -983,7 +1015,8 @@ impl Walker<'_, '_, '_, '_> {
             && node.named_children().any(|c| {
                 c.kind() == K::VariableAssignment && {
                     let t = self.text(c);
-                    t.split_once('=').is_some_and(|(_, v)| v.contains('$') || v.contains('`'))
+                    t.split_once('=')
+                        .is_some_and(|(_, v)| v.contains('$') || v.contains('`'))
                 }
             })
         {
