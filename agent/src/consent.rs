@@ -102,7 +102,8 @@ pub fn prompt_text(req: &Request) -> String {
     // history, beyond the scopes).
     let mut shown: Vec<PathBuf> = Vec::new();
     for scope in p.fs_read.iter().chain(p.fs_write.iter()) {
-        let Some(v) = zot_supervisor::planner::enclosing_repo(scope, &zot_supervisor::planner::RealFs)
+        let Some(v) =
+            zot_supervisor::planner::enclosing_repo(scope, &zot_supervisor::planner::RealFs)
         else {
             continue;
         };
@@ -140,7 +141,9 @@ pub fn prompt_text(req: &Request) -> String {
         ));
     }
     for e in req.extensions {
-        text.push_str(&format!("  extension: {e} (runs inside the same sandbox)\n"));
+        text.push_str(&format!(
+            "  extension: {e} (runs inside the same sandbox)\n"
+        ));
     }
     text
 }

@@ -667,7 +667,9 @@ impl Runtime<'_> {
 
     /// The model is offered the live extensions' tools.
     fn sync_extension_tools(&mut self) {
-        self.env.tool_specs.retain(|s| tools::NAMES.contains(&s.name));
+        self.env
+            .tool_specs
+            .retain(|s| tools::NAMES.contains(&s.name));
         self.env.tool_specs.extend(self.ext.tool_specs());
     }
 
@@ -819,8 +821,10 @@ impl Runtime<'_> {
             Some(n) => format!("{n}\n\n{user}"),
             None => user.to_string(),
         };
-        self.ext
-            .event("turn_start", serde_json::json!({"turn": turn, "text": user}));
+        self.ext.event(
+            "turn_start",
+            serde_json::json!({"turn": turn, "text": user}),
+        );
         self.record(Message::User { content: user })?;
         let max_steps = self
             .agent
@@ -877,8 +881,10 @@ impl Runtime<'_> {
                     s.sync()?;
                 }
                 self.last_turn = Some(turn_usage);
-                self.ext
-                    .event("turn_end", serde_json::json!({"turn": turn, "text": t.text}));
+                self.ext.event(
+                    "turn_end",
+                    serde_json::json!({"turn": turn, "text": t.text}),
+                );
                 self.ui.event(&Event::TurnEnd {
                     turn,
                     text: t.text,

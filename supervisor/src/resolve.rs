@@ -115,8 +115,7 @@ pub fn prepare_with(
         with_host_protections(policy, isolation, env, index);
     let policy = &policy;
     let mut plan = planner::plan(policy, isolation, env, &RealFs).map_err(SupervisorError::Plan)?;
-    if isolation != zot_launcher::plan::Isolation::None && crate::cgroup::memory_usable().is_err()
-    {
+    if isolation != zot_launcher::plan::Isolation::None && crate::cgroup::memory_usable().is_err() {
         plan.unenforced.push(zot_launcher::plan::Gap::NoMemoryLimit);
     }
     let skipped = resolved

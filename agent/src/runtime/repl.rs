@@ -292,8 +292,7 @@ impl Runtime<'_> {
             }
             let (tree, perms, read_only) =
                 super::enter_tree(&self.agent, &tree, &self.ah.data_dir(), &self.config)?;
-            self.env.policy =
-                super::policy_for(&perms, &tree, &self.ah, &read_only, &self.config);
+            self.env.policy = super::policy_for(&perms, &tree, &self.ah, &read_only, &self.config);
             self.env.index = crate::deps::start_index(&self.env.policy, &self.ah.home);
             self.env.perms = perms;
             self.env.read_only = read_only;

@@ -37,7 +37,10 @@ pub fn print_error(err: &anyhow::Error) {
     let hint = err.chain().find_map(|e| {
         e.downcast_ref::<zot_supervisor::SupervisorError>()
             .and_then(|e| e.hint())
-            .or_else(|| e.downcast_ref::<zot_agent::RunError>().and_then(|e| e.hint()))
+            .or_else(|| {
+                e.downcast_ref::<zot_agent::RunError>()
+                    .and_then(|e| e.hint())
+            })
     });
     if let Some(h) = hint {
         eprintln!("hint: {h}");

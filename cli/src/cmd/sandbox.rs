@@ -228,7 +228,8 @@ pub fn proxied_network(
             "--allow-host does not apply to danger-full-access (it has the host network)".into(),
         );
     }
-    let allow = zot_policy::net::AllowList::parse(hosts).map_err(|e| format!("--allow-host {e}"))?;
+    let allow =
+        zot_policy::net::AllowList::parse(hosts).map_err(|e| format!("--allow-host {e}"))?;
     Ok(Some(zot_policy::sandbox::NetworkPolicy::Proxied {
         allow,
         socket_dir: None,
@@ -354,16 +355,21 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let policy = if args.agent_view {
         agent_view(&args)
     } else {
-        config.as_ref().map_err(|e| anyhow::anyhow!("{e:#}")).and_then(|config| policy_from_args(
-            config,
-            args.mode,
-            args.cwd.as_deref(),
-            &args.writable_roots,
-            &args.read_only_paths,
-            &args.deny_read,
-            args.net,
-            &args.env_allow,
-        ))
+        config
+            .as_ref()
+            .map_err(|e| anyhow::anyhow!("{e:#}"))
+            .and_then(|config| {
+                policy_from_args(
+                    config,
+                    args.mode,
+                    args.cwd.as_deref(),
+                    &args.writable_roots,
+                    &args.read_only_paths,
+                    &args.deny_read,
+                    args.net,
+                    &args.env_allow,
+                )
+            })
     };
     let policy = policy.and_then(|mut p| {
         let config = config.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;

@@ -112,7 +112,11 @@ impl Ui for TermUi {
         self.settle();
         eprintln!(
             "{}",
-            paint(self.color(), style::DIM, &format!("zot: {}", style::sanitize(msg)))
+            paint(
+                self.color(),
+                style::DIM,
+                &format!("zot: {}", style::sanitize(msg))
+            )
         );
     }
 

@@ -24,12 +24,12 @@ mod fixtures;
 mod proxied;
 mod runner;
 
-pub use attempts::{AttemptOutcome, AttemptSpec, CredentialSpec, NamedSpec, ProxySpec};
+use crate::{BackendChoice, BackendKind, Level, Output, RunRequest, Stdin, SupervisorError};
 use attempts::*;
+pub use attempts::{AttemptOutcome, AttemptSpec, CredentialSpec, NamedSpec, ProxySpec};
 use fixtures::*;
 pub use runner::run_attempts;
 use runner::*;
-use crate::{BackendChoice, BackendKind, Level, Output, RunRequest, Stdin, SupervisorError};
 
 /// Hidden CLI arguments that turn `zot` into the attempt runner:
 /// `zot debug sandbox --run-attempts <json AttemptSpec>`.
