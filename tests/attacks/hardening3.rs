@@ -455,10 +455,12 @@ print('OK')
 /// A host program's unix socket in `/tmp` (shared with the host on
 /// landlock) is not reachable, with the network off or on.
 pub fn host_socket_in_tmp(ctx: &Ctx) {
+    // One path per call: the suites of every backend run this at once.
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let path = PathBuf::from(format!(
         "/tmp/zot-h3-host-{}-{}.sock",
         std::process::id(),
-        ctx.unpriv as u8
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     let _ = std::fs::remove_file(&path);
     let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
