@@ -181,7 +181,7 @@ fn run_explain(args: &Args) -> anyhow::Result<u8> {
     };
     let mut policy = policy;
     if let Some(config) = &config {
-        policy.limits = super::sandbox::limits(config, None, None, None);
+        policy.limits = super::sandbox::limits(config, &Default::default());
         match super::sandbox::proxied_network(policy.mode, &args.allow_hosts) {
             Ok(Some(n)) => policy.network = n,
             Ok(None) => {}

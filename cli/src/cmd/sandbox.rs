@@ -161,20 +161,29 @@ pub fn load_config() -> anyhow::Result<zot_agent::config::Loaded> {
     }
 }
 
+/// The limit flags of a command line (`None`: not given).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LimitFlags {
+    pub tmp_size: Option<u64>,
+    pub max_procs: Option<u64>,
+    pub max_file_size: Option<u64>,
+    pub memory: Option<u64>,
+    pub tmp_inodes: Option<u64>,
+}
+
 /// The limits of a sandbox: the flags, else the config file's `[sandbox]`,
 /// else the defaults.
 pub fn limits(
     config: &zot_agent::config::Loaded,
-    tmp_size: Option<u64>,
-    max_procs: Option<u64>,
-    max_file_size: Option<u64>,
+    flags: &LimitFlags,
 ) -> zot_policy::limits::Limits {
     let base = config.config.sandbox.limits();
     zot_policy::limits::Limits {
-        tmp_size: tmp_size.unwrap_or(base.tmp_size),
-        max_procs: max_procs.unwrap_or(base.max_procs),
-        max_file_size: max_file_size.unwrap_or(base.max_file_size),
-        ..base
+        tmp_size: flags.tmp_size.unwrap_or(base.tmp_size),
+        max_procs: flags.max_procs.unwrap_or(base.max_procs),
+        max_file_size: flags.max_file_size.unwrap_or(base.max_file_size),
+        memory: flags.memory.unwrap_or(base.memory),
+        tmp_inodes: flags.tmp_inodes.unwrap_or(base.tmp_inodes),
     }
 }
 
@@ -373,13 +382,16 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let policy = policy.and_then(|mut p| {
         let config = config.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
-        p.limits = limits(config, args.tmp_size, args.max_procs, args.max_file_size);
-        if let Some(m) = args.memory {
-            p.limits.memory = m;
-        }
-        if let Some(n) = args.tmp_inodes {
-            p.limits.tmp_inodes = n;
-        }
+        p.limits = limits(
+            config,
+            &LimitFlags {
+                tmp_size: args.tmp_size,
+                max_procs: args.max_procs,
+                max_file_size: args.max_file_size,
+                memory: args.memory,
+                tmp_inodes: args.tmp_inodes,
+            },
+        );
         Ok(p)
     });
     let mut policy = match policy {
