@@ -4,7 +4,7 @@
 
 use std::ffi::OsString;
 use std::io::Read;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -276,44 +276,42 @@ fn run_planned(
     // it runs, instead of killing this process.
     let _forwarding = req.forward_signals.then(zot_process::signals::forward);
     let armed = planned.repos.as_ref().map(|i| i.arm(&placeholders));
-    // The memory limit: the sandbox is forked inside its own cgroup.
+    // The memory limit: the process that runs the tail joins the run's own
+    // cgroup before it forks or execs anything.
     let group = (planned.backend != Backend::Unconfined)
         .then(|| crate::cgroup::Group::create(req.policy.limits.memory));
-    let group = match group {
-        Some(Ok(g)) => {
-            report.limit_values.cgroup = format!(
-                "memory {} ({})",
-                zot_policy::limits::format_size(g.limit()),
-                crate::cgroup::status()
-            );
-            Some(g)
-        }
+    let join = match &group {
+        Some(Ok(g)) => match g.join_fd() {
+            Ok(fd) => {
+                report.limit_values.cgroup = format!(
+                    "memory {} ({})",
+                    zot_policy::limits::format_size(g.limit()),
+                    crate::cgroup::status()
+                );
+                Some(fd)
+            }
+            // A container's cgroup files: the run goes on without the
+            // limit, and says so.
+            Err(why) => {
+                report.limit_values.cgroup = format!("none ({why}): memory not enforced");
+                None
+            }
+        },
         Some(Err(why)) => {
             report.limit_values.cgroup = format!("none ({why}): memory not enforced");
             None
         }
         None => None,
     };
-    // Moving into the group can still fail (a container's cgroup files):
-    // then the run goes on without the limit, and says so.
-    let mut to_start = Some((env, out_pipes));
-    let mut started = None;
-    if let Some(g) = &group {
-        match g.around(|| {
-            let (env, out_pipes) = to_start.take().expect("started once");
-            spawn::start(req, &planned, env, &host_env, out_pipes)
-        }) {
-            Ok(s) => started = Some(s),
-            Err(why) => report.limit_values.cgroup = format!("none ({why}): memory not enforced"),
-        }
-    }
-    let started = match started {
-        Some(s) => s,
-        None => {
-            let (env, out_pipes) = to_start.take().expect("not started yet");
-            spawn::start(req, &planned, env, &host_env, out_pipes)
-        }
-    };
+    let started = spawn::start(
+        req,
+        &planned,
+        env,
+        &host_env,
+        out_pipes,
+        join.as_ref().map(|fd| fd.as_fd()),
+    );
+    drop(join);
     let started = match started {
         Ok(s) => s,
         Err(err) => {

@@ -10,7 +10,8 @@
 //! - unconfined: the command itself.
 //!
 //! The spec, status, launcher and bwrap info pipes are handed over as fds
-//! 3, 4, 5 and 6.
+//! 3, 4, 5 and 6, the run's cgroup (when it has one) after them: the
+//! process that runs the tail joins it first ([`Prepared::join_cgroup`]).
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io::Write;
@@ -69,13 +70,16 @@ fn status_channel(planned: &Planned) -> Result<(OwnedFd, OwnedFd), SupervisorErr
 }
 
 /// Start `planned` for `req`; `env` is the command's environment (from the
-/// plan), `host_env` the caller's, `out` the write ends of the output pipes.
+/// plan), `host_env` the caller's, `out` the write ends of the output pipes,
+/// `cgroup` the file through which the command's first process joins the
+/// run's cgroup.
 pub(crate) fn start(
     req: &RunRequest,
     planned: &Planned,
     env: Vec<(OsString, OsString)>,
     host_env: &[(OsString, OsString)],
     out: Option<(OwnedFd, OwnedFd)>,
+    cgroup: Option<BorrowedFd>,
 ) -> Result<Started, StartError> {
     let kind = planned.backend.kind();
     match &planned.backend {
@@ -99,8 +103,10 @@ pub(crate) fn start(
         {
             // The tail is compiled after PID 1 is cloned (native), while it
             // builds the view.
+            // Forked: the fd is inherited as it is.
             let prep = Prepared::deferred(kind, planned.plan.clone(), &req.argv, &env)
-                .map_err(SupervisorError::Prepare)?;
+                .map_err(SupervisorError::Prepare)?
+                .join_cgroup(cgroup.map(|fd| fd.as_raw_fd()));
             let (status_r, status_w) = status_channel(planned)?;
             let stdio = ChildStdio {
                 null_stdin: req.stdin == Stdin::Null,
@@ -154,7 +160,8 @@ pub(crate) fn start(
                 "--status-fd".into(),
                 STATUS_FD.to_string().into(),
             ]);
-            let keep = [spec_r, status_w, image, info_w];
+            let mut keep = vec![spec_r, status_w, image, info_w];
+            let cgroup_fd = handed(&mut keep, cgroup)?;
             // A single-threaded caller with nothing but SIGPIPE ignored
             // (zot sandbox) skips posix_spawn's reset of every signal.
             let pid = if req.in_process && zot_launcher::thread_count().is_ok_and(|n| n == 1) {
@@ -172,7 +179,9 @@ pub(crate) fn start(
                 init: AtomicI32::new(0),
                 info: Mutex::new(Some(std::fs::File::from(info_r))),
             };
-            let prep = match Prepared::new(kind, plan, &req.argv, &env) {
+            let prep = Prepared::deferred(kind, plan, &req.argv, &env)
+                .map(|p| p.join_cgroup(cgroup_fd));
+            let prep = match prep {
                 Ok(p) => p,
                 Err(e) => {
                     target.kill_all();
@@ -199,6 +208,8 @@ pub(crate) fn start(
             })
         }
         _ => {
+            let (status_r, status_w) = status_channel(planned)?;
+            // Handed over as fds 3, 4 and, with a cgroup, 5.
             let spec = LaunchSpec {
                 backend: kind,
                 plan: planned.plan.clone(),
@@ -208,12 +219,14 @@ pub(crate) fn start(
                     .filter(|(k, _)| planned.plan.env.pass.iter().any(|p| k == p.as_str()))
                     .cloned()
                     .collect(),
+                cgroup_fd: cgroup.map(|_| SPEC_FD + 2),
             };
             let json = serde_json::to_vec(&spec).map_err(|e| SupervisorError::Io {
                 what: "encoding the launch spec".into(),
                 source: e.into(),
             })?;
-            let (spec_r, status_r, status_w) = spec_pipes(&json, status_channel(planned)?)?;
+            let mut keep = vec![spec_pipe(&json)?, status_w];
+            handed(&mut keep, cgroup)?;
             let argv: Vec<OsString> = vec![
                 "zot".into(),
                 zot_launcher::LAUNCH_ARG.into(),
@@ -233,7 +246,7 @@ pub(crate) fn start(
                 &argv,
                 req.stdin,
                 out,
-                &[spec_r, status_w],
+                &keep,
                 landlock,
             )
             .map_err(|source| StartError::Spawn {
@@ -301,12 +314,9 @@ fn image_memfd(image: &[u8]) -> Option<OwnedFd> {
     Some(OwnedFd::from(f))
 }
 
-/// The spec pipe (already written and closed on our side) and the status
-/// channel.
-fn spec_pipes(
-    data: &[u8],
-    (status_read, status_write): (OwnedFd, OwnedFd),
-) -> Result<(OwnedFd, OwnedFd, OwnedFd), SupervisorError> {
+/// The read end of the spec pipe, `data` written (by a thread when it is
+/// larger than a pipe holds) and the write end closed.
+fn spec_pipe(data: &[u8]) -> Result<OwnedFd, SupervisorError> {
     let (spec_read, spec_write) = pipe()?;
     let json = data.to_vec();
     let mut w = std::fs::File::from(spec_write);
@@ -319,7 +329,23 @@ fn spec_pipes(
             let _ = w.write_all(&json);
         });
     }
-    Ok((spec_read, status_read, status_write))
+    Ok(spec_read)
+}
+
+/// Add the run's cgroup fd to the fds handed over (numbered from 3 in
+/// order); its number in the child.
+fn handed(
+    keep: &mut Vec<OwnedFd>,
+    cgroup: Option<BorrowedFd>,
+) -> Result<Option<RawFd>, SupervisorError> {
+    let Some(fd) = cgroup else {
+        return Ok(None);
+    };
+    let fd = fd
+        .try_clone_to_owned()
+        .map_err(SupervisorError::io("duplicating the cgroup fd"))?;
+    keep.push(fd);
+    Ok(Some(SPEC_FD + keep.len() as RawFd - 1))
 }
 
 fn spawn_unconfined(

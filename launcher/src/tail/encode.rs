@@ -90,7 +90,8 @@ fn landlock(plan: &LandlockPlan) -> Vec<u8> {
 /// Encode a launch: `argv`, the complete environment (`K=V`), whether to
 /// start a new session, rlimits, the Landlock plan, the seccomp program and
 /// whether it asks the supervisor (`notify`), the bridge to start (the
-/// proxy's socket, the port) with a proxied network.
+/// proxy's socket, the port) with a proxied network, the fd through which
+/// the tail joins the run's cgroup.
 #[allow(clippy::too_many_arguments)]
 pub fn encode(
     argv: &[CString],
@@ -103,6 +104,7 @@ pub fn encode(
     seccomp: &[seccompiler::sock_filter],
     bridge: Option<(&std::path::Path, u16)>,
     remounts: &[(std::path::PathBuf, u64, String, String)],
+    cgroup_fd: Option<i32>,
 ) -> Vec<u8> {
     let mut w = W(Vec::with_capacity(4096));
     w.0.extend_from_slice(MAGIC);
@@ -114,6 +116,7 @@ pub fn encode(
         flags |= FLAG_NOTIFY;
     }
     w.u32(flags);
+    w.u32(cgroup_fd.map_or(u32::MAX, |fd| fd as u32));
     w.strings(argv);
     w.strings(env);
     w.u32(rlimits.len() as u32);

@@ -154,6 +154,8 @@ fn string_array(r: &mut Reader, base: *mut u8) -> Result<(*mut usize, usize), Fa
 /// The decoded tail: pointers into the buffer.
 struct Tail<'a> {
     flags: u32,
+    /// The run's cgroup (`tasks` or `cgroup.procs`), to join first; -1: none.
+    cgroup_fd: i32,
     argv: *mut usize,
     envp: *const usize,
     envc: usize,
@@ -183,6 +185,7 @@ fn decode(buf: &mut [u8]) -> Result<Tail<'_>, Fail> {
         return Err(BAD_SPEC);
     }
     let flags = r.u32()?;
+    let cgroup_fd = r.u32()? as i32;
     let (argv, argc) = string_array(&mut r, base)?;
     if argc == 0 {
         return Err(fail("command", "empty command", sys::EINVAL));
@@ -216,6 +219,7 @@ fn decode(buf: &mut [u8]) -> Result<Tail<'_>, Fail> {
     }
     Ok(Tail {
         flags,
+        cgroup_fd,
         argv,
         envp,
         envc,
@@ -704,6 +708,15 @@ fn install_notify(prog: &[usize; 2], status_fd: i32) -> Result<(), Fail> {
 }
 
 fn harden(t: &Tail, status_fd: i32) -> Result<Lock, Fail> {
+    // 0. into the run's cgroup, before anything is forked: this thread
+    // alone (`0`), which is the whole process here.
+    if t.cgroup_fd >= 0 {
+        let fd = t.cgroup_fd as usize;
+        let me = b"0";
+        sc(nr::WRITE, fd, me.as_ptr() as usize, me.len(), 0, 0)
+            .map_err(|e| fail("cgroup", "joining the run's memory cgroup", e))?;
+        sc(nr::CLOSE, fd, 0, 0, 0, 0).map_err(|e| fail("cgroup", "close", e))?;
+    }
     // 1. no_new_privs: no setuid/file-capability gains across exec.
     sc(nr::PRCTL, sys::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         .map_err(|e| fail("no_new_privs", "prctl(PR_SET_NO_NEW_PRIVS)", e))?;

@@ -131,7 +131,7 @@ fn spec_with_bridge(
         None,
         &landlock_plan(compat),
         &bpf,
-        bridge, &[],
+        bridge, &[], None,
     )
 }
 
@@ -230,7 +230,7 @@ fn required_landlock_rule_on_a_missing_path_fails() {
         access: LandlockAccess::ReadWrite,
         must_exist: true,
     });
-    let s = super::encode::encode(&cs(&["true"]), &[], true, false, &[], None, &plan, &[], None, &[]);
+    let s = super::encode::encode(&cs(&["true"]), &[], true, false, &[], None, &plan, &[], None, &[], None);
     let (_, status, code) = run(s, false);
     assert_eq!(code, 125);
     assert!(
@@ -278,7 +278,7 @@ fn landlock_rules_on_files_and_directories() {
         None,
         &plan,
         &[],
-        None, &[],
+        None, &[], None,
     );
     for image in [false, crate::launcher_image().is_some()] {
         let (out, status, code) = run(s.clone(), image);
@@ -330,7 +330,7 @@ fn notify_listener_comes_on_the_status_socket() {
         None,
         &landlock_plan(LandlockCompat::Off),
         &bpf,
-        None, &[],
+        None, &[], None,
     );
     for image in [false, crate::launcher_image().is_some()] {
         let mut sv = [0; 2];
