@@ -349,8 +349,8 @@ impl Prepared {
                 .find(|(k, _)| k == name)
                 .map(|(_, v)| v.clone())
         });
-        let mut p = Prepared::deferred(spec.backend, plan, &spec.argv, &env)?
-            .join_cgroup(spec.cgroup_fd);
+        let mut p =
+            Prepared::deferred(spec.backend, plan, &spec.argv, &env)?.join_cgroup(spec.cgroup_fd);
         p.tail = Some(p.encode_tail()?);
         Ok(p)
     }

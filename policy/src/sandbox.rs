@@ -543,7 +543,7 @@ fn normalize_roots(mut roots: Vec<PathBuf>) -> Vec<PathBuf> {
 }
 
 fn sorted_unique(mut paths: Vec<PathBuf>) -> Vec<PathBuf> {
-    paths.sort_by(|a, b| depth(a).cmp(&depth(b)).then_with(|| a.cmp(b)));
+    paths.sort_by_cached_key(|p| (depth(p), p.clone()));
     paths.dedup();
     paths
 }
@@ -599,8 +599,9 @@ fn deny_read_paths(
     origins: &mut Vec<Origin>,
 ) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let mut add = |p: PathBuf, from: String, origins: &mut Vec<Origin>| {
-        if !out.contains(&p) {
+        if seen.insert(p.clone()) {
             origins.push(Origin {
                 path: p.clone(),
                 rule: "deny-read".into(),

@@ -46,8 +46,14 @@ fn writable(p: &Path) -> bool {
     unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }
 
-/// The usable memory controller, or why there is none.
+/// The usable memory controller, or why there is none; found once per
+/// process (the supervisor never moves).
 fn hierarchy() -> Result<Hierarchy, String> {
+    static FOUND: std::sync::OnceLock<Result<Hierarchy, String>> = std::sync::OnceLock::new();
+    FOUND.get_or_init(find_hierarchy).clone()
+}
+
+fn find_hierarchy() -> Result<Hierarchy, String> {
     let text = std::fs::read_to_string("/proc/self/cgroup")
         .map_err(|_| "no cgroup information".to_string())?;
     if let Some(rel) = own_v1_memory(&text) {
@@ -222,7 +228,10 @@ mod tests {
         let join = g.join_fd().unwrap();
         let fd = join.as_raw_fd();
         let mut cmd = std::process::Command::new("sh");
-        cmd.args(["-c", "echo 0 >&7 && exec 7>&- && sh -c 'cat /proc/self/cgroup'"]);
+        cmd.args([
+            "-c",
+            "echo 0 >&7 && exec 7>&- && sh -c 'cat /proc/self/cgroup'",
+        ]);
         // SAFETY: dup2 in the child before exec.
         unsafe {
             cmd.pre_exec(move || {

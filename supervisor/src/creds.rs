@@ -331,7 +331,7 @@ pub fn credential_paths(
     let home = homes.first().cloned();
     let mut out: Vec<(PathBuf, String)> = Vec::new();
     let add = |p: PathBuf, from: String, out: &mut Vec<(PathBuf, String)>| {
-        let Ok(c) = std::fs::canonicalize(&p) else {
+        let Some(c) = crate::canon::canonicalize(&p) else {
             return;
         };
         if too_wide(&c, keep, &homes) || out.iter().any(|(q, _)| *q == c) {
@@ -441,7 +441,7 @@ fn around(dir: &Path, grants: &[PathBuf], out: &mut Vec<PathBuf>) {
 pub fn zot_denied(get: impl Fn(&str) -> Option<OsString>, grants: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for d in zot_dirs(get) {
-        let Ok(c) = std::fs::canonicalize(&d) else {
+        let Some(c) = crate::canon::canonicalize(&d) else {
             continue;
         };
         let inside: Vec<PathBuf> = grants
@@ -463,7 +463,7 @@ pub fn with_credentials(policy: &SandboxPolicy, env: &[(OsString, OsString)]) ->
     if policy.mode == SandboxMode::DangerFullAccess {
         return policy.clone();
     }
-    let canon = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+    let canon = |p: &PathBuf| crate::canon::canonicalize(p).unwrap_or_else(|| p.clone());
     let mut keep: Vec<PathBuf> = policy.write_roots.iter().map(canon).collect();
     keep.push(canon(&policy.cwd));
     let mut grants = keep.clone();

@@ -311,7 +311,7 @@ pub fn canonical_prefix(p: &Path) -> PathBuf {
     let mut existing = p.clone();
     let mut rest: Vec<OsString> = Vec::new();
     loop {
-        if let Ok(c) = std::fs::canonicalize(&existing) {
+        if let Some(c) = crate::canon::canonicalize(&existing) {
             let mut out = c;
             for r in rest.iter().rev() {
                 out.push(r);
@@ -652,7 +652,7 @@ pub fn common_dir(git_dir: &Path) -> Option<PathBuf> {
     } else {
         git_dir.join(p)
     };
-    std::fs::canonicalize(p).ok()
+    crate::canon::canonicalize(&p)
 }
 
 fn truthy(v: Option<&str>) -> bool {

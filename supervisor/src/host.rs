@@ -12,7 +12,7 @@ fn var<'a>(env: &'a [(OsString, OsString)], k: &str) -> Option<&'a OsString> {
 /// of the real uid in the password database (when different). Canonical
 /// where they exist.
 pub fn homes(env: &[(OsString, OsString)]) -> Vec<PathBuf> {
-    let canon = |p: PathBuf| std::fs::canonicalize(&p).unwrap_or(p);
+    let canon = |p: PathBuf| crate::canon::canonicalize(&p).unwrap_or(p);
     let mut out = Vec::new();
     if let Some(h) = var(env, "HOME")
         .map(PathBuf::from)

@@ -19,6 +19,7 @@ use zot_launcher::plan::{Area, Gap, LaunchPlan, Namespace, NetworkPlan};
 use zot_policy::sandbox::{SandboxMode, SandboxPolicy};
 
 pub mod bwrap;
+mod canon;
 pub mod cgroup;
 pub mod check;
 pub mod creds;

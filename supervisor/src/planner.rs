@@ -100,7 +100,7 @@ impl HostFs for RealFs {
         std::fs::metadata(p).ok().map(|m| kind(&m))
     }
     fn canonicalize(&self, p: &Path) -> Option<PathBuf> {
-        std::fs::canonicalize(p).ok()
+        crate::canon::canonicalize(p)
     }
     fn read_dir(&self, p: &Path) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = std::fs::read_dir(p)

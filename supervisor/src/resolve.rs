@@ -103,6 +103,16 @@ pub fn prepare_with(
     env: &[(OsString, OsString)],
     index: Option<&std::sync::Arc<crate::index::live::Live>>,
 ) -> Result<Planned, SupervisorError> {
+    crate::canon::scope(|| prepare_scoped(policy, choice, allow_degraded, env, index))
+}
+
+fn prepare_scoped(
+    policy: &SandboxPolicy,
+    choice: BackendChoice,
+    allow_degraded: bool,
+    env: &[(OsString, OsString)],
+    index: Option<&std::sync::Arc<crate::index::live::Live>>,
+) -> Result<Planned, SupervisorError> {
     let resolved = resolve(policy, choice)?;
     let isolation = resolved.backend.kind().isolation();
     // Credentials by the rules the tools follow, and zot's own state.
@@ -207,9 +217,9 @@ pub fn prepare_with(
 /// empty component resolves against either, in the sandbox or on the
 /// host).
 pub fn path_cwds(policy: &SandboxPolicy) -> Vec<PathBuf> {
-    let mut v = vec![std::fs::canonicalize(&policy.cwd).unwrap_or_else(|_| policy.cwd.clone())];
+    let mut v = vec![crate::canon::canonicalize(&policy.cwd).unwrap_or_else(|| policy.cwd.clone())];
     if let Ok(c) = std::env::current_dir() {
-        let c = std::fs::canonicalize(&c).unwrap_or(c);
+        let c = crate::canon::canonicalize(&c).unwrap_or(c);
         if !v.contains(&c) {
             v.push(c);
         }
@@ -256,7 +266,7 @@ pub fn host_protections(
 ) -> HostProtections {
     let roots: Vec<PathBuf> = write_roots
         .iter()
-        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
+        .map(|r| crate::canon::canonicalize(r).unwrap_or_else(|| r.clone()))
         .collect();
     let write_roots = roots.as_slice();
     let tops = crate::index::tree::top_roots(write_roots);
@@ -318,7 +328,7 @@ fn with_host_protections(
     let roots: Vec<PathBuf> = p
         .write_roots
         .iter()
-        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
+        .map(|r| crate::canon::canonicalize(r).unwrap_or_else(|| r.clone()))
         .collect();
     let watched = crate::host::exec_path_watched(env, &roots, &cwds);
     let path_watch = crate::host::snapshot_executables(&watched);

@@ -179,8 +179,8 @@ pub(crate) fn start(
                 init: AtomicI32::new(0),
                 info: Mutex::new(Some(std::fs::File::from(info_r))),
             };
-            let prep = Prepared::deferred(kind, plan, &req.argv, &env)
-                .map(|p| p.join_cgroup(cgroup_fd));
+            let prep =
+                Prepared::deferred(kind, plan, &req.argv, &env).map(|p| p.join_cgroup(cgroup_fd));
             let prep = match prep {
                 Ok(p) => p,
                 Err(e) => {

@@ -131,7 +131,9 @@ fn spec_with_bridge(
         None,
         &landlock_plan(compat),
         &bpf,
-        bridge, &[], None,
+        bridge,
+        &[],
+        None,
     )
 }
 
@@ -230,7 +232,19 @@ fn required_landlock_rule_on_a_missing_path_fails() {
         access: LandlockAccess::ReadWrite,
         must_exist: true,
     });
-    let s = super::encode::encode(&cs(&["true"]), &[], true, false, &[], None, &plan, &[], None, &[], None);
+    let s = super::encode::encode(
+        &cs(&["true"]),
+        &[],
+        true,
+        false,
+        &[],
+        None,
+        &plan,
+        &[],
+        None,
+        &[],
+        None,
+    );
     let (_, status, code) = run(s, false);
     assert_eq!(code, 125);
     assert!(
@@ -278,7 +292,9 @@ fn landlock_rules_on_files_and_directories() {
         None,
         &plan,
         &[],
-        None, &[], None,
+        None,
+        &[],
+        None,
     );
     for image in [false, crate::launcher_image().is_some()] {
         let (out, status, code) = run(s.clone(), image);
@@ -330,7 +346,9 @@ fn notify_listener_comes_on_the_status_socket() {
         None,
         &landlock_plan(LandlockCompat::Off),
         &bpf,
-        None, &[], None,
+        None,
+        &[],
+        None,
     );
     for image in [false, crate::launcher_image().is_some()] {
         let mut sv = [0; 2];
@@ -463,7 +481,12 @@ fn notify_plan() -> crate::plan::SeccompPlan {
 fn the_bridge_hands_connections_over_under_the_commands_restrictions() {
     use std::io::Write;
     use std::os::unix::net::UnixListener;
-    if std::process::Command::new("python3").arg("-c").arg("").status().is_err() {
+    if std::process::Command::new("python3")
+        .arg("-c")
+        .arg("")
+        .status()
+        .is_err()
+    {
         assert!(
             std::env::var("ZOT_TEST_MUST_WORK").as_deref() != Ok("1"),
             "python3 is needed"
@@ -497,7 +520,12 @@ fn the_bridge_hands_connections_over_under_the_commands_restrictions() {
             let status = std::fs::read_to_string(format!("/proc/{bridge}/status")).unwrap();
             let fds: Vec<String> = std::fs::read_dir(format!("/proc/{bridge}/fd"))
                 .unwrap()
-                .map(|e| std::fs::read_link(e.unwrap().path()).unwrap().display().to_string())
+                .map(|e| {
+                    std::fs::read_link(e.unwrap().path())
+                        .unwrap()
+                        .display()
+                        .to_string()
+                })
                 .collect();
             let mut b = [0u8; 1];
             let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
@@ -548,8 +576,13 @@ fn the_bridge_hands_connections_over_under_the_commands_restrictions() {
         // accepted connection and the one to the proxy): nothing of the
         // command's (no stdout, no status pipe).
         assert!(
-            fds.iter().filter(|l| l.as_str() == "anon_inode:[pidfd]").count() == 1
-                && fds.iter().all(|l| l.starts_with("socket:") || l == "anon_inode:[pidfd]"),
+            fds.iter()
+                .filter(|l| l.as_str() == "anon_inode:[pidfd]")
+                .count()
+                == 1
+                && fds
+                    .iter()
+                    .all(|l| l.starts_with("socket:") || l == "anon_inode:[pidfd]"),
             "{fds:?}"
         );
         // It exits with the command (PID 1 of the test's namespace reaps it).

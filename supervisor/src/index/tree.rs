@@ -418,6 +418,9 @@ impl Walk<'_> {
     }
 }
 
+/// Known directories from which [`prestat`] uses threads.
+const PARALLEL_FROM: usize = 2048;
+
 /// `statx` of every live known directory, in parallel (one thread per
 /// core, at most 4): the subtrees are split among the threads; below each
 /// subtree's top a directory is named relative to its parent's `O_PATH`
@@ -425,9 +428,14 @@ impl Walk<'_> {
 fn prestat(tree: &Tree) -> Vec<Option<Option<DirStat>>> {
     let mut out: Vec<Option<Option<DirStat>>> = vec![None; tree.nodes.len()];
     // Tasks: subtrees, split breadth first until there are enough.
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(4);
+    // A small tree is quicker alone than the threads cost to start.
+    let threads = if tree.nodes.len() < PARALLEL_FROM {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(4)
+    };
     let mut tasks: Vec<u32> = (0..tree.roots.len() as u32)
         .filter(|r| tree.nodes[*r as usize].stat != DirStat::default())
         .collect();
