@@ -760,7 +760,6 @@ struct ConfigToml;
 
 impl Dialect for ConfigToml {
     type Value = Value;
-    type Table = toml::Table;
     const TABLE: &'static str = "a table";
     const BOOLEAN: &'static str = "true or false";
     const QUOTE_KEYS: bool = true;
@@ -775,26 +774,6 @@ impl Dialect for ConfigToml {
             Value::Array(_) => "an array",
             Value::Table(_) => "a table",
         }
-    }
-
-    fn as_table(v: &Value) -> Option<&toml::Table> {
-        v.as_table()
-    }
-
-    fn as_str(v: &Value) -> Option<&str> {
-        v.as_str()
-    }
-
-    fn as_bool(v: &Value) -> Option<bool> {
-        v.as_bool()
-    }
-
-    fn as_i64(v: &Value) -> Option<i64> {
-        v.as_integer()
-    }
-
-    fn as_array(v: &Value) -> Option<&[Value]> {
-        v.as_array().map(Vec::as_slice)
     }
 
     /// zot never reads keys from its config file.

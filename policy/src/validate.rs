@@ -6,18 +6,66 @@
 //! value with the path it sits at. The walker renders the paths
 //! (`a.b[2]."odd key"`), reads values as the expected type with one wording
 //! for what was found instead ("expected a string, found an integer"), and
-//! collects the findings. What differs between the documents (the value
-//! model, the names of the types, quoting of odd keys, strings refused
-//! everywhere) is the validator's [`Dialect`].
+//! collects the findings. The value model (TOML or JSON values) is a
+//! [`Document`]; what else differs between the validators (the names of the
+//! types, quoting of odd keys, strings refused everywhere) is a [`Dialect`].
 
 use std::marker::PhantomData;
 
 use crate::diagnostic::Diagnostic;
 
-/// A document's value model and how its types are named to the user.
-pub trait Dialect {
-    type Value;
+/// A decoded document's value model: what the walker reads values as.
+pub trait Document: Sized {
     type Table;
+    fn as_table(&self) -> Option<&Self::Table>;
+    fn as_str(&self) -> Option<&str>;
+    fn as_bool(&self) -> Option<bool>;
+    fn as_i64(&self) -> Option<i64>;
+    fn as_array(&self) -> Option<&[Self]>;
+}
+
+impl Document for toml::Value {
+    type Table = toml::Table;
+    fn as_table(&self) -> Option<&toml::Table> {
+        toml::Value::as_table(self)
+    }
+    fn as_str(&self) -> Option<&str> {
+        toml::Value::as_str(self)
+    }
+    fn as_bool(&self) -> Option<bool> {
+        toml::Value::as_bool(self)
+    }
+    fn as_i64(&self) -> Option<i64> {
+        toml::Value::as_integer(self)
+    }
+    fn as_array(&self) -> Option<&[Self]> {
+        toml::Value::as_array(self).map(Vec::as_slice)
+    }
+}
+
+impl Document for serde_json::Value {
+    type Table = serde_json::Map<String, serde_json::Value>;
+    fn as_table(&self) -> Option<&Self::Table> {
+        serde_json::Value::as_object(self)
+    }
+    fn as_str(&self) -> Option<&str> {
+        serde_json::Value::as_str(self)
+    }
+    fn as_bool(&self) -> Option<bool> {
+        serde_json::Value::as_bool(self)
+    }
+    fn as_i64(&self) -> Option<i64> {
+        serde_json::Value::as_i64(self)
+    }
+    fn as_array(&self) -> Option<&[Self]> {
+        serde_json::Value::as_array(self).map(Vec::as_slice)
+    }
+}
+
+/// One validator's document: its value model, how its types are named to
+/// the user, and its rules that hold for every field.
+pub trait Dialect {
+    type Value: Document;
     /// A table in "expected ..." messages (`a table`, `an object`).
     const TABLE: &'static str;
     /// A boolean in "expected ..." messages (`a boolean`, `true or false`).
@@ -27,17 +75,20 @@ pub trait Dialect {
 
     /// The value's type as the user reads it ("an array").
     fn kind(v: &Self::Value) -> &'static str;
-    fn as_table(v: &Self::Value) -> Option<&Self::Table>;
-    fn as_str(v: &Self::Value) -> Option<&str>;
-    fn as_bool(v: &Self::Value) -> Option<bool>;
-    fn as_i64(v: &Self::Value) -> Option<i64>;
-    fn as_array(v: &Self::Value) -> Option<&[Self::Value]>;
+
+    /// `v` as a table, when this document counts it as one.
+    fn table(v: &Self::Value) -> Option<&Table<Self>> {
+        v.as_table()
+    }
 
     /// Why a string is refused whatever field holds it (`None`: accepted).
     fn refuse_string(_s: &str) -> Option<&'static str> {
         None
     }
 }
+
+/// The table type of a dialect's values.
+pub type Table<D> = <<D as Dialect>::Value as Document>::Table;
 
 /// Typed access to a document's values that records what is wrong, with
 /// the path: errors, and warnings for what is only questionable.
@@ -109,8 +160,8 @@ impl<D: Dialect> Walker<D> {
         self.err(path, format!("expected {what}, found {}", D::kind(v)));
     }
 
-    pub fn table<'a>(&mut self, v: &'a D::Value, path: &str) -> Option<&'a D::Table> {
-        let t = D::as_table(v);
+    pub fn table<'a>(&mut self, v: &'a D::Value, path: &str) -> Option<&'a Table<D>> {
+        let t = D::table(v);
         if t.is_none() {
             self.expected(path, D::TABLE, v);
         }
@@ -119,7 +170,7 @@ impl<D: Dialect> Walker<D> {
 
     /// An array of `what` ("an array of paths").
     pub fn array<'a>(&mut self, v: &'a D::Value, path: &str, what: &str) -> Option<&'a [D::Value]> {
-        let a = D::as_array(v);
+        let a = v.as_array();
         if a.is_none() {
             self.expected(path, what, v);
         }
@@ -127,7 +178,7 @@ impl<D: Dialect> Walker<D> {
     }
 
     pub fn string(&mut self, v: &D::Value, path: &str) -> Option<String> {
-        let Some(s) = D::as_str(v) else {
+        let Some(s) = v.as_str() else {
             self.expected(path, "a string", v);
             return None;
         };
@@ -181,7 +232,7 @@ impl<D: Dialect> Walker<D> {
     }
 
     pub fn bool(&mut self, v: &D::Value, path: &str) -> Option<bool> {
-        let b = D::as_bool(v);
+        let b = v.as_bool();
         if b.is_none() {
             self.expected(path, D::BOOLEAN, v);
         }
@@ -190,7 +241,7 @@ impl<D: Dialect> Walker<D> {
 
     /// An integer in `min..=max` (`max == i64::MAX`: no upper bound).
     pub fn int(&mut self, v: &D::Value, path: &str, min: i64, max: i64) -> Option<i64> {
-        let Some(n) = D::as_i64(v) else {
+        let Some(n) = v.as_i64() else {
             self.expected(path, "an integer", v);
             return None;
         };

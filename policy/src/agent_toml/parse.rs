@@ -178,7 +178,6 @@ struct AgentDoc;
 
 impl Dialect for AgentDoc {
     type Value = Value;
-    type Table = Map<String, Value>;
     const TABLE: &'static str = "a table";
     const BOOLEAN: &'static str = "a boolean";
     const QUOTE_KEYS: bool = true;
@@ -197,24 +196,8 @@ impl Dialect for AgentDoc {
     }
 
     /// A TOML date-time decodes to a one-key table; it is not a table.
-    fn as_table(v: &Value) -> Option<&Map<String, Value>> {
+    fn table(v: &Value) -> Option<&Map<String, Value>> {
         v.as_object().filter(|o| !o.contains_key(TOML_DATETIME))
-    }
-
-    fn as_str(v: &Value) -> Option<&str> {
-        v.as_str()
-    }
-
-    fn as_bool(v: &Value) -> Option<bool> {
-        v.as_bool()
-    }
-
-    fn as_i64(v: &Value) -> Option<i64> {
-        v.as_i64()
-    }
-
-    fn as_array(v: &Value) -> Option<&[Value]> {
-        v.as_array().map(Vec::as_slice)
     }
 }
 

@@ -784,7 +784,6 @@ struct ManifestJson;
 
 impl Dialect for ManifestJson {
     type Value = Value;
-    type Table = Map<String, Value>;
     const TABLE: &'static str = "an object";
     const BOOLEAN: &'static str = "true or false";
     const QUOTE_KEYS: bool = false;
@@ -802,26 +801,6 @@ impl Dialect for ManifestJson {
             Value::Array(_) => "an array",
             Value::Object(_) => "an object",
         }
-    }
-
-    fn as_table(v: &Value) -> Option<&Map<String, Value>> {
-        v.as_object()
-    }
-
-    fn as_str(v: &Value) -> Option<&str> {
-        v.as_str()
-    }
-
-    fn as_bool(v: &Value) -> Option<bool> {
-        v.as_bool()
-    }
-
-    fn as_i64(v: &Value) -> Option<i64> {
-        v.as_i64()
-    }
-
-    fn as_array(v: &Value) -> Option<&[Value]> {
-        v.as_array().map(Vec::as_slice)
     }
 }
 
