@@ -8,9 +8,9 @@
 //! reads keys from this file (`api_key_env` names the variable instead).
 //!
 //! Adding a section: list its name in [`SECTIONS`], add a field to
-//! [`Config`], and a `section_*` function that walks the table with
-//! [`Walker`] (which records errors with their paths); `Config::default()`
-//! must stay the behaviour of a missing file.
+//! [`Config`], and a `section_*` function that walks the table with the
+//! crate's validator walker (which records errors with their paths);
+//! `Config::default()` must stay the behaviour of a missing file.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -21,6 +21,7 @@ use toml::Value;
 
 use crate::agent_toml::secrets::looks_like_secret;
 use crate::diagnostic::{suggest, Diagnostic};
+use crate::validate::{self, Dialect};
 
 /// The file name inside the config directory.
 pub const FILE_NAME: &str = "config.toml";
@@ -359,7 +360,7 @@ fn section_trust(w: &mut Walker, v: &Value) -> Trust {
     for (k, v) in table {
         match k.as_str() {
             "require_signature" => {
-                t.require_signature = w.bool(v, &join("trust", k)).unwrap_or(false)
+                t.require_signature = w.bool(v, &w.key("trust", k)).unwrap_or(false)
             }
             _ => w.unknown("trust", k, &["require_signature"]),
         }
@@ -373,7 +374,7 @@ fn section_context(w: &mut Walker, v: &Value) -> ContextSettings {
         return c;
     };
     for (k, v) in table {
-        let p = join("context", k);
+        let p = w.key("context", k);
         let tokens = |w: &mut Walker| w.int(v, &p, 1, 1 << 40).map(|n| n as u64);
         match k.as_str() {
             "auto_compact" => c.auto_compact = w.bool(v, &p),
@@ -395,7 +396,7 @@ fn section_registries(w: &mut Walker, v: &Value) -> BTreeMap<String, RegistrySet
         return out;
     };
     for (host, v) in table {
-        let path = join("registries", host);
+        let path = w.key("registries", host);
         if !is_registry_host(host) {
             w.err(
                 &path,
@@ -409,7 +410,7 @@ fn section_registries(w: &mut Walker, v: &Value) -> BTreeMap<String, RegistrySet
         let mut r = RegistrySettings::default();
         for (k, v) in t {
             match k.as_str() {
-                "insecure" => r.insecure = w.bool(v, &join(&path, k)).unwrap_or(false),
+                "insecure" => r.insecure = w.bool(v, &w.key(&path, k)).unwrap_or(false),
                 _ => w.unknown(&path, k, &["insecure"]),
             }
         }
@@ -473,15 +474,15 @@ fn section_sandbox(w: &mut Walker, v: &Value) -> SandboxSettings {
         let r = match v {
             Value::Integer(n) if *n >= 0 => Ok(*n as u64),
             Value::String(t) => parse_size(t),
-            other => Err(format!(
-                "expected a size such as \"512M\" or a number of bytes, found {}",
-                kind(other)
-            )),
+            other => {
+                w.expected(p, "a size such as \"512M\" or a number of bytes", other);
+                return None;
+            }
         };
         r.map_err(|e| w.err(p, e)).ok()
     };
     for (k, v) in table {
-        let p = join("sandbox", k);
+        let p = w.key("sandbox", k);
         match k.as_str() {
             "tmp_size" => {
                 s.tmp_size =
@@ -506,12 +507,11 @@ fn section_sandbox(w: &mut Walker, v: &Value) -> SandboxSettings {
                     .and_then(|n| check_max_procs(n as u64).map_err(|e| w.err(&p, e)).ok())
             }
             "deny_read" => {
-                let Value::Array(items) = v else {
-                    w.err(&p, format!("expected an array of paths, found {}", kind(v)));
+                let Some(items) = w.array(v, &p, "an array of paths") else {
                     continue;
                 };
                 for (i, item) in items.iter().enumerate() {
-                    let ip = format!("{p}[{i}]");
+                    let ip = w.index(&p, i);
                     let Some(text) = w.string(item, &ip) else {
                         continue;
                     };
@@ -558,23 +558,15 @@ fn section_defaults(w: &mut Walker, v: &Value) -> Defaults {
         return d;
     };
     for (k, v) in t {
-        let p = join("defaults", k);
+        let p = w.key("defaults", k);
         match k.as_str() {
             "provider" => d.provider = w.name(v, &p),
             "model" => d.model = w.nonempty(v, &p),
             "reasoning" => {
-                d.reasoning = w.string(v, &p).and_then(|s| {
-                    let r = ReasoningEffort::parse(&s);
-                    if r.is_none() {
-                        w.err(
-                            &p,
-                            format!(
-                                "unsupported value `{s}`; expected one of `low`, `medium`, `high`"
-                            ),
-                        );
-                    }
-                    r
-                })
+                let names = ReasoningEffort::ALL.map(ReasoningEffort::as_str);
+                d.reasoning = w
+                    .enumeration(v, &p, &names)
+                    .and_then(|s| ReasoningEffort::parse(&s))
             }
             _ => w.unknown("defaults", k, &["provider", "model", "reasoning"]),
         }
@@ -585,7 +577,7 @@ fn section_defaults(w: &mut Walker, v: &Value) -> Defaults {
 fn http_settings(w: &mut Walker, t: &toml::Table, path: &str, extra_keys: &[&str]) -> HttpSettings {
     let mut h = HttpSettings::default();
     for (k, v) in t {
-        let p = join(path, k);
+        let p = w.key(path, k);
         match k.as_str() {
             "connect_timeout" => h.connect_timeout = w.seconds(v, &p),
             "first_byte_timeout" => h.first_byte_timeout = w.seconds(v, &p),
@@ -607,7 +599,7 @@ fn section_providers(w: &mut Walker, v: &Value) -> BTreeMap<String, ProviderConf
         return out;
     };
     for (name, v) in t {
-        let path = join("providers", name);
+        let path = w.key("providers", name);
         if !valid_name(name) {
             w.err(
                 &path,
@@ -628,7 +620,7 @@ fn section_providers(w: &mut Walker, v: &Value) -> BTreeMap<String, ProviderConf
             ..Default::default()
         };
         for (k, v) in t {
-            let p = join(&path, k);
+            let p = w.key(&path, k);
             match k.as_str() {
                 "api" => {
                     pc.api = w.string(v, &p).and_then(|s| {
@@ -652,23 +644,23 @@ fn section_providers(w: &mut Walker, v: &Value) -> BTreeMap<String, ProviderConf
         let builtin = Api::parse(name);
         match (builtin, pc.api) {
             (Some(b), Some(a)) if a != b => w.err(
-                &join(&path, "api"),
+                &w.key(&path, "api"),
                 format!("the built-in `{name}` provider speaks `{}`; name a custom provider to use `{}`", b.as_str(), a.as_str()),
             ),
             (Some(b), _) => pc.api = Some(b),
-            (None, None) if !w.has_error_under(&join(&path, "api")) => w.err(
-                &join(&path, "api"),
+            (None, None) if !w.has_error_under(&w.key(&path, "api")) => w.err(
+                &w.key(&path, "api"),
                 "required for a custom provider: `openai` or `anthropic`",
             ),
             _ => {}
         }
         if builtin.is_none() {
-            if pc.base_url.is_none() && !w.has_error_under(&join(&path, "base_url")) {
-                w.err(&join(&path, "base_url"), "required for a custom provider");
+            if pc.base_url.is_none() && !w.has_error_under(&w.key(&path, "base_url")) {
+                w.err(&w.key(&path, "base_url"), "required for a custom provider");
             }
-            if pc.api_key_env.is_none() && !w.has_error_under(&join(&path, "api_key_env")) {
+            if pc.api_key_env.is_none() && !w.has_error_under(&w.key(&path, "api_key_env")) {
                 w.err(
-                    &join(&path, "api_key_env"),
+                    &w.key(&path, "api_key_env"),
                     "required for a custom provider: the variable holding its key, or \"\" when the server needs none",
                 );
             }
@@ -680,30 +672,18 @@ fn section_providers(w: &mut Walker, v: &Value) -> BTreeMap<String, ProviderConf
 
 fn section_models(w: &mut Walker, v: &Value) -> Vec<ModelEntry> {
     let mut out = Vec::new();
-    let Some(items) = (match v {
-        Value::Array(a) => Some(a),
-        other => {
-            w.err(
-                "models",
-                format!(
-                    "expected an array of tables (`[[models]]`), found {}",
-                    kind(other)
-                ),
-            );
-            None
-        }
-    }) else {
+    let Some(items) = w.array(v, "models", "an array of tables (`[[models]]`)") else {
         return out;
     };
     for (i, item) in items.iter().enumerate() {
-        let path = format!("models[{i}]");
+        let path = w.index("models", i);
         let Some(t) = w.table(item, &path) else {
             continue;
         };
         let mut m = ModelEntry::default();
         let (mut id, mut provider) = (None, None);
         for (k, v) in t {
-            let p = join(&path, k);
+            let p = w.key(&path, k);
             match k.as_str() {
                 "id" => id = w.nonempty(v, &p),
                 "provider" => provider = w.name(v, &p),
@@ -717,8 +697,8 @@ fn section_models(w: &mut Walker, v: &Value) -> Vec<ModelEntry> {
             }
         }
         for (field, val) in [("id", &id), ("provider", &provider)] {
-            if val.is_none() && !w.has_error_under(&join(&path, field)) {
-                w.err(&join(&path, field), "required");
+            if val.is_none() && !w.has_error_under(&w.key(&path, field)) {
+                w.err(&w.key(&path, field), "required");
             }
         }
         if let (Some(id), Some(provider)) = (id, provider) {
@@ -751,7 +731,8 @@ fn cross_check(w: &mut Walker, cfg: &Config) {
     }
     let mut seen: Vec<(&str, &str)> = Vec::new();
     for (i, m) in cfg.models.iter().enumerate() {
-        let path = format!("models[{i}].provider");
+        let entry = w.index("models", i);
+        let path = w.key(&entry, "provider");
         if m.provider == SIM_PROVIDER {
             w.err(&path, "the `sim` provider has one model, `sim`");
             continue;
@@ -759,7 +740,7 @@ fn cross_check(w: &mut Walker, cfg: &Config) {
         check(w, &m.provider, &path);
         if seen.contains(&(m.provider.as_str(), m.id.as_str())) {
             w.err(
-                &format!("models[{i}].id"),
+                &w.key(&entry, "id"),
                 format!("`{}` is declared twice for provider `{}`", m.id, m.provider),
             );
         }
@@ -774,59 +755,43 @@ fn valid_name(s: &str) -> bool {
         && s.len() <= 64
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::String(_) => "a string",
-        Value::Integer(_) => "an integer",
-        Value::Float(_) => "a float",
-        Value::Boolean(_) => "a boolean",
-        Value::Datetime(_) => "a date-time",
-        Value::Array(_) => "an array",
-        Value::Table(_) => "a table",
+/// The config file's TOML values, for the validator walker.
+struct ConfigToml;
+
+impl Dialect for ConfigToml {
+    type Value = Value;
+    const TABLE: &'static str = "a table";
+    const BOOLEAN: &'static str = "true or false";
+    const QUOTE_KEYS: bool = true;
+
+    fn kind(v: &Value) -> &'static str {
+        match v {
+            Value::String(_) => "a string",
+            Value::Integer(_) => "an integer",
+            Value::Float(_) => "a float",
+            Value::Boolean(_) => "a boolean",
+            Value::Datetime(_) => "a date-time",
+            Value::Array(_) => "an array",
+            Value::Table(_) => "a table",
+        }
+    }
+
+    /// zot never reads keys from its config file.
+    fn refuse_string(s: &str) -> Option<&'static str> {
+        looks_like_secret(s).then_some(
+            "this looks like a literal credential: zot never reads keys from its config file (name the variable that holds it with `api_key_env`)",
+        )
     }
 }
 
-fn join(path: &str, key: &str) -> String {
-    let plain = !key.is_empty()
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    let k = if plain {
-        key.to_string()
-    } else {
-        format!("{key:?}")
-    };
-    if path.is_empty() {
-        k
-    } else {
-        format!("{path}.{k}")
-    }
-}
+/// Sections of the file walk it with this; new sections should too.
+type Walker = validate::Walker<ConfigToml>;
 
-/// Typed access to TOML values that records what is wrong, with the path.
-/// Sections of the file use it; new sections should too.
-#[derive(Default)]
-pub struct Walker {
-    pub errors: Vec<Diagnostic>,
-}
-
+/// The config file's own value rules, on top of the walker's.
 impl Walker {
-    pub fn err(&mut self, path: &str, message: impl Into<String>) {
-        self.errors.push(Diagnostic {
-            path: path.to_string(),
-            message: message.into(),
-        });
-    }
-
-    fn has_error_under(&self, path: &str) -> bool {
-        self.errors
-            .iter()
-            .any(|e| e.path == path || e.path.starts_with(&format!("{path}.")))
-    }
-
     /// An unknown key in the table at `table_path`, with a close known key
     /// when there is one. Keys that would hold a secret get the rule.
-    pub fn unknown(&mut self, table_path: &str, key: &str, known: &[&str]) {
+    fn unknown(&mut self, table_path: &str, key: &str, known: &[&str]) {
         let mut msg = format!("unknown key `{key}`");
         let lower = key.to_ascii_lowercase();
         if ["api_key", "key", "token", "secret", "password", "apikey"]
@@ -842,47 +807,11 @@ impl Walker {
             let list: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
             msg.push_str(&format!("; expected one of {}", list.join(", ")));
         }
-        self.err(&join(table_path, key), msg);
-    }
-
-    pub fn table<'a>(&mut self, v: &'a Value, path: &str) -> Option<&'a toml::Table> {
-        match v {
-            Value::Table(t) => Some(t),
-            other => {
-                self.err(path, format!("expected a table, found {}", kind(other)));
-                None
-            }
-        }
-    }
-
-    pub fn string(&mut self, v: &Value, path: &str) -> Option<String> {
-        match v {
-            Value::String(s) if looks_like_secret(s) => {
-                self.err(
-                    path,
-                    "this looks like a literal credential: zot never reads keys from its config file (name the variable that holds it with `api_key_env`)",
-                );
-                None
-            }
-            Value::String(s) => Some(s.clone()),
-            other => {
-                self.err(path, format!("expected a string, found {}", kind(other)));
-                None
-            }
-        }
-    }
-
-    pub fn nonempty(&mut self, v: &Value, path: &str) -> Option<String> {
-        let s = self.string(v, path)?;
-        if s.trim().is_empty() {
-            self.err(path, "must not be empty");
-            return None;
-        }
-        Some(s)
+        self.err(&self.key(table_path, key), msg);
     }
 
     /// A provider name (lowercase letters, digits, `-`, `_`).
-    pub fn name(&mut self, v: &Value, path: &str) -> Option<String> {
+    fn name(&mut self, v: &Value, path: &str) -> Option<String> {
         let s = self.nonempty(v, path)?;
         if !valid_name(&s) {
             self.err(
@@ -894,47 +823,13 @@ impl Walker {
         Some(s)
     }
 
-    pub fn bool(&mut self, v: &Value, path: &str) -> Option<bool> {
-        match v {
-            Value::Boolean(b) => Some(*b),
-            other => {
-                self.err(
-                    path,
-                    format!("expected true or false, found {}", kind(other)),
-                );
-                None
-            }
-        }
-    }
-
-    pub fn int(&mut self, v: &Value, path: &str, min: i64, max: i64) -> Option<i64> {
-        match v {
-            Value::Integer(n) if (min..=max).contains(n) => Some(*n),
-            Value::Integer(n) if max == i64::MAX => {
-                self.err(path, format!("must be at least {min}, found {n}"));
-                None
-            }
-            Value::Integer(n) => {
-                self.err(path, format!("must be between {min} and {max}, found {n}"));
-                None
-            }
-            other => {
-                self.err(path, format!("expected an integer, found {}", kind(other)));
-                None
-            }
-        }
-    }
-
     /// A positive number of seconds (integer or float), at most an hour.
-    pub fn seconds(&mut self, v: &Value, path: &str) -> Option<Duration> {
+    fn seconds(&mut self, v: &Value, path: &str) -> Option<Duration> {
         let s = match v {
             Value::Integer(n) => *n as f64,
             Value::Float(f) => *f,
             other => {
-                self.err(
-                    path,
-                    format!("expected a number of seconds, found {}", kind(other)),
-                );
+                self.expected(path, "a number of seconds", other);
                 return None;
             }
         };
@@ -950,7 +845,7 @@ impl Walker {
 
     /// An `http://` or `https://` base URL without query or fragment;
     /// returned without a trailing slash.
-    pub fn url(&mut self, v: &Value, path: &str) -> Option<String> {
+    fn url(&mut self, v: &Value, path: &str) -> Option<String> {
         let s = self.nonempty(v, path)?;
         match check_base_url(&s) {
             Ok(u) => Some(u),
@@ -962,7 +857,7 @@ impl Walker {
     }
 
     /// An environment variable name, or `""` (no key needed).
-    pub fn env_name(&mut self, v: &Value, path: &str) -> Option<String> {
+    fn env_name(&mut self, v: &Value, path: &str) -> Option<String> {
         let s = self.string(v, path)?;
         if s.is_empty() || is_env_name(&s) {
             return Some(s);

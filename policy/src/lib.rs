@@ -13,6 +13,7 @@ pub mod limits;
 pub mod sandbox;
 pub mod skill;
 mod strict_json;
+mod validate;
 pub mod zotfile;
 
 pub use diagnostic::suggest;

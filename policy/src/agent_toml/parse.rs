@@ -17,6 +17,7 @@ use super::{Diagnostics, ManifestFormat, MAX_CHANNELS, MAX_FILE_BYTES};
 use crate::diagnostic::suggest;
 use crate::skill::split_front_matter;
 use crate::strict_json::StrictValue;
+use crate::validate::{Dialect, Walker};
 
 /// Top-level fields of a versioned manifest.
 const TOP_KEYS: [&str; 24] = [
@@ -112,25 +113,27 @@ pub fn parse_manifest(text: &str, format: ManifestFormat) -> Result<Manifest, Di
 /// package and report everything at once.
 pub fn check_manifest(text: &str, format: ManifestFormat) -> (Option<Manifest>, Diagnostics) {
     let mut p = P {
-        d: Diagnostics::new(),
+        w: Walker::default(),
         toml: format == ManifestFormat::Toml,
     };
-    let (doc, body) = match decode(text, format) {
-        Ok(v) => v,
+    let m = match decode(text, format) {
+        Ok((Value::Object(top), body)) => Some(p.manifest(&top, body)),
+        Ok((doc, _)) => {
+            p.w.err(
+                "",
+                format!(
+                    "the manifest must be a table, found {}",
+                    AgentDoc::kind(&doc)
+                ),
+            );
+            None
+        }
         Err(msg) => {
-            p.d.push("", msg);
-            return (None, p.d);
+            p.w.err("", msg);
+            None
         }
     };
-    let Value::Object(top) = doc else {
-        p.d.push(
-            "",
-            format!("the manifest must be a table, found {}", kind(&doc)),
-        );
-        return (None, p.d);
-    };
-    let m = p.manifest(&top, body);
-    (Some(m), p.d)
+    (m, Diagnostics(p.w.errors))
 }
 
 fn decode(text: &str, format: ManifestFormat) -> Result<(Value, Option<String>), String> {
@@ -169,43 +172,40 @@ fn decode(text: &str, format: ManifestFormat) -> Result<(Value, Option<String>),
     }
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(n) if n.is_f64() => "a float",
-        Value::Number(_) => "an integer",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(o) if o.contains_key("$__toml_private_datetime") => "a date-time",
-        Value::Object(_) => "a table",
+/// The decoded manifest (TOML, YAML and JSON all decode to JSON values),
+/// for the validator walker.
+struct AgentDoc;
+
+impl Dialect for AgentDoc {
+    type Value = Value;
+    const TABLE: &'static str = "a table";
+    const BOOLEAN: &'static str = "a boolean";
+    const QUOTE_KEYS: bool = true;
+
+    fn kind(v: &Value) -> &'static str {
+        match v {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(n) if n.is_f64() => "a float",
+            Value::Number(_) => "an integer",
+            Value::String(_) => "a string",
+            Value::Array(_) => "an array",
+            Value::Object(o) if o.contains_key(TOML_DATETIME) => "a date-time",
+            Value::Object(_) => "a table",
+        }
+    }
+
+    /// A TOML date-time decodes to a one-key table; it is not a table.
+    fn table(v: &Value) -> Option<&Map<String, Value>> {
+        v.as_object().filter(|o| !o.contains_key(TOML_DATETIME))
     }
 }
 
-/// `a.b`, `a."odd key"`, `a[3]`.
-fn join(path: &str, key: &str) -> String {
-    let plain = !key.is_empty()
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    let k = if plain {
-        key.to_string()
-    } else {
-        format!("{key:?}")
-    };
-    if path.is_empty() {
-        k
-    } else {
-        format!("{path}.{k}")
-    }
-}
-
-fn idx(path: &str, i: usize) -> String {
-    format!("{path}[{i}]")
-}
+/// The key a TOML date-time decodes to in JSON.
+const TOML_DATETIME: &str = "$__toml_private_datetime";
 
 struct P {
-    d: Diagnostics,
+    w: Walker<AgentDoc>,
     /// TOML: free-form tables may swallow top-level keys written after
     /// their `[header]`.
     toml: bool,
@@ -236,101 +236,21 @@ const MISPLACEABLE: [&str; 18] = [
 ];
 
 impl P {
-    fn err(&mut self, path: &str, msg: impl Into<String>) {
-        self.d.push(path, msg);
-    }
-
-    fn string(&mut self, v: &Value, path: &str) -> Option<String> {
-        match v {
-            Value::String(s) => Some(s.clone()),
-            other => {
-                self.err(path, format!("expected a string, found {}", kind(other)));
-                None
-            }
-        }
-    }
-
-    fn nonempty(&mut self, v: &Value, path: &str) -> Option<String> {
-        let s = self.string(v, path)?;
-        if s.trim().is_empty() {
-            self.err(path, "must not be empty");
-            return None;
-        }
-        Some(s)
-    }
-
-    fn boolean(&mut self, v: &Value, path: &str) -> Option<bool> {
-        match v {
-            Value::Bool(b) => Some(*b),
-            other => {
-                self.err(path, format!("expected a boolean, found {}", kind(other)));
-                None
-            }
-        }
-    }
-
-    fn strings(&mut self, v: &Value, path: &str) -> Option<Vec<String>> {
-        let Value::Array(items) = v else {
-            self.err(
-                path,
-                format!("expected an array of strings, found {}", kind(v)),
-            );
-            return None;
-        };
-        let mut out = Vec::new();
-        let mut ok = true;
-        for (i, item) in items.iter().enumerate() {
-            match self.string(item, &idx(path, i)) {
-                Some(s) => out.push(s),
-                None => ok = false,
-            }
-        }
-        ok.then_some(out)
-    }
-
-    fn table<'a>(&mut self, v: &'a Value, path: &str) -> Option<&'a Map<String, Value>> {
-        match v {
-            Value::Object(o) if !o.contains_key("$__toml_private_datetime") => Some(o),
-            other => {
-                self.err(path, format!("expected a table, found {}", kind(other)));
-                None
-            }
-        }
-    }
-
     fn string_table(&mut self, v: &Value, path: &str) -> Option<BTreeMap<String, String>> {
-        let t = self.table(v, path)?;
+        let t = self.w.table(v, path)?;
         let mut out = BTreeMap::new();
         for (k, v) in t {
-            if let Some(s) = self.string(v, &join(path, k)) {
+            if let Some(s) = self.w.string(v, &self.w.key(path, k)) {
                 out.insert(k.clone(), s);
             }
         }
         Some(out)
     }
 
-    fn enumeration(&mut self, v: &Value, path: &str, allowed: &[&str]) -> Option<String> {
-        let s = self.string(v, path)?;
-        if allowed.contains(&s.as_str()) {
-            Some(s)
-        } else {
-            let list = allowed
-                .iter()
-                .map(|a| format!("`{a}`"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            self.err(
-                path,
-                format!("unsupported value `{s}`; expected one of {list}"),
-            );
-            None
-        }
-    }
-
     /// An unknown key inside a table: name it, suggest a close key, and hint
     /// when a top-level field landed in a table after its `[header]`.
     fn unknown(&mut self, table_path: &str, key: &str, known: &[&str]) {
-        let path = join(table_path, key);
+        let path = self.w.key(table_path, key);
         let mut msg = format!("unknown field `{key}`");
         if !table_path.is_empty()
             && (TOP_KEYS.contains(&key) || ALIASES.iter().any(|(a, _)| *a == key))
@@ -349,7 +269,7 @@ impl P {
                 msg.push_str(&format!("; did you mean `{best}`?"));
             }
         }
-        self.err(&path, msg);
+        self.w.err(&path, msg);
     }
 
     /// In TOML, flag top-level fields found at the top of a free-form table.
@@ -359,8 +279,8 @@ impl P {
         }
         for k in t.keys() {
             if MISPLACEABLE.contains(&k.as_str()) {
-                self.err(
-                    &join(table_path, k),
+                self.w.err(
+                    &self.w.key(table_path, k),
                     format!(
                         "`{k}` is a top-level field: in TOML, keys after a `[table]` header belong to that table, so move `{k}` above the first table"
                     ),
@@ -372,23 +292,23 @@ impl P {
     /// Reject nulls and literal credentials anywhere inside a free-form value.
     fn scan(&mut self, v: &Value, path: &str, depth: usize) {
         if depth > 32 {
-            self.err(path, "value nests deeper than 32 levels");
+            self.w.err(path, "value nests deeper than 32 levels");
             return;
         }
         match v {
-            Value::Null => self.err(path, "null is not allowed (TOML has no null)"),
-            Value::String(s) if looks_like_secret(s) => self.err(
+            Value::Null => self.w.err(path, "null is not allowed (TOML has no null)"),
+            Value::String(s) if looks_like_secret(s) => self.w.err(
                 path,
                 "looks like a literal credential; bind credentials at the destination or use a `${ENV_NAME}` binding",
             ),
             Value::Array(a) => {
                 for (i, item) in a.iter().enumerate() {
-                    self.scan(item, &idx(path, i), depth + 1);
+                    self.scan(item, &self.w.index(path, i), depth + 1);
                 }
             }
             Value::Object(o) => {
                 for (k, item) in o {
-                    self.scan(item, &join(path, k), depth + 1);
+                    self.scan(item, &self.w.key(path, k), depth + 1);
                 }
             }
             _ => {}
@@ -403,7 +323,7 @@ impl P {
         for (k, v) in top {
             if let Some((alias, canon)) = ALIASES.iter().find(|(a, _)| *a == k.as_str()) {
                 if top.contains_key(*canon) {
-                    self.err(
+                    self.w.err(
                         alias,
                         format!("`{alias}` is a legacy alias of `{canon}`; give only one of them"),
                     );
@@ -414,7 +334,7 @@ impl P {
                 fields.insert(k.as_str(), (k.as_str(), v));
             } else if LEGACY_ID_KEYS.contains(&k.as_str()) {
                 if versioned {
-                    self.err(k, format!("unknown field `{k}`: versioned definitions do not carry platform resource IDs"));
+                    self.w.err(k, format!("unknown field `{k}`: versioned definitions do not carry platform resource IDs"));
                 }
             } else {
                 let mut known: Vec<&str> = TOP_KEYS.to_vec();
@@ -426,24 +346,24 @@ impl P {
         if let Some((path, v)) = fields.get("schema_version") {
             match v.as_i64() {
                 Some(1) => m.schema_version = Some(1),
-                Some(n) => self.err(
+                Some(n) => self.w.err(
                     path,
                     format!("unsupported schema_version {n}; only 1 is supported"),
                 ),
-                None => self.err(path, format!("expected the integer 1, found {}", kind(v))),
+                None => self.w.expected(path, "the integer 1", v),
             }
         }
 
         match fields.get("name") {
             Some((path, v)) => {
-                if let Some(name) = self.string(v, path) {
+                if let Some(name) = self.w.string(v, path) {
                     if let Err(e) = check_agent_name(&name) {
-                        self.err(path, e);
+                        self.w.err(path, e);
                     }
                     m.name = name;
                 }
             }
-            None => self.err("name", "missing required field `name`"),
+            None => self.w.err("name", "missing required field `name`"),
         }
 
         for key in [
@@ -453,7 +373,7 @@ impl P {
             "short_description",
         ] {
             if let Some((path, v)) = fields.get(key) {
-                let s = self.string(v, path);
+                let s = self.w.string(v, path);
                 match key {
                     "display_name" => m.display_name = s,
                     "description" => m.description = s,
@@ -464,9 +384,9 @@ impl P {
         }
 
         if let Some((path, v)) = fields.get("instructions") {
-            if let Some(s) = self.string(v, path) {
+            if let Some(s) = self.w.string(v, path) {
                 if s.len() as u64 > MAX_FILE_BYTES {
-                    self.err(
+                    self.w.err(
                         path,
                         format!("instructions are {} bytes; the limit is 1 MiB", s.len()),
                     );
@@ -479,12 +399,12 @@ impl P {
                 .as_deref()
                 .is_some_and(|s| !s.trim().is_empty())
             {
-                self.err(
+                self.w.err(
                     "instructions",
                     "agent.md has both a body and front-matter `instructions`; give only one",
                 );
             } else if body.len() as u64 > MAX_FILE_BYTES {
-                self.err(
+                self.w.err(
                     "instructions",
                     format!("agent.md body is {} bytes; the limit is 1 MiB", body.len()),
                 );
@@ -493,18 +413,18 @@ impl P {
             }
         }
         if let Some((path, v)) = fields.get("instructions_file") {
-            if let Some(s) = self.nonempty(v, path) {
+            if let Some(s) = self.w.nonempty(v, path) {
                 match check_relative(&s, false) {
-                    Err(e) => self.err(path, e),
-                    Ok(_) if is_credential_path(&s) => {
-                        self.err(path, format!("refusing to read credential path `{s}`"))
-                    }
+                    Err(e) => self.w.err(path, e),
+                    Ok(_) if is_credential_path(&s) => self
+                        .w
+                        .err(path, format!("refusing to read credential path `{s}`")),
                     Ok(rel) => {
                         if m.instructions
                             .as_deref()
                             .is_some_and(|s| !s.trim().is_empty())
                         {
-                            self.err(path, "`instructions_file` cannot be combined with nonempty `instructions`");
+                            self.w.err(path, "`instructions_file` cannot be combined with nonempty `instructions`");
                         }
                         m.instructions_file = Some(rel);
                     }
@@ -513,10 +433,10 @@ impl P {
         }
 
         if let Some((path, v)) = fields.get("tags") {
-            if let Some(tags) = self.strings(v, path) {
+            if let Some(tags) = self.w.strings(v, path) {
                 let set: BTreeSet<String> = tags.into_iter().collect();
                 if set.iter().any(|t| t.trim().is_empty()) {
-                    self.err(path, "tags must not be empty strings");
+                    self.w.err(path, "tags must not be empty strings");
                 }
                 m.tags = set.into_iter().collect();
             }
@@ -526,11 +446,12 @@ impl P {
             m.model = self.model(v, path);
         }
         if let Some((path, v)) = fields.get("harness") {
-            if let Some(h) = self.nonempty(v, path) {
+            if let Some(h) = self.w.nonempty(v, path) {
                 if h.chars().any(char::is_whitespace) {
-                    self.err(path, "harness name must not contain whitespace");
+                    self.w.err(path, "harness name must not contain whitespace");
                 } else if looks_like_resource_id(&h) {
-                    self.err(path, "looks like a resource ID; use a named harness");
+                    self.w
+                        .err(path, "looks like a resource ID; use a named harness");
                 }
                 m.harness = Some(h);
             }
@@ -542,17 +463,17 @@ impl P {
             m.files = self.files(v, path);
         }
         if let Some((path, v)) = fields.get("skills") {
-            if let Some(list) = self.strings(v, path) {
+            if let Some(list) = self.w.strings(v, path) {
                 let mut out = Vec::new();
                 for (i, s) in list.iter().enumerate() {
-                    let p = idx(path, i);
+                    let p = self.w.index(path, i);
                     match check_relative(s, true) {
-                        Err(e) => self.err(&p, e),
+                        Err(e) => self.w.err(&p, e),
                         Ok(_) if is_credential_path(s) => {
-                            self.err(&p, format!("refusing credential path `{s}`"))
+                            self.w.err(&p, format!("refusing credential path `{s}`"))
                         }
                         Ok(rel) if is_glob(&rel) => {
-                            self.err(&p, "skill roots are directories, not globs")
+                            self.w.err(&p, "skill roots are directories, not globs")
                         }
                         Ok(rel) => out.push(rel),
                     }
@@ -570,17 +491,14 @@ impl P {
             m.network_access = self.network(v, path);
         }
         if let Some((path, v)) = fields.get("max_iterations") {
-            match v.as_i64() {
-                Some(n) if (1..=1000).contains(&n) => m.max_iterations = Some(n as u32),
-                Some(n) => self.err(path, format!("must be between 1 and 1000, found {n}")),
-                None => self.err(path, format!("expected an integer, found {}", kind(v))),
-            }
+            m.max_iterations = self.w.int(v, path, 1, 1000).map(|n| n as u32);
         }
         if let Some((path, v)) = fields.get("parallel_tool_calls") {
-            m.parallel_tool_calls = self.boolean(v, path);
+            m.parallel_tool_calls = self.w.bool(v, path);
         }
         if let Some((path, v)) = fields.get("communication") {
             m.communication = match self
+                .w
                 .enumeration(v, path, &["direct", "explicit"])
                 .as_deref()
             {
@@ -596,12 +514,12 @@ impl P {
             m.starters = self.starters(v, path);
         }
         if let Some((path, v)) = fields.get("environments") {
-            if let Some(t) = self.table(v, path) {
+            if let Some(t) = self.w.table(v, path) {
                 self.scan(v, path, 0);
                 self.misplaced(t, path);
                 for (name, env) in t {
                     if let Value::Object(e) = env {
-                        self.misplaced(e, &join(path, name));
+                        self.misplaced(e, &self.w.key(path, name));
                     }
                 }
                 m.environments = Some(t.clone());
@@ -615,21 +533,25 @@ impl P {
     }
 
     fn model(&mut self, v: &Value, path: &str) -> Option<ModelRef> {
-        let t = self.table(v, path)?;
+        let t = self.w.table(v, path)?;
         let (mut provider, mut model) = (None, None);
         for (k, v) in t {
-            let p = join(path, k);
+            let p = self.w.key(path, k);
             match k.as_str() {
-                "provider" => provider = self.nonempty(v, &p),
-                "model" => model = self.nonempty(v, &p),
+                "provider" => provider = self.w.nonempty(v, &p),
+                "model" => model = self.w.nonempty(v, &p),
                 _ => self.unknown(path, k, &["provider", "model"]),
             }
         }
         if !t.contains_key("provider") {
-            self.err(&join(path, "provider"), "missing required field `provider`");
+            self.w.err(
+                &self.w.key(path, "provider"),
+                "missing required field `provider`",
+            );
         }
         if !t.contains_key("model") {
-            self.err(&join(path, "model"), "missing required field `model`");
+            self.w
+                .err(&self.w.key(path, "model"), "missing required field `model`");
         }
         Some(ModelRef {
             provider: provider?,
@@ -638,13 +560,12 @@ impl P {
     }
 
     fn capabilities(&mut self, v: &Value, path: &str) -> Vec<Capability> {
-        let Value::Array(items) = v else {
-            self.err(path, format!("expected an array, found {}", kind(v)));
+        let Some(items) = self.w.array(v, path, "an array") else {
             return Vec::new();
         };
         let mut out: Vec<Capability> = Vec::new();
         for (i, item) in items.iter().enumerate() {
-            let p = idx(path, i);
+            let p = self.w.index(path, i);
             let cap = match item {
                 Value::String(s) => Some(Capability {
                     name: s.clone(),
@@ -654,11 +575,11 @@ impl P {
                     let mut name = None;
                     let mut config = Map::new();
                     for (k, v) in t {
-                        let kp = join(&p, k);
+                        let kp = self.w.key(&p, k);
                         match k.as_str() {
-                            "ref" => name = self.string(v, &kp),
+                            "ref" => name = self.w.string(v, &kp),
                             "config" => {
-                                if let Some(c) = self.table(v, &kp) {
+                                if let Some(c) = self.w.table(v, &kp) {
                                     self.scan(v, &kp, 0);
                                     config = c.clone();
                                 }
@@ -667,7 +588,8 @@ impl P {
                         }
                     }
                     if !t.contains_key("ref") {
-                        self.err(&join(&p, "ref"), "missing required field `ref`");
+                        self.w
+                            .err(&self.w.key(&p, "ref"), "missing required field `ref`");
                     }
                     name.map(|name| Capability {
                         name,
@@ -675,23 +597,19 @@ impl P {
                     })
                 }
                 other => {
-                    self.err(
-                        &p,
-                        format!(
-                            "expected a capability name or a `{{ ref, config }}` table, found {}",
-                            kind(other)
-                        ),
-                    );
+                    self.w
+                        .expected(&p, "a capability name or a `{ ref, config }` table", other);
                     None
                 }
             };
             let Some(cap) = cap else { continue };
             if cap.name.trim().is_empty() {
-                self.err(&p, "capability name must not be empty");
+                self.w.err(&p, "capability name must not be empty");
             } else if looks_like_resource_id(&cap.name) {
-                self.err(&p, format!("`{}` looks like an installed resource ID; declare a stable capability name", cap.name));
+                self.w.err(&p, format!("`{}` looks like an installed resource ID; declare a stable capability name", cap.name));
             } else if out.iter().any(|c| c.name == cap.name) {
-                self.err(&p, format!("duplicate capability `{}`", cap.name));
+                self.w
+                    .err(&p, format!("duplicate capability `{}`", cap.name));
             } else {
                 out.push(cap);
             }
@@ -700,19 +618,12 @@ impl P {
     }
 
     fn files(&mut self, v: &Value, path: &str) -> Option<Vec<FileEntry>> {
-        let Value::Array(items) = v else {
-            self.err(
-                path,
-                format!(
-                    "expected an array of paths, mappings or inline files, found {}",
-                    kind(v)
-                ),
-            );
-            return None;
-        };
+        let items = self
+            .w
+            .array(v, path, "an array of paths, mappings or inline files")?;
         let mut out = Vec::new();
         for (i, item) in items.iter().enumerate() {
-            let p = idx(path, i);
+            let p = self.w.index(path, i);
             match item {
                 Value::String(s) => {
                     if let Some(source) = self.source(s, &p) {
@@ -733,14 +644,14 @@ impl P {
                     let mut dest = None;
                     let mut readonly = true;
                     for (k, v) in t {
-                        let kp = join(&p, k);
+                        let kp = self.w.key(&p, k);
                         match k.as_str() {
                             "source" => {
-                                source = self.string(v, &kp).and_then(|s| self.source(&s, &kp))
+                                source = self.w.string(v, &kp).and_then(|s| self.source(&s, &kp))
                             }
-                            "path" => dest = self.string(v, &kp).and_then(|s| self.dest(&s, &kp)),
-                            "is_readonly" => readonly = self.boolean(v, &kp).unwrap_or(true),
-                            "encoding" => self.err(
+                            "path" => dest = self.w.string(v, &kp).and_then(|s| self.dest(&s, &kp)),
+                            "is_readonly" => readonly = self.w.bool(v, &kp).unwrap_or(true),
+                            "encoding" => self.w.err(
                                 &kp,
                                 "`encoding` applies only to inline files with `content`",
                             ),
@@ -765,18 +676,14 @@ impl P {
                             );
                         }
                     }
-                    self.err(
+                    self.w.err(
                         &p,
                         "a file entry needs `source` (a mapping) or `content` (an inline file)",
                     );
                 }
-                other => self.err(
-                    &p,
-                    format!(
-                        "expected a path, a mapping or an inline file, found {}",
-                        kind(other)
-                    ),
-                ),
+                other => self
+                    .w
+                    .expected(&p, "a path, a mapping or an inline file", other),
             }
         }
         Some(out)
@@ -785,17 +692,18 @@ impl P {
     fn source(&mut self, s: &str, path: &str) -> Option<String> {
         match check_relative(s, true) {
             Err(e) => {
-                self.err(path, e);
+                self.w.err(path, e);
                 None
             }
             Ok(rel) if is_credential_path(&rel) => {
-                self.err(path, format!("refusing to package credential path `{s}`"));
+                self.w
+                    .err(path, format!("refusing to package credential path `{s}`"));
                 None
             }
             Ok(rel) => {
                 if is_glob(&rel) {
                     if let Err(e) = globset::Glob::new(&rel) {
-                        self.err(path, format!("invalid glob: {e}"));
+                        self.w.err(path, format!("invalid glob: {e}"));
                         return None;
                     }
                 }
@@ -807,12 +715,12 @@ impl P {
     fn dest(&mut self, s: &str, path: &str) -> Option<String> {
         match normalize_dest(s) {
             Ok(d) if is_glob(&d) => {
-                self.err(path, "a destination cannot be a glob");
+                self.w.err(path, "a destination cannot be a glob");
                 None
             }
             Ok(d) => Some(d),
             Err(e) => {
-                self.err(path, e);
+                self.w.err(path, e);
                 None
             }
         }
@@ -824,28 +732,32 @@ impl P {
         let mut base64 = false;
         let mut readonly = false;
         for (k, v) in t {
-            let kp = join(p, k);
+            let kp = self.w.key(p, k);
             match k.as_str() {
-                "path" => dest = self.string(v, &kp).and_then(|s| self.dest(&s, &kp)),
-                "content" => content = self.string(v, &kp),
+                "path" => dest = self.w.string(v, &kp).and_then(|s| self.dest(&s, &kp)),
+                "content" => content = self.w.string(v, &kp),
                 "encoding" => {
                     base64 =
-                        self.enumeration(v, &kp, &["text", "base64"]).as_deref() == Some("base64")
+                        self.w.enumeration(v, &kp, &["text", "base64"]).as_deref() == Some("base64")
                 }
-                "is_readonly" => readonly = self.boolean(v, &kp).unwrap_or(false),
-                "source" => self.err(&kp, "an inline file has `content`, not `source`"),
+                "is_readonly" => readonly = self.w.bool(v, &kp).unwrap_or(false),
+                "source" => self
+                    .w
+                    .err(&kp, "an inline file has `content`, not `source`"),
                 _ => self.unknown(p, k, &["path", "content", "encoding", "is_readonly"]),
             }
         }
         if !t.contains_key("path") {
-            self.err(&join(p, "path"), "missing required field `path`");
+            self.w
+                .err(&self.w.key(p, "path"), "missing required field `path`");
         }
         let content = content?;
         let bytes = if base64 {
             match base64::engine::general_purpose::STANDARD.decode(content.trim()) {
                 Ok(b) => b,
                 Err(e) => {
-                    self.err(&join(p, "content"), format!("malformed base64: {e}"));
+                    self.w
+                        .err(&self.w.key(p, "content"), format!("malformed base64: {e}"));
                     return None;
                 }
             }
@@ -853,8 +765,8 @@ impl P {
             content.into_bytes()
         };
         if bytes.len() as u64 > MAX_FILE_BYTES {
-            self.err(
-                &join(p, "content"),
+            self.w.err(
+                &self.w.key(p, "content"),
                 format!("inline file is {} bytes; the limit is 1 MiB", bytes.len()),
             );
         }
@@ -873,12 +785,12 @@ impl P {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
         if !ok {
-            self.err(
+            self.w.err(
                 path,
                 format!("invalid name `{name}`: use 1-64 letters, digits, `-` or `_`"),
             );
         } else if looks_like_resource_id(name) {
-            self.err(
+            self.w.err(
                 path,
                 format!("`{name}` looks like a resource ID; use a stable name"),
             );
@@ -889,11 +801,11 @@ impl P {
 
     fn mcp_servers(&mut self, v: &Value, path: &str) -> BTreeMap<String, McpServer> {
         let mut out = BTreeMap::new();
-        let Some(t) = self.table(v, path) else {
+        let Some(t) = self.w.table(v, path) else {
             return out;
         };
         for (name, server) in t {
-            let p = join(path, name);
+            let p = self.w.key(path, name);
             if !self.check_entry_name(name, &p) {
                 continue;
             }
@@ -905,21 +817,21 @@ impl P {
     }
 
     fn mcp_server(&mut self, v: &Value, p: &str) -> Option<McpServer> {
-        let t = self.table(v, p)?;
+        let t = self.w.table(v, p)?;
         let known = MCP_KEYS;
-        let before = self.d.len();
+        let before = self.w.errors.len();
         for (k, v) in t {
-            let kp = join(p, k);
+            let kp = self.w.key(p, k);
             match k.as_str() {
                 "use" | "type" | "url" | "command" => {
-                    self.string(v, &kp);
+                    self.w.string(v, &kp);
                 }
                 "args" => {
-                    if let Some(args) = self.strings(v, &kp) {
+                    if let Some(args) = self.w.strings(v, &kp) {
                         for (i, a) in args.iter().enumerate() {
                             if looks_like_secret(a) {
-                                self.err(
-                                    &idx(&kp, i),
+                                self.w.err(
+                                    &self.w.index(&kp, i),
                                     "looks like a literal credential; use a `${ENV_NAME}` binding",
                                 );
                             }
@@ -929,7 +841,7 @@ impl P {
                 "headers" | "env" => {
                     if let Some(map) = self.string_table(v, &kp) {
                         for (name, value) in map {
-                            let vp = join(&kp, &name);
+                            let vp = self.w.key(&kp, &name);
                             let what = if k == "headers" {
                                 "header"
                             } else {
@@ -938,33 +850,35 @@ impl P {
                             if (is_credential_key(&name) || looks_like_secret(&value))
                                 && !is_env_binding(&value)
                             {
-                                self.err(&vp, format!("credential-bearing {what} `{name}` must be a `${{ENV_NAME}}` binding, not a literal"));
+                                self.w.err(&vp, format!("credential-bearing {what} `{name}` must be a `${{ENV_NAME}}` binding, not a literal"));
                             }
                         }
                     }
                 }
                 "auth_mode" => {
-                    self.enumeration(v, &kp, &["none", "api_key", "oauth"]);
+                    self.w.enumeration(v, &kp, &["none", "api_key", "oauth"]);
                 }
                 "actsAs" => {
-                    self.enumeration(v, &kp, &["none", "user", "service", "user_or_service"]);
+                    self.w
+                        .enumeration(v, &kp, &["none", "user", "service", "user_or_service"]);
                 }
                 "connectInChat" => {
-                    self.enumeration(v, &kp, &["ask", "never"]);
+                    self.w.enumeration(v, &kp, &["ask", "never"]);
                 }
                 "protocol_mode" => {
-                    self.enumeration(v, &kp, &["auto", "2025-03-26", "2025-06-18", "2026-07-28"]);
+                    self.w
+                        .enumeration(v, &kp, &["auto", "2025-03-26", "2025-06-18", "2026-07-28"]);
                 }
                 "elicitation_policy" => {
-                    self.enumeration(v, &kp, &["url", "url_and_form", "none"]);
+                    self.w.enumeration(v, &kp, &["url", "url_and_form", "none"]);
                 }
                 "deferred" | "tool_discovery" => {
-                    self.boolean(v, &kp);
+                    self.w.bool(v, &kp);
                 }
                 "oauth_provider_id" => {
-                    if let Some(s) = self.nonempty(v, &kp) {
+                    if let Some(s) = self.w.nonempty(v, &kp) {
                         if looks_like_resource_id(&s) {
-                            self.err(
+                            self.w.err(
                                 &kp,
                                 "installed MCP resource IDs are not portable; name the provider",
                             );
@@ -975,7 +889,7 @@ impl P {
                     if let Some(map) = self.string_table(v, &kp) {
                         for (tool, label) in map {
                             if label != "read_only" && label != "changes" {
-                                self.err(&join(&kp, &tool), format!("unsupported label `{label}`; expected `read_only` or `changes`"));
+                                self.w.err(&self.w.key(&kp, &tool), format!("unsupported label `{label}`; expected `read_only` or `changes`"));
                             }
                         }
                     }
@@ -987,7 +901,7 @@ impl P {
         let kind = if let Some(u) = s("use") {
             for k in ["type", "url", "command", "args", "headers", "env"] {
                 if t.contains_key(k) {
-                    self.err(&join(p, k), format!("`{k}` cannot be combined with `use`; the catalog server supplies transport and authentication"));
+                    self.w.err(&self.w.key(p, k), format!("`{k}` cannot be combined with `use`; the catalog server supplies transport and authentication"));
                 }
             }
             match u.strip_prefix("catalog:") {
@@ -998,16 +912,16 @@ impl P {
                             .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)) =>
                 {
                     if looks_like_resource_id(name) {
-                        self.err(
-                            &join(p, "use"),
+                        self.w.err(
+                            &self.w.key(p, "use"),
                             "catalog references name a server, not a resource ID",
                         );
                     }
                     McpKind::Catalog(name.to_string())
                 }
                 _ => {
-                    self.err(
-                        &join(p, "use"),
+                    self.w.err(
+                        &self.w.key(p, "use"),
                         format!("expected `catalog:<name>`, found `{u}`"),
                     );
                     return None;
@@ -1016,35 +930,41 @@ impl P {
         } else {
             let ty = match t.get("type") {
                 None => "http".to_string(),
-                Some(v) => self.enumeration(v, &join(p, "type"), &["http", "stdio"])?,
+                Some(v) => self
+                    .w
+                    .enumeration(v, &self.w.key(p, "type"), &["http", "stdio"])?,
             };
             if ty == "http" {
                 for k in ["command", "args", "env"] {
                     if t.contains_key(k) {
-                        self.err(&join(p, k), format!("`{k}` applies only to stdio servers"));
+                        self.w.err(
+                            &self.w.key(p, k),
+                            format!("`{k}` applies only to stdio servers"),
+                        );
                     }
                 }
                 let Some(url) = s("url") else {
                     if !t.contains_key("url") {
-                        self.err(&join(p, "url"), "an http server needs `url`");
+                        self.w
+                            .err(&self.w.key(p, "url"), "an http server needs `url`");
                     }
                     return None;
                 };
                 if let Err(e) = check_public_url(&url) {
-                    self.err(&join(p, "url"), e);
+                    self.w.err(&self.w.key(p, "url"), e);
                 }
                 McpKind::Http { url }
             } else {
                 if t.contains_key("headers") {
-                    self.err(
-                        &join(p, "headers"),
+                    self.w.err(
+                        &self.w.key(p, "headers"),
                         "`headers` applies only to http servers",
                     );
                 }
                 let command = s("command").unwrap_or_default();
                 if command.trim().is_empty() {
-                    self.err(
-                        &join(p, "command"),
+                    self.w.err(
+                        &self.w.key(p, "command"),
                         "a stdio server needs a nonempty `command`",
                     );
                 }
@@ -1061,7 +981,7 @@ impl P {
                 McpKind::Stdio { command, args }
             }
         };
-        (self.d.len() == before).then(|| McpServer {
+        (self.w.errors.len() == before).then(|| McpServer {
             kind,
             raw: t.clone(),
         })
@@ -1069,32 +989,32 @@ impl P {
 
     fn channels(&mut self, v: &Value, path: &str) -> BTreeMap<String, Channel> {
         let mut out = BTreeMap::new();
-        let Some(t) = self.table(v, path) else {
+        let Some(t) = self.w.table(v, path) else {
             return out;
         };
         if t.len() > MAX_CHANNELS {
-            self.err(
+            self.w.err(
                 path,
                 format!("{} channels declared; the limit is {MAX_CHANNELS}", t.len()),
             );
         }
         for (name, ch) in t {
-            let p = join(path, name);
+            let p = self.w.key(path, name);
             if !self.check_entry_name(name, &p) {
                 continue;
             }
-            let Some(ct) = self.table(ch, &p) else {
+            let Some(ct) = self.w.table(ch, &p) else {
                 continue;
             };
             let mut kind = None;
             let mut enabled = false;
             for (k, v) in ct {
-                let kp = join(&p, k);
+                let kp = self.w.key(&p, k);
                 match k.as_str() {
-                    "type" => kind = self.enumeration(v, &kp, &CHANNEL_TYPES),
-                    "enabled" => enabled = self.boolean(v, &kp).unwrap_or(false),
+                    "type" => kind = self.w.enumeration(v, &kp, &CHANNEL_TYPES),
+                    "enabled" => enabled = self.w.bool(v, &kp).unwrap_or(false),
                     "config" => {
-                        if let Some(t) = self.table(v, &kp) {
+                        if let Some(t) = self.w.table(v, &kp) {
                             self.misplaced(t, &kp);
                             self.channel_config(v, &kp, 0);
                         }
@@ -1103,7 +1023,8 @@ impl P {
                 }
             }
             if !ct.contains_key("type") {
-                self.err(&join(&p, "type"), "missing required field `type`");
+                self.w
+                    .err(&self.w.key(&p, "type"), "missing required field `type`");
             }
             if let Some(kind) = kind {
                 out.insert(
@@ -1122,20 +1043,20 @@ impl P {
     /// Channel config is declarative: no credentials, no destination IDs.
     fn channel_config(&mut self, v: &Value, path: &str, depth: usize) {
         if depth > 32 {
-            self.err(path, "value nests deeper than 32 levels");
+            self.w.err(path, "value nests deeper than 32 levels");
             return;
         }
         match v {
             Value::Object(o) => {
                 for (k, item) in o {
-                    let kp = join(path, k);
+                    let kp = self.w.key(path, k);
                     if is_credential_key(k) {
-                        self.err(
+                        self.w.err(
                             &kp,
                             "channel config cannot carry credentials; bind them at the destination",
                         );
                     } else if is_id_key(k) {
-                        self.err(
+                        self.w.err(
                             &kp,
                             "channel config cannot carry destination or resource IDs",
                         );
@@ -1146,10 +1067,10 @@ impl P {
             }
             Value::Array(a) => {
                 for (i, item) in a.iter().enumerate() {
-                    self.channel_config(item, &idx(path, i), depth + 1);
+                    self.channel_config(item, &self.w.index(path, i), depth + 1);
                 }
             }
-            Value::String(s) if looks_like_resource_id(s) => self.err(
+            Value::String(s) if looks_like_resource_id(s) => self.w.err(
                 path,
                 "channel config cannot carry destination or resource IDs",
             ),
@@ -1158,23 +1079,24 @@ impl P {
     }
 
     fn network(&mut self, v: &Value, path: &str) -> Option<NetworkAccess> {
-        let t = self.table(v, path)?;
+        let t = self.w.table(v, path)?;
         let mut n = NetworkAccess::default();
         for (k, v) in t {
-            let kp = join(path, k);
+            let kp = self.w.key(path, k);
             match k.as_str() {
                 "allowed" | "blocked" => {
-                    let Some(list) = self.strings(v, &kp) else {
+                    let Some(list) = self.w.strings(v, &kp) else {
                         continue;
                     };
                     for (i, pat) in list.iter().enumerate() {
-                        let ip = idx(&kp, i);
+                        let ip = self.w.index(&kp, i);
                         let authority = pat.split_once("://").map(|(_, r)| r).unwrap_or(pat);
                         let authority = authority.split(['/', '?', '#']).next().unwrap_or("");
                         if pat.trim().is_empty() || pat.chars().any(char::is_whitespace) {
-                            self.err(&ip, "URL pattern must be nonempty without whitespace");
+                            self.w
+                                .err(&ip, "URL pattern must be nonempty without whitespace");
                         } else if authority.contains('@') || looks_like_secret(pat) {
-                            self.err(&ip, "URL pattern embeds credentials");
+                            self.w.err(&ip, "URL pattern embeds credentials");
                         }
                     }
                     if k == "allowed" {
@@ -1190,51 +1112,47 @@ impl P {
     }
 
     fn tools(&mut self, v: &Value, path: &str) -> Vec<Tool> {
-        let Value::Array(items) = v else {
-            self.err(
-                path,
-                format!("expected an array of tool tables, found {}", kind(v)),
-            );
+        let Some(items) = self.w.array(v, path, "an array of tool tables") else {
             return Vec::new();
         };
         let mut out: Vec<Tool> = Vec::new();
         for (i, item) in items.iter().enumerate() {
-            let p = idx(path, i);
-            let Some(t) = self.table(item, &p) else {
+            let p = self.w.index(path, i);
+            let Some(t) = self.w.table(item, &p) else {
                 continue;
             };
-            let before = self.d.len();
+            let before = self.w.errors.len();
             let mut name = None;
             for (k, v) in t {
-                let kp = join(&p, k);
+                let kp = self.w.key(&p, k);
                 match k.as_str() {
                     "type" => {
-                        if let Some(ty) = self.string(v, &kp) {
+                        if let Some(ty) = self.w.string(v, &kp) {
                             if ty != "client_side" {
-                                self.err(&kp, format!("unsupported tool type `{ty}`; only `client_side` tools can be declared (built-in tools are selected through capabilities)"));
+                                self.w.err(&kp, format!("unsupported tool type `{ty}`; only `client_side` tools can be declared (built-in tools are selected through capabilities)"));
                             }
                         }
                     }
                     "name" => {
-                        name = self.nonempty(v, &kp);
+                        name = self.w.nonempty(v, &kp);
                         if let Some(n) = &name {
                             if n.len() > 64
                                 || !n
                                     .bytes()
                                     .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
                             {
-                                self.err(&kp, format!("invalid tool name `{n}`: use 1-64 letters, digits, `_` or `-`"));
+                                self.w.err(&kp, format!("invalid tool name `{n}`: use 1-64 letters, digits, `_` or `-`"));
                             }
                         }
                     }
                     "description" => {
-                        self.nonempty(v, &kp);
+                        self.w.nonempty(v, &kp);
                     }
                     "display_name" | "icon" | "category" => {
-                        self.string(v, &kp);
+                        self.w.string(v, &kp);
                     }
                     "hints" => {
-                        if self.table(v, &kp).is_some() {
+                        if self.w.table(v, &kp).is_some() {
                             self.scan(v, &kp, 0);
                         }
                     }
@@ -1244,13 +1162,17 @@ impl P {
             }
             for req in ["type", "name", "description", "parameters"] {
                 if !t.contains_key(req) {
-                    self.err(&join(&p, req), format!("missing required field `{req}`"));
+                    self.w.err(
+                        &self.w.key(&p, req),
+                        format!("missing required field `{req}`"),
+                    );
                 }
             }
             if let Some(n) = name {
                 if out.iter().any(|t| t.name == n) {
-                    self.err(&join(&p, "name"), format!("duplicate tool `{n}`"));
-                } else if self.d.len() == before {
+                    self.w
+                        .err(&self.w.key(&p, "name"), format!("duplicate tool `{n}`"));
+                } else if self.w.errors.len() == before {
                     out.push(Tool {
                         name: n,
                         raw: t.clone(),
@@ -1262,27 +1184,29 @@ impl P {
     }
 
     fn json_schema_object(&mut self, v: &Value, path: &str) {
-        let Some(t) = self.table(v, path) else { return };
+        let Some(t) = self.w.table(v, path) else {
+            return;
+        };
         self.scan(v, path, 0);
         match t.get("type") {
             Some(Value::String(s)) if s == "object" => {}
-            Some(other) => self.err(
-                &join(path, "type"),
+            Some(other) => self.w.err(
+                &self.w.key(path, "type"),
                 format!(
                     "tool parameters must be a JSON Schema with `type = \"object\"`, found {other}"
                 ),
             ),
-            None => self.err(
-                &join(path, "type"),
+            None => self.w.err(
+                &self.w.key(path, "type"),
                 "tool parameters must be a JSON Schema with `type = \"object\"`",
             ),
         }
         if let Some(props) = t.get("properties") {
-            if let Some(props) = self.table(props, &join(path, "properties")) {
+            if let Some(props) = self.w.table(props, &self.w.key(path, "properties")) {
                 for (k, schema) in props {
                     if !schema.is_object() && !schema.is_boolean() {
-                        self.err(
-                            &join(&join(path, "properties"), k),
+                        self.w.err(
+                            &self.w.key(&self.w.key(path, "properties"), k),
                             "property schema must be a table",
                         );
                     }
@@ -1290,12 +1214,12 @@ impl P {
             }
         }
         if let Some(req) = t.get("required") {
-            if let Some(list) = self.strings(req, &join(path, "required")) {
+            if let Some(list) = self.w.strings(req, &self.w.key(path, "required")) {
                 let props = t.get("properties").and_then(Value::as_object);
                 for r in list {
                     if !props.is_some_and(|p| p.contains_key(&r)) {
-                        self.err(
-                            &join(path, "required"),
+                        self.w.err(
+                            &self.w.key(path, "required"),
                             format!("required property `{r}` is not in `properties`"),
                         );
                     }
@@ -1305,31 +1229,28 @@ impl P {
     }
 
     fn starters(&mut self, v: &Value, path: &str) -> Vec<Starter> {
-        let Value::Array(items) = v else {
-            self.err(
-                path,
-                format!("expected an array of tables, found {}", kind(v)),
-            );
+        let Some(items) = self.w.array(v, path, "an array of tables") else {
             return Vec::new();
         };
         let mut out = Vec::new();
         for (i, item) in items.iter().enumerate() {
-            let p = idx(path, i);
-            let Some(t) = self.table(item, &p) else {
+            let p = self.w.index(path, i);
+            let Some(t) = self.w.table(item, &p) else {
                 continue;
             };
             let mut text = None;
             let mut icon = None;
             for (k, v) in t {
-                let kp = join(&p, k);
+                let kp = self.w.key(&p, k);
                 match k.as_str() {
-                    "text" => text = self.nonempty(v, &kp),
-                    "icon" => icon = self.string(v, &kp),
+                    "text" => text = self.w.nonempty(v, &kp),
+                    "icon" => icon = self.w.string(v, &kp),
                     _ => self.unknown(&p, k, &["text", "icon"]),
                 }
             }
             if !t.contains_key("text") {
-                self.err(&join(&p, "text"), "missing required field `text`");
+                self.w
+                    .err(&self.w.key(&p, "text"), "missing required field `text`");
             }
             if let Some(text) = text {
                 out.push(Starter { text, icon });

@@ -13,6 +13,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::strict_json::StrictValue;
+use crate::validate::{Dialect, Walker};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -505,7 +506,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, Diagnostics> {
             "",
             format!(
                 "expected a JSON object at the top level, found {}",
-                kind(&value)
+                ManifestJson::kind(&value)
             ),
         );
         return Err(cx.into_diagnostics());
@@ -539,28 +540,25 @@ fn check_manifest(cx: &mut Cx, top: &Map<String, Value>) -> Manifest {
     cx.unknown_keys(top, TOP_KEYS, "");
     let mut m = Manifest::default();
 
-    match top.get("zotfile") {
-        None | Some(Value::Null) => cx.err("zotfile", "required; set it to 1"),
+    match given(top, "zotfile") {
+        None => cx.err("zotfile", "required; set it to 1"),
         Some(v) => match v.as_u64() {
             Some(FORMAT_VERSION) => m.zotfile = FORMAT_VERSION,
             Some(n) => cx.err(
                 "zotfile",
                 format!("unsupported format version {n}; this zot understands 1"),
             ),
-            None => cx.err(
-                "zotfile",
-                format!("expected the integer 1, found {}", kind(v)),
-            ),
+            None => cx.expected("zotfile", "the integer 1", v),
         },
     }
 
-    match top.get("name") {
-        None | Some(Value::Null) => cx.err("name", "required"),
+    match given(top, "name") {
+        None => cx.err("name", "required"),
         Some(Value::String(s)) => match validate_name(s) {
             Ok(()) => m.name = s.clone(),
             Err(e) => cx.err("name", e.to_string()),
         },
-        Some(v) => cx.err("name", format!("expected a string, found {}", kind(v))),
+        Some(v) => cx.expected("name", "a string", v),
     }
 
     m.version = cx.opt_string(top, "version", "version");
@@ -605,13 +603,8 @@ fn check_manifest(cx: &mut Cx, top: &Map<String, Value>) -> Manifest {
         m.entry.pre = cx.opt_string(entry, "pre", "entry.pre");
         m.entry.default_prompt = cx.opt_string(entry, "default_prompt", "entry.default_prompt");
     }
-    match top.get("replace_system_prompt") {
-        None | Some(Value::Null) => {}
-        Some(Value::Bool(b)) => m.replace_system_prompt = *b,
-        Some(v) => cx.err(
-            "replace_system_prompt",
-            format!("expected true or false, found {}", kind(v)),
-        ),
+    if let Some(v) = given(top, "replace_system_prompt") {
+        m.replace_system_prompt = cx.bool(v, "replace_system_prompt").unwrap_or_default();
     }
     m
 }
@@ -642,15 +635,11 @@ fn check_model(cx: &mut Cx, model: &Map<String, Value>, out: &mut Model) {
             out.requires.push(cap);
         }
     }
-    match model.get("min_context") {
-        None | Some(Value::Null) => {}
-        Some(v) => match v.as_u64() {
+    if let Some(v) = given(model, "min_context") {
+        match v.as_u64() {
             Some(n) => out.min_context = Some(n),
-            None => cx.err(
-                "model.min_context",
-                format!("expected a non-negative integer, found {}", kind(v)),
-            ),
-        },
+            None => cx.expected("model.min_context", "a non-negative integer", v),
+        }
     }
     out.preferred = cx.string_list(model, "preferred", "model.preferred", |s| {
         if s.trim().is_empty() {
@@ -703,7 +692,7 @@ fn check_permissions(cx: &mut Cx, perms: &Map<String, Value>, out: &mut Permissi
             cx.string_list(bash, "allow", "permissions.bash.allow", check_command_name);
         if out.bash.mode == BashMode::Allowlist
             && out.bash.allow.is_empty()
-            && !cx.has_error_at("permissions.bash.allow")
+            && !cx.has_error_under("permissions.bash.allow")
         {
             cx.err(
                 "permissions.bash.allow",
@@ -789,52 +778,41 @@ fn check_env_name(s: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(n) if n.is_f64() => "a fractional number",
-        Value::Number(n) if n.is_i64() && n.as_i64().is_some_and(|i| i < 0) => "a negative number",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+/// The manifest's JSON values, for the validator walker. Paths name keys
+/// as they are written (no quoting).
+struct ManifestJson;
+
+impl Dialect for ManifestJson {
+    type Value = Value;
+    const TABLE: &'static str = "an object";
+    const BOOLEAN: &'static str = "true or false";
+    const QUOTE_KEYS: bool = false;
+
+    fn kind(v: &Value) -> &'static str {
+        match v {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(n) if n.is_f64() => "a fractional number",
+            Value::Number(n) if n.is_i64() && n.as_i64().is_some_and(|i| i < 0) => {
+                "a negative number"
+            }
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "an array",
+            Value::Object(_) => "an object",
+        }
     }
 }
 
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_string()
-    } else {
-        format!("{path}.{key}")
-    }
+/// The value of `key`; a `null` is the same as leaving the key out.
+fn given<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    map.get(key).filter(|v| !v.is_null())
 }
 
-#[derive(Default)]
-struct Cx {
-    errors: Vec<Diagnostic>,
-    warnings: Vec<Diagnostic>,
-}
+type Cx = Walker<ManifestJson>;
 
+/// The manifest's own rules, on top of the walker's.
 impl Cx {
-    fn err(&mut self, path: &str, message: impl Into<String>) {
-        self.errors.push(Diagnostic {
-            path: path.to_string(),
-            message: message.into(),
-        });
-    }
-
-    fn warn(&mut self, path: &str, message: impl Into<String>) {
-        self.warnings.push(Diagnostic {
-            path: path.to_string(),
-            message: message.into(),
-        });
-    }
-
-    fn has_error_at(&self, path: &str) -> bool {
-        self.errors.iter().any(|e| e.path == path)
-    }
-
     fn into_diagnostics(self) -> Diagnostics {
         Diagnostics {
             errors: self.errors,
@@ -856,19 +834,12 @@ impl Cx {
                 Some((_, k)) => format!("unknown field, ignored (did you mean `{k}`?)"),
                 None => "unknown field, ignored".to_string(),
             };
-            self.warn(&join(path, key), hint);
+            self.warn(&self.key(path, key), hint);
         }
     }
 
     fn opt_string(&mut self, map: &Map<String, Value>, key: &str, path: &str) -> Option<String> {
-        match map.get(key) {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(v) => {
-                self.err(path, format!("expected a string, found {}", kind(v)));
-                None
-            }
-        }
+        self.string(given(map, key)?, path)
     }
 
     fn opt_object<'a>(
@@ -877,14 +848,7 @@ impl Cx {
         key: &str,
         path: &str,
     ) -> Option<&'a Map<String, Value>> {
-        match map.get(key) {
-            None | Some(Value::Null) => None,
-            Some(Value::Object(o)) => Some(o),
-            Some(v) => {
-                self.err(path, format!("expected an object, found {}", kind(v)));
-                None
-            }
-        }
+        self.table(given(map, key)?, path)
     }
 
     /// An optional array of strings; each item checked by `check`. Invalid
@@ -896,16 +860,9 @@ impl Cx {
         path: &str,
         check: impl Fn(&str) -> Result<(), String>,
     ) -> Vec<String> {
-        let items = match map.get(key) {
-            None | Some(Value::Null) => return Vec::new(),
-            Some(Value::Array(a)) => a,
-            Some(v) => {
-                self.err(
-                    path,
-                    format!("expected an array of strings, found {}", kind(v)),
-                );
-                return Vec::new();
-            }
+        let Some(items) = given(map, key).and_then(|v| self.array(v, path, "an array of strings"))
+        else {
+            return Vec::new();
         };
         let mut out = Vec::new();
         for (i, item) in items.iter().enumerate() {
@@ -920,7 +877,10 @@ impl Cx {
                 },
                 v => self.err(
                     path,
-                    format!("item {i}: expected a string, found {}", kind(v)),
+                    format!(
+                        "item {i}: expected a string, found {}",
+                        ManifestJson::kind(v)
+                    ),
                 ),
             }
         }
