@@ -4,17 +4,12 @@ mod common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+use common::zot_output;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn zot(args: &[&str]) -> Output {
-    Command::new(common::zot_bin())
-        .args(args)
-        .output()
-        .expect("run zot")
 }
 
 fn s(p: &Path) -> &str {
@@ -27,7 +22,7 @@ fn stdout(o: &Output) -> String {
 
 #[test]
 fn validate_valid_agent_toml_json() {
-    let o = zot(&[
+    let o = zot_output(&[
         "validate",
         "--json",
         s(&repo().join("examples/incident-desk")),
@@ -48,7 +43,7 @@ fn validate_invalid_lists_every_diagnostic_and_exits_1() {
         "schema_version = 1\nname = \"bad-agent\"\nfiles = [\"missing.md\"]\n[model]\nprovider = \"p\"\nmodel = \"m\"\nmax_iterations = 5\n[mcpServers.docs]\nurl = \"http://localhost/mcp\"\n",
     )
     .unwrap();
-    let o = zot(&["validate", "--json", s(t.path())]);
+    let o = zot_output(&["validate", "--json", s(t.path())]);
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["valid"], false);
@@ -63,7 +58,7 @@ fn validate_invalid_lists_every_diagnostic_and_exits_1() {
         assert!(paths.contains(&p), "{p} missing from {paths:?}");
     }
     // Text mode prints `path: message` lines.
-    let o = zot(&["validate", s(t.path())]);
+    let o = zot_output(&["validate", s(t.path())]);
     assert_eq!(o.status.code(), Some(1));
     let text = stdout(&o);
     assert!(
@@ -80,7 +75,7 @@ fn validate_invalid_lists_every_diagnostic_and_exits_1() {
 fn validate_zip_and_zotfile() {
     let t = tempfile::tempdir().unwrap();
     let zip = t.path().join("desk.zip");
-    let o = zot(&[
+    let o = zot_output(&[
         "convert",
         s(&repo().join("examples/incident-desk")),
         "--to",
@@ -94,14 +89,14 @@ fn validate_zip_and_zotfile() {
         stdout(&o),
         String::from_utf8_lossy(&o.stderr)
     );
-    let o = zot(&["validate", "--json", s(&zip)]);
+    let o = zot_output(&["validate", "--json", s(&zip)]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     assert_eq!(
         serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["files"],
         3
     );
 
-    let o = zot(&[
+    let o = zot_output(&[
         "validate",
         "--json",
         s(&repo().join("examples/code-reviewer")),
@@ -118,7 +113,7 @@ fn validate_zip_and_zotfile() {
         r#"{"zotfile": 2, "name": "Bad Name"}"#,
     )
     .unwrap();
-    let o = zot(&["validate", "--json", s(&bad)]);
+    let o = zot_output(&["validate", "--json", s(&bad)]);
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["valid"], false);
@@ -126,7 +121,7 @@ fn validate_zip_and_zotfile() {
 
     let empty = t.path().join("empty");
     fs::create_dir(&empty).unwrap();
-    let o = zot(&["validate", s(&empty)]);
+    let o = zot_output(&["validate", s(&empty)]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stdout(&o).contains("no manifest"));
 }
@@ -149,7 +144,7 @@ fn convert_agent_toml_to_zotfile_and_back_is_stable() {
     .unwrap();
 
     let z = t.path().join("z");
-    let o = zot(&["convert", s(&src), "--to", "zotfile", s(&z)]);
+    let o = zot_output(&["convert", s(&src), "--to", "zotfile", s(&z)]);
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -168,7 +163,7 @@ fn convert_agent_toml_to_zotfile_and_back_is_stable() {
     assert!(z.join("skills/check/SKILL.md").is_file());
 
     let back = t.path().join("back");
-    let o = zot(&["convert", s(&z), "--to", "agent-toml", s(&back)]);
+    let o = zot_output(&["convert", s(&z), "--to", "agent-toml", s(&back)]);
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -185,7 +180,7 @@ fn convert_agent_toml_to_zotfile_and_back_is_stable() {
     // Canonical forms of the original and the round-tripped package match.
     let canon = t.path().join("canon");
     assert_eq!(
-        zot(&["convert", s(&src), "--to", "agent-toml", s(&canon)])
+        zot_output(&["convert", s(&src), "--to", "agent-toml", s(&canon)])
             .status
             .code(),
         Some(0)
@@ -204,7 +199,7 @@ fn convert_agent_toml_to_zotfile_and_back_is_stable() {
     // And converting again gives the same zotfile.
     let z2 = t.path().join("z2");
     assert_eq!(
-        zot(&["convert", s(&back), "--to", "zotfile", s(&z2)])
+        zot_output(&["convert", s(&back), "--to", "zotfile", s(&z2)])
             .status
             .code(),
         Some(0)
@@ -219,7 +214,7 @@ fn convert_agent_toml_to_zotfile_and_back_is_stable() {
 fn convert_lists_fields_not_carried() {
     let t = tempfile::tempdir().unwrap();
     let z = t.path().join("z");
-    let o = zot(&[
+    let o = zot_output(&[
         "convert",
         s(&repo().join("tests/fixtures/agent_toml/mcp-inline")),
         "--to",
@@ -233,7 +228,7 @@ fn convert_lists_fields_not_carried() {
         "{text}"
     );
 
-    let o = zot(&[
+    let o = zot_output(&[
         "convert",
         s(&repo().join("examples/code-reviewer")),
         "--to",
@@ -262,11 +257,11 @@ fn convert_refuses_invalid_sources_and_writes_nothing() {
     )
     .unwrap();
     let out = t.path().join("out");
-    let o = zot(&["convert", s(&src), "--to", "zotfile", s(&out)]);
+    let o = zot_output(&["convert", s(&src), "--to", "zotfile", s(&out)]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("credential"));
     assert!(!out.exists());
-    let o = zot(&["convert", s(&src), "--to", "yaml", s(&out)]);
+    let o = zot_output(&["convert", s(&src), "--to", "yaml", s(&out)]);
     assert_eq!(o.status.code(), Some(2), "bad --to is a usage error");
 }
 
@@ -274,7 +269,7 @@ fn convert_refuses_invalid_sources_and_writes_nothing() {
 fn convert_to_a_packed_zot() {
     let t = tempfile::tempdir().unwrap();
     let out = t.path().join("desk.zot");
-    let o = zot(&[
+    let o = zot_output(&[
         "convert",
         s(&repo().join("examples/incident-desk")),
         "--to",
@@ -289,7 +284,7 @@ fn convert_to_a_packed_zot() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(stdout(&o).contains("digest sha256:"));
-    let o = zot(&["validate", "--json", s(&out)]);
+    let o = zot_output(&["validate", "--json", s(&out)]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(
@@ -298,7 +293,7 @@ fn convert_to_a_packed_zot() {
     );
     // Back from the archive.
     let back = t.path().join("back");
-    let o = zot(&["convert", s(&out), "--to", "agent-toml", s(&back)]);
+    let o = zot_output(&["convert", s(&out), "--to", "agent-toml", s(&back)]);
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -310,7 +305,7 @@ fn convert_to_a_packed_zot() {
 
 #[test]
 fn validate_accepts_the_manifest_path() {
-    let o = zot(&[
+    let o = zot_output(&[
         "validate",
         s(&repo().join("examples/incident-desk/agent.toml")),
     ]);

@@ -11,7 +11,7 @@ mod common;
 #[path = "attacks/mod.rs"]
 mod attacks;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
@@ -84,37 +84,27 @@ fn unshare_bin() -> Option<&'static str> {
 
 /// The zot binary, as root or as uid 65534 (from a copy any user can run).
 fn zot(unpriv: bool) -> Command {
-    let mut c = if unpriv {
-        let mut c = Command::new("/usr/bin/setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
-        c.arg(attacks::shared_bin());
-        c
-    } else {
-        Command::new(common::zot_bin())
-    };
+    let mut c = common::as_user(zot_for(unpriv), unpriv);
     c.stdin(Stdio::null());
     c
+}
+
+/// The zot binary uid 65534 (`unpriv`) or the test's user runs.
+fn zot_for(unpriv: bool) -> PathBuf {
+    if unpriv {
+        attacks::shared_bin().to_path_buf()
+    } else {
+        common::zot_bin()
+    }
 }
 
 /// `zot ARGS` inside a user namespace whose own max_user_namespaces is 0:
 /// nested user namespaces (bwrap, native) then fail with ENOSPC.
 fn zot_without_userns(unpriv: bool, args: &[&str], cwd: &Path, path_env: &str) -> Output {
-    let bin = if unpriv {
-        attacks::shared_bin().to_path_buf()
-    } else {
-        common::zot_bin()
-    };
     let script = "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$@\"";
-    let mut c = if unpriv {
-        let mut c = Command::new("/usr/bin/setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
-        c.arg(unshare_bin().unwrap());
-        c
-    } else {
-        Command::new(unshare_bin().unwrap())
-    };
+    let mut c = common::as_user(unshare_bin().unwrap(), unpriv);
     c.args(["-U", "-r", "--", "/bin/sh", "-c", script, "sh"])
-        .arg(bin)
+        .arg(zot_for(unpriv))
         .args(args)
         .current_dir(cwd)
         .env("PATH", path_env)
@@ -593,7 +583,7 @@ fn check_read_only_passes_on_landlock_without_userns() {
 
 #[test]
 fn check_with_unknown_feature_is_a_usage_error() {
-    let o = Command::new(common::zot_bin())
+    let o = common::zot()
         .args(["debug", "sandbox", "--check", "--require", "disk"])
         .output()
         .unwrap();
@@ -610,7 +600,7 @@ fn explain_native_lists_mounts_rules_env_network() {
     let d = open_dir();
     // A repository root (its git files are protected wherever it lies).
     std::fs::create_dir_all(d.path().join(".git/hooks")).unwrap();
-    let o = Command::new(common::zot_bin())
+    let o = common::zot()
         .args([
             "debug",
             "sandbox",
@@ -669,7 +659,7 @@ fn explain_native_lists_mounts_rules_env_network() {
     assert_eq!(plan["namespaces"].as_array().unwrap().len(), 7);
     assert!(v["bwrap"].is_null());
     // The human form is rendered from the same plan.
-    let o = Command::new(common::zot_bin())
+    let o = common::zot()
         .args([
             "debug",
             "sandbox",
@@ -727,7 +717,7 @@ fn explain_plan_is_the_same_for_bwrap_and_native() {
     ];
     for view in views {
         let plan_of = |backend: &str| {
-            let o = Command::new(common::zot_bin())
+            let o = common::zot()
                 .args([
                     "debug",
                     "sandbox",
@@ -851,7 +841,7 @@ fn explain_without_bwrap_says_why_and_danger_needs_no_backend() {
         return;
     }
     let d = open_dir();
-    let o = Command::new(common::zot_bin())
+    let o = common::zot()
         .args(["debug", "sandbox", "--explain"])
         .current_dir(d.path())
         .env("PATH", "/nonexistent")
@@ -864,7 +854,7 @@ fn explain_without_bwrap_says_why_and_danger_needs_no_backend() {
         out.contains("bwrap not used: bwrap not found on PATH"),
         "{out}"
     );
-    let o = Command::new(common::zot_bin())
+    let o = common::zot()
         .args([
             "debug",
             "sandbox",
@@ -914,7 +904,7 @@ fn native_sandbox_dies_with_a_killed_supervisor() {
         40 + std::process::id() % 50,
         std::process::id() % 997
     );
-    let mut child = Command::new(common::zot_bin())
+    let mut child = common::zot()
         .args([
             "sandbox",
             "--backend",
@@ -957,7 +947,7 @@ fn explain_agent_reference_on_native() {
     }
     let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/code-reviewer");
     let d = open_dir();
-    let o = Command::new(common::zot_bin())
+    let o = common::zot()
         .args([
             "debug",
             "sandbox",
@@ -1020,7 +1010,7 @@ fn landlock_timeout_kills_the_process_group() {
         std::process::id() % 991
     );
     let script = format!("sleep {marker} & sleep {marker}");
-    let mut c = Command::new(common::zot_bin());
+    let mut c = common::zot();
     c.args([
         "sandbox",
         "--backend",
@@ -1056,7 +1046,7 @@ fn landlock_timeout_kills_the_process_group() {
 #[test]
 fn check_with_an_unavailable_pinned_backend_fails_and_says_why() {
     let d = open_dir();
-    let o = Command::new(common::zot_bin())
+    let o = common::zot()
         .args([
             "debug",
             "sandbox",
@@ -1092,7 +1082,7 @@ fn auto_inside_a_seccomp_sandbox_falls_back_to_landlock() {
         return;
     }
     let d = open_dir();
-    let o = Command::new(common::zot_bin())
+    let o = common::zot()
         .args([
             "sandbox",
             "--backend",

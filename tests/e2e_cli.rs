@@ -232,7 +232,7 @@ fn usage_errors_exit_2_and_help_lists_exit_codes() {
         vec!["debug", "command"],
     ];
     for args in cases {
-        let o = std::process::Command::new(common::zot_bin())
+        let o = common::zot()
             .args(&args)
             .env("HOME", &home)
             .env("ZOT_HOME", home.join("zot"))
@@ -247,16 +247,13 @@ fn usage_errors_exit_2_and_help_lists_exit_codes() {
         assert!(!o.stderr.is_empty(), "{args:?}: no message");
     }
     assert!(!out_dir.exists(), "a usage error writes nothing");
-    let o = std::process::Command::new(common::zot_bin())
-        .arg("--help")
-        .output()
-        .unwrap();
+    let o = common::zot().arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&o.stdout);
     for line in ["Exit codes:", "2        usage error", "128+N", "125 the sandbox"] {
         assert!(help.contains(line), "{line:?} missing from:\n{help}");
     }
     // The internal flag stays out of the usage line.
-    let o = std::process::Command::new(common::zot_bin())
+    let o = common::zot()
         .args(["debug", "sandbox", "--help"])
         .output()
         .unwrap();
@@ -267,7 +264,7 @@ fn usage_errors_exit_2_and_help_lists_exit_codes() {
 /// own), and `--report --json` as one JSON object on stderr.
 #[test]
 fn sandbox_command_without_dashes_and_json_report() {
-    let o = std::process::Command::new(common::zot_bin())
+    let o = common::zot()
         .args(["sandbox", "--report", "--json", "sh", "-c", "echo out; exit 3"])
         .output()
         .unwrap();

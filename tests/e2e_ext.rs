@@ -513,7 +513,7 @@ fn rust_extension() {
     if !sandbox_works(&w) {
         return;
     }
-    let bin = Path::new(env!("CARGO_BIN_EXE_zot"))
+    let bin = common::zot_bin()
         .parent()
         .unwrap()
         .join("examples/ext_echo");

@@ -9,17 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{require, zot_bin};
-
-fn zot(args: &[&str]) -> Output {
-    Command::new(zot_bin())
-        .args(args)
-        .output()
-        .expect("run zot")
-}
+use common::{require, zot_output};
 
 fn verdict(mode: &str, allow: &str, cmd: &str) -> (i32, serde_json::Value) {
-    let out = zot(&[
+    let out = zot_output(&[
         "debug", "command", "--mode", mode, "--allow", allow, "--json", "--", cmd,
     ]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
@@ -76,7 +69,7 @@ fn json_has_the_documented_shape() {
 
 #[test]
 fn text_output_names_commands_wrappers_and_reasons() {
-    let out = zot(&[
+    let out = zot_output(&[
         "debug",
         "command",
         "--mode",
@@ -100,7 +93,7 @@ fn usage_errors_exit_2() {
         &["debug", "command", "--mode", "sometimes", "--", "ls"][..],
         &["debug", "command", "--bogus", "--", "ls"][..],
     ] {
-        let out = zot(args);
+        let out = zot_output(args);
         assert_eq!(
             out.status.code(),
             Some(2),

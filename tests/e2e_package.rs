@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn zot(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(common::zot_bin())
+    common::zot()
         .args(args)
         .current_dir(cwd)
         .env_remove("RUST_BACKTRACE")
@@ -348,7 +348,7 @@ fn inspect_and_verify_a_github_reference() {
         &["inspect", "acme/agents/code-reviewer"][..],
         &["verify", "https://github.com/acme/agents/code-reviewer"],
     ] {
-        let o = Command::new(common::zot_bin())
+        let o = common::zot()
             .args(args)
             .current_dir(&work)
             .env("ZOT_GITHUB_BASE", &base)
@@ -456,7 +456,7 @@ fn tree_of(dir: &Path) -> Vec<String> {
 }
 
 fn files_of(archive: &Path) -> Vec<String> {
-    let o = Command::new(common::zot_bin())
+    let o = common::zot()
         .args(["inspect", "--json"])
         .arg(archive)
         .output()

@@ -281,7 +281,7 @@ fn killed_run_is_swept_bwrap_unprivileged() {
 
 #[test]
 fn bad_rules_and_backends_without_the_bridge_are_refused() {
-    let o = std::process::Command::new(common::zot_bin())
+    let o = common::zot()
         .args([
             "sandbox",
             "--allow-host",
@@ -297,7 +297,7 @@ fn bad_rules_and_backends_without_the_bridge_are_refused() {
         "{}",
         text(&o)
     );
-    let o = std::process::Command::new(common::zot_bin())
+    let o = common::zot()
         .args([
             "sandbox",
             "--net",
@@ -310,7 +310,7 @@ fn bad_rules_and_backends_without_the_bridge_are_refused() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     for backend in ["landlock"] {
-        let o = std::process::Command::new(common::zot_bin())
+        let o = common::zot()
             .args([
                 "sandbox",
                 "--backend",

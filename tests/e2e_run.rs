@@ -254,7 +254,7 @@ fn readonly_agent_bash_attacks_are_refused_unprivileged() {
         // Already unprivileged: the other test covers it.
         return;
     }
-    let have = Command::new("setpriv")
+    let have = Command::new(common::SETPRIV)
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());

@@ -18,11 +18,9 @@ mod bwrap_exec {
 }
 
 mod cli {
-    use std::process::Command;
-
     #[test]
     fn unknown_mode_is_a_usage_error() {
-        let o = Command::new(crate::common::zot_bin())
+        let o = crate::common::zot()
             .args(["sandbox", "--mode", "bogus", "--", "true"])
             .output()
             .unwrap();
@@ -31,7 +29,7 @@ mod cli {
 
     #[test]
     fn danger_full_access_runs_unconfined() {
-        let o = Command::new(crate::common::zot_bin())
+        let o = crate::common::zot()
             .args([
                 "sandbox",
                 "--mode",
@@ -52,7 +50,7 @@ mod cli {
     fn escaped_writer_does_not_hang_capped_output() {
         // Unconfined: a setsid'd grandchild keeps the output pipe open.
         let start = std::time::Instant::now();
-        let o = Command::new(crate::common::zot_bin())
+        let o = crate::common::zot()
             .args([
                 "sandbox",
                 "--mode",
@@ -80,7 +78,7 @@ mod cli {
 
     #[test]
     fn net_is_refused_in_read_only_mode() {
-        let o = Command::new(crate::common::zot_bin())
+        let o = crate::common::zot()
             .args(["sandbox", "--net", "--", "true"])
             .output()
             .unwrap();

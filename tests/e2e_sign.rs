@@ -27,7 +27,7 @@ impl World {
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(common::zot_bin());
+        let mut c = common::zot();
         c.args(args)
             .current_dir(&self.root)
             .env_clear()

@@ -129,7 +129,7 @@ pub fn available(backend: &str, unpriv: bool) -> bool {
         && is_root()
         && !common::require(
             "setpriv",
-            Path::new("/usr/bin/setpriv").exists(),
+            Path::new(common::SETPRIV).exists(),
             "util-linux setpriv missing",
         )
     {
@@ -218,14 +218,7 @@ impl Ctx {
 
     /// `zot sandbox` as the test user, with the fake HOME, in the workspace.
     pub fn zot(&self) -> Command {
-        let mut cmd = if self.unpriv && is_root() {
-            let mut c = Command::new("/usr/bin/setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
-            c.arg(shared_bin());
-            c
-        } else {
-            Command::new(shared_bin())
-        };
+        let mut cmd = common::as_user(shared_bin(), self.unpriv && is_root());
         cmd.env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")
             .env("HOME", &self.home)
@@ -1276,23 +1269,9 @@ impl Drop for HostProc {
 }
 
 fn host_sleeper(ctx: &Ctx) -> HostProc {
-    let mut cmd = if ctx.unpriv && is_root() {
-        let mut c = Command::new("/usr/bin/setpriv");
-        c.args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--",
-            "/bin/sleep",
-            "60",
-        ]);
-        c
-    } else {
-        let mut c = Command::new("/bin/sleep");
-        c.arg("60");
-        c
-    };
-    cmd.env("ZOT_HOST_SECRET", "HOST-ENV-SECRET")
+    let mut cmd = common::as_user("/bin/sleep", ctx.unpriv && is_root());
+    cmd.arg("60")
+        .env("ZOT_HOST_SECRET", "HOST-ENV-SECRET")
         .stdin(Stdio::null());
     HostProc(cmd.spawn().unwrap())
 }

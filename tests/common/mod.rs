@@ -1,13 +1,44 @@
 //! Helpers shared by the end-to-end tests.
 #![allow(dead_code)]
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
+use std::process::{Command, Output};
 
 /// The `zot` binary under test.
 pub fn zot_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_zot"))
+}
+
+/// The one runner of the end-to-end tests: the binary under test, as the
+/// test's user, with the test's environment. Each test adds the arguments,
+/// environment and directory it needs; [`as_user`] runs zot (or a copy of
+/// it) as uid 65534, [`run::World::cmd`] in a private world.
+pub fn zot() -> Command {
+    Command::new(zot_bin())
+}
+
+/// `zot ARGS` through [`zot`], waited for.
+pub fn zot_output(args: &[&str]) -> Output {
+    zot().args(args).output().expect("run zot")
+}
+
+/// The `setpriv` that switches tests to uid 65534.
+pub const SETPRIV: &str = "/usr/bin/setpriv";
+
+/// `program` as uid/gid 65534 (through [`SETPRIV`], no supplementary
+/// groups; the test runs as root) when `nobody`, else as the test's user.
+pub fn as_user(program: impl AsRef<OsStr>, nobody: bool) -> Command {
+    if nobody {
+        let mut c = Command::new(SETPRIV);
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(program);
+        c
+    } else {
+        Command::new(program)
+    }
 }
 
 /// True when CI demands that every kernel-feature test really runs.

@@ -64,14 +64,7 @@ impl World {
     }
 
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = if self.nobody {
-            let mut c = Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-                .arg(crate::common::zot_bin());
-            c
-        } else {
-            Command::new(crate::common::zot_bin())
-        };
+        let mut c = crate::common::as_user(crate::common::zot_bin(), self.nobody);
         c.args(args)
             .current_dir(&self.ws)
             .env_clear()
