@@ -5,6 +5,7 @@
 //! `zot run`): the type names and fields below are relied upon by other
 //! crates. Extend them; do not rename them without updating every user.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -440,6 +441,47 @@ impl SandboxPolicy {
     pub fn origin(&self, path: &Path) -> Option<&Origin> {
         self.origins.iter().find(|o| o.path == path)
     }
+
+    /// Add `paths` (each with where it comes from) to the deny-read or the
+    /// protected list, each path once, and its origin unless one is known.
+    /// (Sets, not scans of the lists: a launch adds hundreds.)
+    pub fn add_paths(&mut self, rule: Rule, paths: impl IntoIterator<Item = (PathBuf, String)>) {
+        let list = match rule {
+            Rule::DenyRead => &mut self.deny_read,
+            Rule::Protected => &mut self.protected,
+        };
+        let mut listed: HashSet<PathBuf> = list.iter().cloned().collect();
+        let mut explained: HashSet<PathBuf> = self.origins.iter().map(|o| o.path.clone()).collect();
+        for (path, from) in paths {
+            if listed.insert(path.clone()) {
+                list.push(path.clone());
+            }
+            if explained.insert(path.clone()) {
+                self.origins.push(Origin {
+                    path,
+                    rule: rule.name().into(),
+                    from,
+                });
+            }
+        }
+    }
+}
+
+/// The lists [`SandboxPolicy::add_paths`] adds to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    DenyRead,
+    Protected,
+}
+
+impl Rule {
+    /// As [`Origin::rule`] names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::DenyRead => "deny-read",
+            Rule::Protected => "protected",
+        }
+    }
 }
 
 impl SandboxMode {
@@ -599,7 +641,7 @@ fn deny_read_paths(
     origins: &mut Vec<Origin>,
 ) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
     let mut add = |p: PathBuf, from: String, origins: &mut Vec<Origin>| {
         if seen.insert(p.clone()) {
             origins.push(Origin {

@@ -17,7 +17,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use zot_policy::sandbox::{Origin, ReadScope, SandboxMode, SandboxPolicy};
+use zot_policy::sandbox::{ReadScope, Rule, SandboxMode, SandboxPolicy};
 
 /// Variables that name one credential file (or, for the `:`-list ones, a
 /// list of them).
@@ -477,29 +477,18 @@ pub fn with_credentials(policy: &SandboxPolicy, env: &[(OsString, OsString)]) ->
         }
     }
     let mut p = policy.clone();
-    let push = |path: PathBuf, from: String, p: &mut SandboxPolicy| {
-        if !p.deny_read.contains(&path) {
-            p.deny_read.push(path.clone());
-        }
-        if p.origin(&path).is_none() {
-            p.origins.push(Origin {
-                path,
-                rule: "deny-read".into(),
-                from,
-            });
-        }
-    };
-    for (path, from) in credential_paths(env, &keep, &cwds) {
-        push(path, from, &mut p);
-    }
+    p.add_paths(Rule::DenyRead, credential_paths(env, &keep, &cwds));
     let get = |k: &str| -> Option<OsString> {
         env.iter()
             .find(|(n, _)| n.as_bytes() == k.as_bytes())
             .map(|(_, v)| v.clone())
     };
-    for path in zot_denied(get, &grants) {
-        push(path, "zot's own state and configuration".into(), &mut p);
-    }
+    p.add_paths(
+        Rule::DenyRead,
+        zot_denied(get, &grants)
+            .into_iter()
+            .map(|path| (path, "zot's own state and configuration".to_string())),
+    );
     p.deny_read.sort();
     p.deny_read.dedup();
     p

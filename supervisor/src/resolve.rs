@@ -332,18 +332,10 @@ fn with_host_protections(
         .collect();
     let watched = crate::host::exec_path_watched(env, &roots, &cwds);
     let path_watch = crate::host::snapshot_executables(&watched);
-    for (path, from) in host.paths {
-        if !p.protected.contains(&path) {
-            p.protected.push(path.clone());
-        }
-        if p.origin(&path).is_none() {
-            p.origins.push(zot_policy::sandbox::Origin {
-                path,
-                rule: "protected".into(),
-                from: from.into(),
-            });
-        }
-    }
+    p.add_paths(
+        zot_policy::sandbox::Rule::Protected,
+        host.paths.into_iter().map(|(path, from)| (path, from.into())),
+    );
     (p, Some(host.snapshot), host.path_dirs, path_watch)
 }
 
