@@ -29,13 +29,18 @@ pub fn homes(env: &[(OsString, OsString)]) -> Vec<PathBuf> {
     out
 }
 
-/// The real uid's home directory of the password database.
+/// The real uid's home directory of the password database (looked up once
+/// per process: each lookup reads the NSS configuration and the database).
 pub fn passwd_home() -> Option<PathBuf> {
-    nix::unistd::User::from_uid(nix::unistd::getuid())
-        .ok()
-        .flatten()
-        .map(|u| u.dir)
-        .filter(|d| d.is_absolute() && d != Path::new("/"))
+    static HOME: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| {
+        nix::unistd::User::from_uid(nix::unistd::getuid())
+            .ok()
+            .flatten()
+            .map(|u| u.dir)
+            .filter(|d| d.is_absolute() && d != Path::new("/"))
+    })
+    .clone()
 }
 
 /// The directories of the caller's `PATH` as the shell resolves them: an
