@@ -29,12 +29,8 @@ pub fn hand_off(client: &impl AsRawFd, target: &Path) -> io::Result<()> {
 /// A connection that cannot be handed off (the proxy is gone) is closed.
 pub fn serve(listener: TcpListener, target: &Path, stop: Option<RawFd>) -> io::Result<()> {
     listener.set_nonblocking(true)?;
-    crate::tail::bridge::serve(
-        listener.as_raw_fd(),
-        path_bytes(target)?,
-        stop.unwrap_or(-1),
-    )
-    .map_err(io::Error::from_raw_os_error)
+    crate::tail::bridge::serve(listener.as_raw_fd(), path_bytes(target)?, stop.unwrap_or(-1))
+        .map_err(io::Error::from_raw_os_error)
 }
 
 #[cfg(test)]

@@ -103,10 +103,7 @@ pub fn serve(listener: i32, path: &[u8], stop: i32) -> Result<(), i32> {
     #[repr(C)]
     struct PollFd(i32, i16, i16);
     loop {
-        let mut fds = [
-            PollFd(listener, sys::POLLIN, 0),
-            PollFd(stop, sys::POLLIN, 0),
-        ];
+        let mut fds = [PollFd(listener, sys::POLLIN, 0), PollFd(stop, sys::POLLIN, 0)];
         match sc(nr::PPOLL, fds.as_mut_ptr() as usize, 2, 0, 0, 8) {
             Ok(_) => {}
             Err(sys::EINTR) => continue,
@@ -266,7 +263,14 @@ pub fn start(port: u16, path: *const u8, filter: Option<&[u8]>) -> Result<(), Fa
     close(pidfd);
     let mut status = 0i32;
     loop {
-        match sc(nr::WAIT4, first, &mut status as *mut i32 as usize, 0, 0, 0) {
+        match sc(
+            nr::WAIT4,
+            first,
+            &mut status as *mut i32 as usize,
+            0,
+            0,
+            0,
+        ) {
             Err(sys::EINTR) => continue,
             Ok(_) => break,
             Err(e) => return Err(fail(stage, "wait4", e)),
