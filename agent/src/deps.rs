@@ -103,8 +103,9 @@ impl LoadedAgent {
 /// host cannot honour refuse the run; ignorable ones become warnings.
 pub fn open_agent_toml(path: &Path) -> Result<LoadedAgent, RunError> {
     use zot_package::agent_toml::{self as at, UnsupportedAction};
-    let pkg = at::load(path).map_err(|d| {
-        RunError::Manifest(format!("{}: {}", path.display(), d.to_string().trim_end()))
+    let pkg = at::load(path).map_err(|d| RunError::Manifest {
+        what: path.display().to_string(),
+        source: Some(d.into()),
     })?;
     let mut warnings = Vec::new();
     let mut refused = Vec::new();
@@ -300,9 +301,8 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
     } else if let Some(w) = input.write.first().or(input.read.first()) {
         w.clone()
     } else {
-        return Err(RunError::Manifest(
-            "the agent has no filesystem scope to run commands in (fs.read and fs.write are empty)"
-                .into(),
+        return Err(RunError::manifest(
+            "the agent has no filesystem scope to run commands in (fs.read and fs.write are empty)",
         ));
     };
     // What git reads or runs in the repositories of the write scopes, and
@@ -319,8 +319,8 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
     let mut policy =
         zot_policy::sandbox::agent_policy(&opts).map_err(RunError::Policy)?;
     if !input.net_allow.is_empty() {
-        let allow = zot_policy::net::AllowList::parse(&input.net_allow)
-            .map_err(|e| RunError::Manifest(format!("permissions.net.allow: {e}")))?;
+        let allow =
+            zot_policy::net::AllowList::parse(&input.net_allow).map_err(RunError::net_allow)?;
         policy.network = zot_policy::sandbox::NetworkPolicy::Proxied {
             allow,
             socket_dir: None,

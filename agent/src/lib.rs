@@ -46,8 +46,14 @@ pub enum RunError {
     Reference(String),
     #[error("loading the agent")]
     Package(#[source] zot_package::PackageError),
-    #[error("manifest: {0}")]
-    Manifest(String),
+    /// The agent's manifest cannot be used as it is (`what` says where),
+    /// with the error under it when a value does not parse.
+    #[error("manifest: {what}")]
+    Manifest {
+        what: String,
+        #[source]
+        source: Option<Cause>,
+    },
     #[error("{0}")]
     Unenforced(String),
     #[error("requirement not met: {0}")]
@@ -111,6 +117,20 @@ pub enum RunError {
     Store(String),
 }
 
+/// The error under a [`RunError`] whose message says what it was about
+/// ([`ui::error_chain`] prints it after that message).
+#[derive(Debug, thiserror::Error)]
+pub enum Cause {
+    #[error(transparent)]
+    Version(#[from] semver::Error),
+    #[error(transparent)]
+    AgentToml(#[from] zot_package::agent_toml::Diagnostics),
+    #[error(transparent)]
+    Host(#[from] zot_policy::net::HostError),
+    #[error(transparent)]
+    EnvName(#[from] zot_policy::env::EnvNameError),
+}
+
 fn signal_name(sig: i32) -> String {
     match sig {
         libc::SIGINT => "SIGINT".into(),
@@ -139,6 +159,22 @@ impl RunError {
                 "start a new session (/clear), choose a model with a larger window, or set [context] in the config (docs/run.md)",
             ),
             _ => None,
+        }
+    }
+
+    /// A manifest error of our own wording, with no error under it.
+    pub(crate) fn manifest(what: impl Into<String>) -> Self {
+        RunError::Manifest {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// `permissions.net.allow` does not parse: the entry, then why.
+    pub(crate) fn net_allow(e: zot_policy::net::RuleError) -> Self {
+        RunError::Manifest {
+            what: format!("permissions.net.allow: {:?}", e.entry),
+            source: Some(e.source.into()),
         }
     }
 
