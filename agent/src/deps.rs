@@ -227,8 +227,11 @@ pub fn scratch_dir(prefix: &str) -> Result<zot_supervisor::journal::TempDir, Run
 /// private directory) with the package extraction limits; returns the
 /// repository's top-level directory inside `dest`.
 pub fn extract_github_archive(bytes: &[u8], dest: &Path) -> Result<PathBuf, RunError> {
-    zot_package::extract_tar_gz_limited(bytes, dest, &zot_package::Limits::DEFAULT)
-        .map_err(|e| RunError::Reference(format!("github archive: {e}")))?;
+    let limits = &zot_package::Limits::DEFAULT;
+    zot_package::extract_tar_gz_limited(bytes, dest, limits).map_err(|e| RunError::Reference {
+        what: "github archive".into(),
+        source: Some(e.into()),
+    })?;
     let tops: Vec<PathBuf> = std::fs::read_dir(dest)
         .map_err(|e| RunError::io("github archive", e))?
         .flatten()
@@ -236,8 +239,8 @@ pub fn extract_github_archive(bytes: &[u8], dest: &Path) -> Result<PathBuf, RunE
         .collect();
     match tops.as_slice() {
         [one] if one.is_dir() => Ok(one.clone()),
-        _ => Err(RunError::Reference(
-            "github archive: expected one top-level directory".into(),
+        _ => Err(RunError::reference(
+            "github archive: expected one top-level directory",
         )),
     }
 }

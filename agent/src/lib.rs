@@ -42,8 +42,14 @@ pub use ui::{Line, LineRequest, NullUi, Ui};
 /// Errors of `zot run`. Messages are lowercase and name what failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("reference: {0}")]
-    Reference(String),
+    /// A reference that does not resolve to an agent, with the error under
+    /// it when there is one (a download, an archive).
+    #[error("reference: {what}")]
+    Reference {
+        what: String,
+        #[source]
+        source: Option<Cause>,
+    },
     #[error("loading the agent")]
     Package(#[source] zot_package::PackageError),
     /// The agent's manifest cannot be used as it is (`what` says where),
@@ -122,6 +128,12 @@ pub enum RunError {
 #[derive(Debug, thiserror::Error)]
 pub enum Cause {
     #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Http(#[from] ureq::Error),
+    #[error(transparent)]
+    Archive(#[from] zot_package::ArchiveError),
+    #[error(transparent)]
     Version(#[from] semver::Error),
     #[error(transparent)]
     AgentToml(#[from] zot_package::agent_toml::Diagnostics),
@@ -159,6 +171,14 @@ impl RunError {
                 "start a new session (/clear), choose a model with a larger window, or set [context] in the config (docs/run.md)",
             ),
             _ => None,
+        }
+    }
+
+    /// A reference error of our own wording, with no error under it.
+    pub(crate) fn reference(what: impl Into<String>) -> Self {
+        RunError::Reference {
+            what: what.into(),
+            source: None,
         }
     }
 

@@ -1461,7 +1461,7 @@ pub fn push(
     progress: &mut Report<'_>,
 ) -> Result<Pushed, RunError> {
     if r.digest.is_some() {
-        return Err(RunError::Reference(format!(
+        return Err(RunError::reference(format!(
             "{r}: publish to a tag (REGISTRY/REPO[:TAG]), not a digest"
         )));
     }

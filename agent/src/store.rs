@@ -303,7 +303,7 @@ pub fn fetch(
         _ => crate::deps::scratch_dir("zot-install-")?,
     };
     if oci::looks_like(reference) && !cwd.join(reference).exists() {
-        let r = oci::parse(reference).map_err(RunError::Reference)?;
+        let r = oci::parse(reference).map_err(RunError::reference)?;
         let p = oci::pull(&r, config, scratch.path(), keys, progress)?;
         return Ok(Fetched {
             archive: p.archive,
@@ -316,7 +316,7 @@ pub fn fetch(
     }
     let path = cwd.join(reference);
     let meta = std::fs::metadata(&path).map_err(|e| {
-        RunError::Reference(format!(
+        RunError::reference(format!(
             "{reference:?}: {e} (install takes REGISTRY/REPO[:TAG|@DIGEST], a directory or a .zot file)"
         ))
     })?;
@@ -446,7 +446,7 @@ pub fn verify(
         }
     };
     let summary = zot_package::inspect(&f.archive).map_err(|e| {
-        RunError::Reference(format!("{shown}: {}", named(crate::ui::error_chain(&e))))
+        RunError::reference(format!("{shown}: {}", named(crate::ui::error_chain(&e))))
     })?;
     if summary.kind != zot_package::SourceKind::Archive {
         return Err(store_err(format!("{shown}: not a .zot archive")));
