@@ -68,8 +68,14 @@ pub enum RunError {
     Home(String),
     #[error("consent: {0}")]
     Consent(String),
-    #[error("model: {0}")]
-    Model(String),
+    /// No model can run the agent, or one failed it, with the error under
+    /// it when there is one (a simulator script that does not parse).
+    #[error("model: {what}")]
+    Model {
+        what: String,
+        #[source]
+        source: Option<Cause>,
+    },
     #[error("config {}: {message}", .path.display())]
     Config {
         path: std::path::PathBuf,
@@ -88,8 +94,14 @@ pub enum RunError {
     /// The turn was cancelled through its [`Cancel`] handle.
     #[error("cancelled")]
     Cancelled,
-    #[error("session: {0}")]
-    Session(String),
+    /// A session that cannot be used, with the error under it when there
+    /// is one (a line that does not parse).
+    #[error("session: {what}")]
+    Session {
+        what: String,
+        #[source]
+        source: Option<Cause>,
+    },
     /// The conversation does not fit the model's context window, even
     /// after compacting it (or compaction is off).
     #[error("context window: {0}")]
@@ -134,6 +146,8 @@ pub enum Cause {
     #[error(transparent)]
     Archive(#[from] zot_package::ArchiveError),
     #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error(transparent)]
     Version(#[from] semver::Error),
     #[error(transparent)]
     AgentToml(#[from] zot_package::agent_toml::Diagnostics),
@@ -177,6 +191,22 @@ impl RunError {
     /// A reference error of our own wording, with no error under it.
     pub(crate) fn reference(what: impl Into<String>) -> Self {
         RunError::Reference {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// A model error of our own wording, with no error under it.
+    pub(crate) fn model(what: impl Into<String>) -> Self {
+        RunError::Model {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// A session error of our own wording, with no error under it.
+    pub(crate) fn session(what: impl Into<String>) -> Self {
+        RunError::Session {
             what: what.into(),
             source: None,
         }
