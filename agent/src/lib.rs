@@ -127,9 +127,15 @@ pub enum RunError {
         source: std::io::Error,
     },
     /// An OCI registry request or artifact failed (the message names the
-    /// registry, never a credential).
-    #[error("registry: {0}")]
-    Registry(String),
+    /// registry, never a credential), with the error under it when there is
+    /// one. The error of sending a request stays in the message: it is
+    /// scrubbed of anything that looks like a credential first.
+    #[error("registry: {what}")]
+    Registry {
+        what: String,
+        #[source]
+        source: Option<Cause>,
+    },
     /// The local store of installed agents.
     #[error("installed agents: {0}")]
     Store(String),
@@ -207,6 +213,14 @@ impl RunError {
     /// A session error of our own wording, with no error under it.
     pub(crate) fn session(what: impl Into<String>) -> Self {
         RunError::Session {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// A registry error of our own wording, with no error under it.
+    pub(crate) fn registry(what: impl Into<String>) -> Self {
+        RunError::Registry {
             what: what.into(),
             source: None,
         }
