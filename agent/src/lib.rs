@@ -136,9 +136,14 @@ pub enum RunError {
         #[source]
         source: Option<Cause>,
     },
-    /// The local store of installed agents.
-    #[error("installed agents: {0}")]
-    Store(String),
+    /// The local store of installed agents, with the error under it when
+    /// there is one (a name or a record that does not parse).
+    #[error("installed agents: {what}")]
+    Store {
+        what: String,
+        #[source]
+        source: Option<Cause>,
+    },
 }
 
 /// The error under a [`RunError`] whose message says what it was about
@@ -161,6 +166,8 @@ pub enum Cause {
     Host(#[from] zot_policy::net::HostError),
     #[error(transparent)]
     EnvName(#[from] zot_policy::env::EnvNameError),
+    #[error(transparent)]
+    Name(#[from] zot_policy::zotfile::NameError),
 }
 
 fn signal_name(sig: i32) -> String {
@@ -221,6 +228,14 @@ impl RunError {
     /// A registry error of our own wording, with no error under it.
     pub(crate) fn registry(what: impl Into<String>) -> Self {
         RunError::Registry {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// A store error of our own wording, with no error under it.
+    pub(crate) fn store(what: impl Into<String>) -> Self {
+        RunError::Store {
             what: what.into(),
             source: None,
         }
