@@ -116,7 +116,7 @@ pub fn open_agent_toml(path: &Path) -> Result<LoadedAgent, RunError> {
         }
     }
     if !refused.is_empty() {
-        return Err(RunError::Unenforced(format!(
+        return Err(RunError::unenforced(format!(
             "agent.toml package {}: {}",
             pkg.name,
             refused.join("; ")

@@ -60,8 +60,14 @@ pub enum RunError {
         #[source]
         source: Option<Cause>,
     },
-    #[error("{0}")]
-    Unenforced(String),
+    /// The agent asks for what zot cannot enforce here, with the error
+    /// that showed it when there is one (an extension's sandbox failed).
+    #[error("{what}")]
+    Unenforced {
+        what: String,
+        #[source]
+        source: Option<Box<RunError>>,
+    },
     #[error("requirement not met: {0}")]
     Requirement(String),
     #[error("zot home: {0}")]
@@ -236,6 +242,14 @@ impl RunError {
     /// A store error of our own wording, with no error under it.
     pub(crate) fn store(what: impl Into<String>) -> Self {
         RunError::Store {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// An unenforced permission, in our own words, with no error under it.
+    pub(crate) fn unenforced(what: impl Into<String>) -> Self {
+        RunError::Unenforced {
             what: what.into(),
             source: None,
         }

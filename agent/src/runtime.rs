@@ -638,7 +638,7 @@ impl Runtime<'_> {
         let policy = match &self.env.policy {
             Ok(p) => p.clone(),
             Err(e) => {
-                return Err(RunError::Unenforced(format!(
+                return Err(RunError::unenforced(format!(
                     "the agent's extensions cannot run: {e}"
                 )))
             }
