@@ -215,6 +215,31 @@ impl RunError {
         }
     }
 
+    /// A manifest error of our own wording, with no error under it.
+    pub(crate) fn manifest(what: impl Into<String>) -> Self {
+        RunError::Manifest {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// `permissions.net.allow` does not parse: the entry, then why.
+    pub(crate) fn net_allow(e: zot_policy::net::RuleError) -> Self {
+        RunError::Manifest {
+            what: format!("permissions.net.allow: {:?}", e.entry),
+            source: Some(e.source.into()),
+        }
+    }
+
+    /// An unenforced-permission error of our own wording, with no error
+    /// under it.
+    pub(crate) fn unenforced(what: impl Into<String>) -> Self {
+        RunError::Unenforced {
+            what: what.into(),
+            source: None,
+        }
+    }
+
     /// A model error of our own wording, with no error under it.
     pub(crate) fn model(what: impl Into<String>) -> Self {
         RunError::Model {
@@ -244,30 +269,6 @@ impl RunError {
         RunError::Store {
             what: what.into(),
             source: None,
-        }
-    }
-
-    /// An unenforced permission, in our own words, with no error under it.
-    pub(crate) fn unenforced(what: impl Into<String>) -> Self {
-        RunError::Unenforced {
-            what: what.into(),
-            source: None,
-        }
-    }
-
-    /// A manifest error of our own wording, with no error under it.
-    pub(crate) fn manifest(what: impl Into<String>) -> Self {
-        RunError::Manifest {
-            what: what.into(),
-            source: None,
-        }
-    }
-
-    /// `permissions.net.allow` does not parse: the entry, then why.
-    pub(crate) fn net_allow(e: zot_policy::net::RuleError) -> Self {
-        RunError::Manifest {
-            what: format!("permissions.net.allow: {:?}", e.entry),
-            source: Some(e.source.into()),
         }
     }
 
