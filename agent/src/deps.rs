@@ -103,8 +103,9 @@ impl LoadedAgent {
 /// host cannot honour refuse the run; ignorable ones become warnings.
 pub fn open_agent_toml(path: &Path) -> Result<LoadedAgent, RunError> {
     use zot_package::agent_toml::{self as at, UnsupportedAction};
-    let pkg = at::load(path).map_err(|d| {
-        RunError::Manifest(format!("{}: {}", path.display(), d.to_string().trim_end()))
+    let pkg = at::load(path).map_err(|d| RunError::Manifest {
+        what: path.display().to_string(),
+        source: Some(d.into()),
     })?;
     let mut warnings = Vec::new();
     let mut refused = Vec::new();
@@ -115,7 +116,7 @@ pub fn open_agent_toml(path: &Path) -> Result<LoadedAgent, RunError> {
         }
     }
     if !refused.is_empty() {
-        return Err(RunError::Unenforced(format!(
+        return Err(RunError::unenforced(format!(
             "agent.toml package {}: {}",
             pkg.name,
             refused.join("; ")
@@ -226,8 +227,11 @@ pub fn scratch_dir(prefix: &str) -> Result<zot_supervisor::journal::TempDir, Run
 /// private directory) with the package extraction limits; returns the
 /// repository's top-level directory inside `dest`.
 pub fn extract_github_archive(bytes: &[u8], dest: &Path) -> Result<PathBuf, RunError> {
-    zot_package::extract_tar_gz_limited(bytes, dest, &zot_package::Limits::DEFAULT)
-        .map_err(|e| RunError::Reference(format!("github archive: {e}")))?;
+    let limits = &zot_package::Limits::DEFAULT;
+    zot_package::extract_tar_gz_limited(bytes, dest, limits).map_err(|e| RunError::Reference {
+        what: "github archive".into(),
+        source: Some(e.into()),
+    })?;
     let tops: Vec<PathBuf> = std::fs::read_dir(dest)
         .map_err(|e| RunError::io("github archive", e))?
         .flatten()
@@ -235,8 +239,8 @@ pub fn extract_github_archive(bytes: &[u8], dest: &Path) -> Result<PathBuf, RunE
         .collect();
     match tops.as_slice() {
         [one] if one.is_dir() => Ok(one.clone()),
-        _ => Err(RunError::Reference(
-            "github archive: expected one top-level directory".into(),
+        _ => Err(RunError::reference(
+            "github archive: expected one top-level directory",
         )),
     }
 }
@@ -300,9 +304,8 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
     } else if let Some(w) = input.write.first().or(input.read.first()) {
         w.clone()
     } else {
-        return Err(RunError::Manifest(
-            "the agent has no filesystem scope to run commands in (fs.read and fs.write are empty)"
-                .into(),
+        return Err(RunError::manifest(
+            "the agent has no filesystem scope to run commands in (fs.read and fs.write are empty)",
         ));
     };
     // What git reads or runs in the repositories of the write scopes, and
@@ -319,8 +322,8 @@ pub fn agent_policy(input: &AgentPolicyInput) -> Result<SandboxPolicy, RunError>
     let mut policy =
         zot_policy::sandbox::agent_policy(&opts).map_err(RunError::Policy)?;
     if !input.net_allow.is_empty() {
-        let allow = zot_policy::net::AllowList::parse(&input.net_allow)
-            .map_err(|e| RunError::Manifest(format!("permissions.net.allow: {e}")))?;
+        let allow =
+            zot_policy::net::AllowList::parse(&input.net_allow).map_err(RunError::net_allow)?;
         policy.network = zot_policy::sandbox::NetworkPolicy::Proxied {
             allow,
             socket_dir: None,

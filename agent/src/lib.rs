@@ -42,22 +42,46 @@ pub use ui::{Line, LineRequest, NullUi, Ui};
 /// Errors of `zot run`. Messages are lowercase and name what failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("reference: {0}")]
-    Reference(String),
+    /// A reference that does not resolve to an agent, with the error under
+    /// it when there is one (a download, an archive).
+    #[error("reference: {what}")]
+    Reference {
+        what: String,
+        #[source]
+        source: Option<Cause>,
+    },
     #[error("loading the agent")]
     Package(#[source] zot_package::PackageError),
-    #[error("manifest: {0}")]
-    Manifest(String),
-    #[error("{0}")]
-    Unenforced(String),
+    /// The agent's manifest cannot be used as it is (`what` says where),
+    /// with the error under it when a value does not parse.
+    #[error("manifest: {what}")]
+    Manifest {
+        what: String,
+        #[source]
+        source: Option<Cause>,
+    },
+    /// The agent asks for what zot cannot enforce here, with the error
+    /// that showed it when there is one (an extension's sandbox failed).
+    #[error("{what}")]
+    Unenforced {
+        what: String,
+        #[source]
+        source: Option<Box<RunError>>,
+    },
     #[error("requirement not met: {0}")]
     Requirement(String),
     #[error("zot home: {0}")]
     Home(String),
     #[error("consent: {0}")]
     Consent(String),
-    #[error("model: {0}")]
-    Model(String),
+    /// No model can run the agent, or one failed it, with the error under
+    /// it when there is one (a simulator script that does not parse).
+    #[error("model: {what}")]
+    Model {
+        what: String,
+        #[source]
+        source: Option<Cause>,
+    },
     #[error("config {}: {message}", .path.display())]
     Config {
         path: std::path::PathBuf,
@@ -76,8 +100,14 @@ pub enum RunError {
     /// The turn was cancelled through its [`Cancel`] handle.
     #[error("cancelled")]
     Cancelled,
-    #[error("session: {0}")]
-    Session(String),
+    /// A session that cannot be used, with the error under it when there
+    /// is one (a line that does not parse).
+    #[error("session: {what}")]
+    Session {
+        what: String,
+        #[source]
+        source: Option<Cause>,
+    },
     /// The conversation does not fit the model's context window, even
     /// after compacting it (or compaction is off).
     #[error("context window: {0}")]
@@ -103,12 +133,47 @@ pub enum RunError {
         source: std::io::Error,
     },
     /// An OCI registry request or artifact failed (the message names the
-    /// registry, never a credential).
-    #[error("registry: {0}")]
-    Registry(String),
-    /// The local store of installed agents.
-    #[error("installed agents: {0}")]
-    Store(String),
+    /// registry, never a credential), with the error under it when there is
+    /// one. The error of sending a request stays in the message: it is
+    /// scrubbed of anything that looks like a credential first.
+    #[error("registry: {what}")]
+    Registry {
+        what: String,
+        #[source]
+        source: Option<Cause>,
+    },
+    /// The local store of installed agents, with the error under it when
+    /// there is one (a name or a record that does not parse).
+    #[error("installed agents: {what}")]
+    Store {
+        what: String,
+        #[source]
+        source: Option<Cause>,
+    },
+}
+
+/// The error under a [`RunError`] whose message says what it was about
+/// ([`ui::error_chain`] prints it after that message).
+#[derive(Debug, thiserror::Error)]
+pub enum Cause {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Http(#[from] ureq::Error),
+    #[error(transparent)]
+    Archive(#[from] zot_package::ArchiveError),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Version(#[from] semver::Error),
+    #[error(transparent)]
+    AgentToml(#[from] zot_package::agent_toml::Diagnostics),
+    #[error(transparent)]
+    Host(#[from] zot_policy::net::HostError),
+    #[error(transparent)]
+    EnvName(#[from] zot_policy::env::EnvNameError),
+    #[error(transparent)]
+    Name(#[from] zot_policy::zotfile::NameError),
 }
 
 fn signal_name(sig: i32) -> String {
@@ -139,6 +204,71 @@ impl RunError {
                 "start a new session (/clear), choose a model with a larger window, or set [context] in the config (docs/run.md)",
             ),
             _ => None,
+        }
+    }
+
+    /// A reference error of our own wording, with no error under it.
+    pub(crate) fn reference(what: impl Into<String>) -> Self {
+        RunError::Reference {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// A manifest error of our own wording, with no error under it.
+    pub(crate) fn manifest(what: impl Into<String>) -> Self {
+        RunError::Manifest {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// `permissions.net.allow` does not parse: the entry, then why.
+    pub(crate) fn net_allow(e: zot_policy::net::RuleError) -> Self {
+        RunError::Manifest {
+            what: format!("permissions.net.allow: {:?}", e.entry),
+            source: Some(e.source.into()),
+        }
+    }
+
+    /// An unenforced-permission error of our own wording, with no error
+    /// under it.
+    pub(crate) fn unenforced(what: impl Into<String>) -> Self {
+        RunError::Unenforced {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// A model error of our own wording, with no error under it.
+    pub(crate) fn model(what: impl Into<String>) -> Self {
+        RunError::Model {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// A session error of our own wording, with no error under it.
+    pub(crate) fn session(what: impl Into<String>) -> Self {
+        RunError::Session {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// A registry error of our own wording, with no error under it.
+    pub(crate) fn registry(what: impl Into<String>) -> Self {
+        RunError::Registry {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// A store error of our own wording, with no error under it.
+    pub(crate) fn store(what: impl Into<String>) -> Self {
+        RunError::Store {
+            what: what.into(),
+            source: None,
         }
     }
 

@@ -486,7 +486,7 @@ pub fn select(reg: &Registry, choice: &Choice, spec: &AgentSpec) -> Result<Selec
         let m = reg
             .resolve(id, choice.provider.as_deref(), default_provider)
             .map_err(|e| RunError::Usage(format!("--model: {e}")))?;
-        check(&m).map_err(|e| RunError::Model(format!("{} ({}) {e}", m.id, m.provider)))?;
+        check(&m).map_err(|e| RunError::model(format!("{} ({}) {e}", m.id, m.provider)))?;
         if let Some((pp, pm)) = &spec.model_pin {
             if (pp, pm) != (&m.provider, &m.id) {
                 notes.push(format!(
@@ -506,9 +506,9 @@ pub fn select(reg: &Registry, choice: &Choice, spec: &AgentSpec) -> Result<Selec
                 reg.known_provider(pp, "the agent's [model] pin")?;
                 let m = reg
                     .resolve(pm, Some(pp), None)
-                    .map_err(|e| RunError::Model(format!("the agent pins {pp}/{pm}: {e}")))?;
+                    .map_err(|e| RunError::model(format!("the agent pins {pp}/{pm}: {e}")))?;
                 check(&m).map_err(|e| {
-                    RunError::Model(format!(
+                    RunError::model(format!(
                         "the agent pins {pp}/{pm}, which {e}; pass --model to choose another"
                     ))
                 })?;
@@ -575,7 +575,7 @@ pub fn select(reg: &Registry, choice: &Choice, spec: &AgentSpec) -> Result<Selec
             filter.unwrap_or("?")
         ));
     }
-    Err(RunError::Model(format!(
+    Err(RunError::model(format!(
         "no available model{scope} satisfies the agent's requirements: {}",
         why.join("; ")
     )))

@@ -450,11 +450,9 @@ pub fn credentials(registry: &str) -> Result<Option<Creds>, RunError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(RunError::io(format!("docker config {}", path.display()), e)),
     };
-    let cfg: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        RunError::Registry(format!(
-            "docker config {}: invalid JSON: {e}",
-            path.display()
-        ))
+    let cfg: serde_json::Value = serde_json::from_str(&text).map_err(|e| RunError::Registry {
+        what: format!("docker config {}: invalid JSON", path.display()),
+        source: Some(e.into()),
     })?;
     let keys = auth_keys(registry);
     let helper_for = cfg
@@ -477,14 +475,14 @@ pub fn credentials(registry: &str) -> Result<Option<Creds>, RunError> {
                     let raw = base64::engine::general_purpose::STANDARD
                         .decode(a.trim())
                         .map_err(|_| {
-                            RunError::Registry(format!(
+                            RunError::registry(format!(
                                 "docker config {}: the auth of {registry} is not base64",
                                 path.display()
                             ))
                         })?;
                     let s = String::from_utf8(raw).unwrap_or_default();
                     let Some((u, p)) = s.split_once(':') else {
-                        return Err(RunError::Registry(format!(
+                        return Err(RunError::registry(format!(
                             "docker config {}: the auth of {registry} is not USER:PASSWORD",
                             path.display()
                         )));
@@ -521,7 +519,7 @@ fn helper_get(name: &str, registry: &str) -> Result<Option<Creds>, RunError> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
     {
-        return Err(RunError::Registry(format!(
+        return Err(RunError::registry(format!(
             "credential helper name {name:?} is not a plain name"
         )));
     }
@@ -535,17 +533,19 @@ fn helper_get(name: &str, registry: &str) -> Result<Option<Creds>, RunError> {
     {
         Ok(c) => c,
         Err(e) => {
-            return Err(RunError::Registry(format!(
-                "credential helper {prog} for {registry}: {e}"
-            )))
+            return Err(RunError::Registry {
+                what: format!("credential helper {prog} for {registry}"),
+                source: Some(e.into()),
+            })
         }
     };
     if let Some(mut i) = child.stdin.take() {
         let _ = i.write_all(registry.as_bytes());
     }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| RunError::Registry(format!("credential helper {prog}: {e}")))?;
+    let out = child.wait_with_output().map_err(|e| RunError::Registry {
+        what: format!("credential helper {prog}"),
+        source: Some(e.into()),
+    })?;
     if !out.status.success() {
         // "credentials not found" is a helper's normal answer.
         return Ok(None);
@@ -558,7 +558,7 @@ fn helper_get(name: &str, registry: &str) -> Result<Option<Creds>, RunError> {
         secret: String,
     }
     let a: Answer = serde_json::from_slice(&out.stdout).map_err(|_| {
-        RunError::Registry(format!("credential helper {prog}: its answer is not JSON"))
+        RunError::registry(format!("credential helper {prog}: its answer is not JSON"))
     })?;
     if a.secret.is_empty() {
         return Ok(None);
@@ -608,7 +608,7 @@ pub struct Client {
 const ATTEMPTS: u32 = 3;
 
 fn reg_err(r: &OciRef, m: impl std::fmt::Display) -> RunError {
-    RunError::Registry(format!("{}: {m}", r.registry))
+    RunError::registry(format!("{}: {m}", r.registry))
 }
 
 impl Client {
@@ -658,6 +658,14 @@ impl Client {
 
     fn err(&self, m: impl std::fmt::Display) -> RunError {
         reg_err(&self.reference, m)
+    }
+
+    /// [`Client::err`] for `what`, with the error under it.
+    fn caused(&self, what: impl std::fmt::Display, source: impl Into<crate::Cause>) -> RunError {
+        RunError::Registry {
+            what: format!("{}: {what}", self.reference.registry),
+            source: Some(source.into()),
+        }
     }
 
     /// Send one request, answering an auth challenge once. `make` builds
@@ -826,7 +834,7 @@ impl Client {
             .with_config()
             .limit(MAX_TOKEN)
             .read_to_vec()
-            .map_err(|e| self.err(format!("token response: {e}")))?;
+            .map_err(|e| self.caused("token response", e))?;
         #[derive(Deserialize)]
         struct Tok {
             token: Option<String>,
@@ -934,10 +942,7 @@ impl Client {
             .get_manifest(&target, &format!("{MANIFEST_TYPE}, {INDEX_TYPE};q=0.5"))?
             .ok_or_else(|| self.err(format!("{}: not found", self.reference)))?;
         let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
-            self.err(format!(
-                "{}: not an OCI image manifest: {e}",
-                self.reference
-            ))
+            self.caused(format!("{}: not an OCI image manifest", self.reference), e)
         })?;
         agent_layer(&m).map_err(|e| self.err(format!("{}: {e}", self.reference)))?;
         Ok((m, digest, bytes))
@@ -994,7 +999,7 @@ impl Client {
                 Ok(0) => break,
                 Ok(k) => k,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(self.err(format!("{what}: {e}"))),
+                Err(e) => return Err(self.caused(&what, e)),
             };
             n += k as u64;
             if n > d.size {
@@ -1194,10 +1199,10 @@ impl Client {
                     .with_config()
                     .limit(MAX_MANIFEST)
                     .read_to_vec()
-                    .map_err(|e| self.err(format!("{what}: {e}")))?;
+                    .map_err(|e| self.caused(&what, e))?;
                 Some(
                     serde_json::from_slice(&b)
-                        .map_err(|e| self.err(format!("{what}: not an index: {e}")))?,
+                        .map_err(|e| self.caused(format!("{what}: not an index"), e))?,
                 )
             }
             404 | 400 | 405 => None,
@@ -1207,7 +1212,7 @@ impl Client {
             Some(i) => i,
             None => match self.get_manifest(&fallback_tag(digest), INDEX_TYPE)? {
                 Some((b, _)) => serde_json::from_slice(&b)
-                    .map_err(|e| self.err(format!("{what} (tag schema): not an index: {e}")))?,
+                    .map_err(|e| self.caused(format!("{what} (tag schema): not an index"), e))?,
                 None => return Ok(Vec::new()),
             },
         };
@@ -1228,7 +1233,7 @@ impl Client {
         let tag = fallback_tag(subject);
         let mut index = match self.get_manifest(&tag, INDEX_TYPE)? {
             Some((b, _)) => serde_json::from_slice::<Index>(&b)
-                .map_err(|e| self.err(format!("referrers tag {tag}: not an index: {e}")))?,
+                .map_err(|e| self.caused(format!("referrers tag {tag}: not an index"), e))?,
             None => Index {
                 schema_version: 2,
                 media_type: Some(INDEX_TYPE.into()),
@@ -1461,7 +1466,7 @@ pub fn push(
     progress: &mut Report<'_>,
 ) -> Result<Pushed, RunError> {
     if r.digest.is_some() {
-        return Err(RunError::Reference(format!(
+        return Err(RunError::reference(format!(
             "{r}: publish to a tag (REGISTRY/REPO[:TAG]), not a digest"
         )));
     }

@@ -56,7 +56,7 @@ pub fn expand(
 ) -> Result<Permissions, RunError> {
     let one = |field: &str, s: &String| {
         expand_one(s, workspace, agent_data)
-            .map_err(|m| RunError::Manifest(format!("{field}: {s:?}: {m}")))
+            .map_err(|m| RunError::manifest(format!("{field}: {s:?}: {m}")))
     };
     let mut fs_read = spec
         .fs_read
@@ -72,8 +72,7 @@ pub fn expand(
     fs_read.dedup();
     fs_write.sort();
     fs_write.dedup();
-    let allow = zot_policy::net::AllowList::parse(&spec.net_allow)
-        .map_err(|e| RunError::Manifest(format!("permissions.net.allow: {e}")))?;
+    let allow = zot_policy::net::AllowList::parse(&spec.net_allow).map_err(RunError::net_allow)?;
     let mut net_allow: Vec<String> = allow.rules().iter().map(|r| r.to_string()).collect();
     net_allow.sort();
     net_allow.dedup();
@@ -81,8 +80,10 @@ pub fn expand(
         .env_read
         .iter()
         .map(|s| {
-            zot_policy::env::EnvName::parse(s)
-                .map_err(|e| RunError::Manifest(format!("permissions.env.read: {s:?}: {e}")))
+            zot_policy::env::EnvName::parse(s).map_err(|e| RunError::Manifest {
+                what: format!("permissions.env.read: {s:?}"),
+                source: Some(e.into()),
+            })
         })
         .collect::<Result<Vec<_>, _>>()?;
     let keys = crate::models::provider_key_vars(config);

@@ -59,13 +59,13 @@ fn part_ok(p: &str) -> bool {
 }
 
 fn ref_err(s: &str, m: &str) -> RunError {
-    RunError::Reference(format!("{s:?}: {m}"))
+    RunError::reference(format!("{s:?}: {m}"))
 }
 
 /// Parse `s`, looking for local candidates relative to `cwd`.
 pub fn parse(s: &str, cwd: &Path) -> Result<Reference, RunError> {
     if s.is_empty() {
-        return Err(RunError::Reference("empty reference".into()));
+        return Err(RunError::reference("empty reference"));
     }
     if let Some(rest) = s
         .strip_prefix("https://github.com/")
@@ -129,7 +129,7 @@ pub fn parse(s: &str, cwd: &Path) -> Result<Reference, RunError> {
     if s.starts_with("oci://") {
         return crate::oci::parse(s)
             .map(Reference::Oci)
-            .map_err(RunError::Reference);
+            .map_err(RunError::reference);
     }
     if s.contains("://") {
         return Err(ref_err(
@@ -171,7 +171,7 @@ pub fn parse(s: &str, cwd: &Path) -> Result<Reference, RunError> {
     if crate::oci::looks_like(s) {
         return crate::oci::parse(s)
             .map(Reference::Oci)
-            .map_err(RunError::Reference);
+            .map_err(RunError::reference);
     }
     if !parts.iter().all(|p| part_ok(p)) {
         return Err(ref_err(
@@ -321,16 +321,20 @@ fn http_agent() -> ureq::Agent {
 
 /// Why a download did not finish.
 enum FetchError {
-    /// It failed (the message names the URL).
-    Failed(String),
+    /// The request or the reading of `url` failed.
+    Failed { url: String, source: crate::Cause },
     /// The run was cancelled or interrupted while it ran.
     Stopped(RunError),
 }
 
 impl FetchError {
-    fn into_run(self, failed: impl FnOnce(String) -> RunError) -> RunError {
+    /// The error of the run, for a download for `what`.
+    fn into_run(self, what: &str) -> RunError {
         match self {
-            FetchError::Failed(m) => failed(m),
+            FetchError::Failed { url, source } => RunError::Reference {
+                what: format!("{what}: download {url}"),
+                source: Some(source),
+            },
             FetchError::Stopped(e) => e,
         }
     }
@@ -353,7 +357,12 @@ fn download(
     let mut resp = match agent.get(url).call() {
         Ok(r) => r,
         Err(ureq::Error::StatusCode(404)) => return Ok(None),
-        Err(e) => return Err(FetchError::Failed(format!("download {url}: {e}"))),
+        Err(e) => {
+            return Err(FetchError::Failed {
+                url: url.into(),
+                source: e.into(),
+            })
+        }
     };
     let total = resp.body().content_length();
     let what = format!("downloading {}", url.split("://").nth(1).unwrap_or(url));
@@ -376,7 +385,12 @@ fn download(
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => break Err(FetchError::Failed(format!("download {url}: {e}"))),
+            Err(e) => {
+                break Err(FetchError::Failed {
+                    url: url.into(),
+                    source: e.into(),
+                })
+            }
         }
     };
     let end = progress(&Progress {
@@ -413,10 +427,11 @@ fn fetch_release(
         "{}/{owner}/{repo}/releases/download/{tag}/{file}",
         github_base()
     );
-    let err = |m: String| RunError::Reference(format!("github release {owner}/{repo} {tag}: {m}"));
+    let release = format!("github release {owner}/{repo} {tag}");
+    let err = |m: String| RunError::reference(format!("{release}: {m}"));
     let http = http_agent();
     let bytes = download(&http, &url, MAX_DOWNLOAD, progress)
-        .map_err(|e| e.into_run(err))?
+        .map_err(|e| e.into_run(&release))?
         .ok_or_else(|| err(format!("download {url}: 404 Not Found")))?;
     let sig_url = format!("{url}{}", zot_package::signature::SIGNATURE_SUFFIX);
     let sig = download(
@@ -425,7 +440,7 @@ fn fetch_release(
         zot_package::signature::MAX_SIGNATURE_FILE,
         &mut |_| Ok(()),
     )
-    .map_err(|e| e.into_run(err))?;
+    .map_err(|e| e.into_run(&release))?;
     let tmp = deps::scratch_dir("zot-github-")?;
     let local = tmp.path().join(file);
     std::fs::write(&local, &bytes).map_err(|e| RunError::io(local.display().to_string(), e))?;
@@ -465,12 +480,12 @@ fn fetch_github(
 ) -> Result<LoadedAgent, RunError> {
     let url = archive_url(owner, repo, git_ref);
     let what = format!(
-        "{owner}/{repo}{}{path}",
+        "github {owner}/{repo}{}{path}",
         if path.is_empty() { "" } else { "/" }
     );
-    let err = |m: String| RunError::Reference(format!("github {what}: {m}"));
+    let err = |m: String| RunError::reference(format!("{what}: {m}"));
     let bytes = download(&http_agent(), &url, MAX_DOWNLOAD, progress)
-        .map_err(|e| e.into_run(err))?
+        .map_err(|e| e.into_run(&what))?
         .ok_or_else(|| err(format!("download {url}: 404 Not Found")))?;
     let tmp = deps::scratch_dir("zot-github-")?;
     let top = deps::extract_github_archive(&bytes, tmp.path())?;

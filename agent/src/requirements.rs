@@ -14,8 +14,10 @@ pub fn go_os() -> &'static str {
 /// Check `runtime.min_zot`, `requirements.os` and `requirements.bin`.
 pub fn check(spec: &AgentSpec, zot_version: &str) -> Result<(), RunError> {
     if let Some(min) = &spec.min_zot {
-        let min_v = semver::Version::parse(min)
-            .map_err(|e| RunError::Manifest(format!("runtime.min_zot: {min:?}: {e}")))?;
+        let min_v = semver::Version::parse(min).map_err(|e| RunError::Manifest {
+            what: format!("runtime.min_zot: {min:?}"),
+            source: Some(e.into()),
+        })?;
         let have = semver::Version::parse(zot_version).map_err(|_| {
             RunError::Requirement(format!(
                 "runtime.min_zot: this is an unversioned build, {min} is required"

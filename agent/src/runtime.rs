@@ -197,7 +197,7 @@ fn open_model(
             let v = std::env::var(var).unwrap_or_default();
             let v = v.trim();
             if v.is_empty() {
-                return Err(RunError::Model(format!(
+                return Err(RunError::model(format!(
                     "{} ({}) is not available: {var} is not set",
                     sel.model.id, p.name
                 )));
@@ -638,7 +638,7 @@ impl Runtime<'_> {
         let policy = match &self.env.policy {
             Ok(p) => p.clone(),
             Err(e) => {
-                return Err(RunError::Unenforced(format!(
+                return Err(RunError::unenforced(format!(
                     "the agent's extensions cannot run: {e}"
                 )))
             }
@@ -894,7 +894,7 @@ impl Runtime<'_> {
             }
             self.run_tools(turn, &t.tool_calls)?;
         }
-        Err(RunError::Model(format!(
+        Err(RunError::model(format!(
             "turn {turn} did not finish within {max_steps} model steps"
         )))
     }

@@ -227,7 +227,7 @@ pub fn plan(
         }
         SessionChoice::Resume(id) => {
             if !id_ok(id) {
-                return Err(RunError::Session(format!("invalid session id {id:?}")));
+                return Err(RunError::session(format!("invalid session id {id:?}")));
             }
             let all = list(dir);
             let exact = dir.join(format!("{id}.jsonl"));
@@ -245,13 +245,13 @@ pub fn plan(
                 match m.len() {
                     1 => Some(m[0].clone()),
                     0 => {
-                        return Err(RunError::Session(format!(
+                        return Err(RunError::session(format!(
                             "no session {id} in {}",
                             dir.display()
                         )))
                     }
                     _ => {
-                        return Err(RunError::Session(format!(
+                        return Err(RunError::session(format!(
                             "session id prefix {id} is ambiguous"
                         )))
                     }
@@ -298,7 +298,7 @@ pub fn open(
     }
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         if !parent.is_dir() {
-            return Err(RunError::Session(format!(
+            return Err(RunError::session(format!(
                 "directory {} does not exist",
                 parent.display()
             )));
@@ -406,13 +406,13 @@ fn load_existing(path: &Path, agent: &str) -> Result<Existing, RunError> {
             match &parsed {
                 Ok(Record::Header { agent: owner, .. }) if owner == agent => seen_header = true,
                 Ok(Record::Header { agent: owner, .. }) => {
-                    return Err(RunError::Session(format!(
+                    return Err(RunError::session(format!(
                         "{} belongs to agent {owner:?}, not {agent:?}: refusing to use it",
                         path.display()
                     )))
                 }
                 _ => {
-                    return Err(RunError::Session(format!(
+                    return Err(RunError::session(format!(
                         "{} does not start with a valid session header (line {lineno}): refusing to use it",
                         path.display()
                     )))
@@ -439,16 +439,16 @@ fn load_existing(path: &Path, agent: &str) -> Result<Existing, RunError> {
                 ));
             }
             Err(e) => {
-                return Err(RunError::Session(format!(
-                    "{} line {lineno} is corrupt: {e}",
-                    path.display()
-                )));
+                return Err(RunError::Session {
+                    what: format!("{} line {lineno} is corrupt", path.display()),
+                    source: Some(e.into()),
+                });
             }
         }
         pos = next;
     }
     if !seen_header {
-        return Err(RunError::Session(format!(
+        return Err(RunError::session(format!(
             "{} is empty, without a session header: refusing to use it",
             path.display()
         )));

@@ -48,10 +48,6 @@ impl Record {
     }
 }
 
-fn store_err(m: impl Into<String>) -> RunError {
-    RunError::Store(m.into())
-}
-
 fn agents_dir(home: &Path) -> PathBuf {
     home.join("agents")
 }
@@ -73,7 +69,10 @@ pub fn blob_path(home: &Path, digest: &str) -> PathBuf {
 
 /// Check an installed name (the agent name rules).
 pub fn check_name(name: &str) -> Result<(), RunError> {
-    zot_policy::zotfile::validate_name(name).map_err(|e| store_err(format!("name {name:?}: {e}")))
+    zot_policy::zotfile::validate_name(name).map_err(|e| RunError::Store {
+        what: format!("name {name:?}"),
+        source: Some(e.into()),
+    })
 }
 
 /// The record of `name`, if installed.
@@ -87,10 +86,15 @@ pub fn get(home: &Path, name: &str) -> Result<Option<Record>, RunError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(RunError::io(p.display().to_string(), e)),
     };
-    let r: Record =
-        serde_json::from_str(&text).map_err(|e| store_err(format!("{}: {e}", p.display())))?;
+    let r: Record = serde_json::from_str(&text).map_err(|e| RunError::Store {
+        what: p.display().to_string(),
+        source: Some(e.into()),
+    })?;
     if r.name != name || !oci::digest_ok(&r.digest) {
-        return Err(store_err(format!("{}: inconsistent record", p.display())));
+        return Err(RunError::store(format!(
+            "{}: inconsistent record",
+            p.display()
+        )));
     }
     Ok(Some(r))
 }
@@ -139,7 +143,7 @@ pub fn set_default(home: &Path, name: &str) -> Result<Record, RunError> {
 }
 
 fn not_installed(name: &str) -> RunError {
-    store_err(format!(
+    RunError::store(format!(
         "{name:?} is not installed (`zot agents` lists what is)"
     ))
 }
@@ -174,7 +178,7 @@ pub fn add(
     };
     if digest != agent.archive_digest {
         gc(home)?;
-        return Err(store_err(format!(
+        return Err(RunError::store(format!(
             "{}: changed while it was installed",
             archive.display()
         )));
@@ -260,7 +264,7 @@ pub fn open(
     let p = blob_path(home, &r.digest);
     let (d, _) = oci::sha256_file(&p)?;
     if d != r.digest {
-        return Err(store_err(format!(
+        return Err(RunError::store(format!(
             "{name}: the stored archive {} does not match its recorded digest {} (reinstall it)",
             p.display(),
             r.digest
@@ -303,7 +307,7 @@ pub fn fetch(
         _ => crate::deps::scratch_dir("zot-install-")?,
     };
     if oci::looks_like(reference) && !cwd.join(reference).exists() {
-        let r = oci::parse(reference).map_err(RunError::Reference)?;
+        let r = oci::parse(reference).map_err(RunError::reference)?;
         let p = oci::pull(&r, config, scratch.path(), keys, progress)?;
         return Ok(Fetched {
             archive: p.archive,
@@ -316,7 +320,7 @@ pub fn fetch(
     }
     let path = cwd.join(reference);
     let meta = std::fs::metadata(&path).map_err(|e| {
-        RunError::Reference(format!(
+        RunError::reference(format!(
             "{reference:?}: {e} (install takes REGISTRY/REPO[:TAG|@DIGEST], a directory or a .zot file)"
         ))
     })?;
@@ -446,10 +450,10 @@ pub fn verify(
         }
     };
     let summary = zot_package::inspect(&f.archive).map_err(|e| {
-        RunError::Reference(format!("{shown}: {}", named(crate::ui::error_chain(&e))))
+        RunError::reference(format!("{shown}: {}", named(crate::ui::error_chain(&e))))
     })?;
     if summary.kind != zot_package::SourceKind::Archive {
-        return Err(store_err(format!("{shown}: not a .zot archive")));
+        return Err(RunError::store(format!("{shown}: not a .zot archive")));
     }
     if let Some(v) = &verified {
         zot_package::check_claims(&f.archive, v, &summary.manifest, &summary.digest)

@@ -80,7 +80,7 @@ pub fn make_data_dir(agent_data: &Path, name: &str) -> Result<PathBuf, RunError>
     for p in [&base, &dir] {
         if let Ok(m) = std::fs::symlink_metadata(p) {
             if !m.is_dir() {
-                return Err(RunError::Unenforced(format!(
+                return Err(RunError::unenforced(format!(
                     "extension {name}: its data dir {} is not a directory (a symlink or a file there is refused)",
                     p.display()
                 )));
@@ -93,7 +93,7 @@ pub fn make_data_dir(agent_data: &Path, name: &str) -> Result<PathBuf, RunError>
         .canonicalize()
         .map_err(|err| RunError::io(format!("extension data dir {}", dir.display()), err))?;
     if real != dir {
-        return Err(RunError::Unenforced(format!(
+        return Err(RunError::unenforced(format!(
             "extension {name}: its data dir {} leads to {}: refused",
             dir.display(),
             real.display()
@@ -241,11 +241,10 @@ impl Extensions {
             let mut h = match started {
                 Ok(h) => h,
                 Err(e @ RunError::Sandbox(_)) => {
-                    return Err(RunError::Unenforced(format!(
-                        "extension {} cannot be confined here: {}",
-                        m.name,
-                        crate::ui::error_chain(&e)
-                    )))
+                    return Err(RunError::Unenforced {
+                        what: format!("extension {} cannot be confined here", m.name),
+                        source: Some(Box::new(e)),
+                    })
                 }
                 Err(RunError::Usage(why)) => {
                     me.messages

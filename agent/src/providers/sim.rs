@@ -67,8 +67,10 @@ impl Simulator {
     pub fn from_script(path: &Path) -> Result<Self, RunError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| RunError::io(format!("sim script {}", path.display()), e))?;
-        let file: ScriptFile = serde_json::from_str(&text)
-            .map_err(|e| RunError::Model(format!("sim script {}: {e}", path.display())))?;
+        let file: ScriptFile = serde_json::from_str(&text).map_err(|e| RunError::Model {
+            what: format!("sim script {}", path.display()),
+            source: Some(e.into()),
+        })?;
         let turns = match file {
             ScriptFile::Turns(t) | ScriptFile::Object { turns: t } => t,
         };

@@ -430,8 +430,8 @@ impl Runtime<'_> {
     fn fork(&mut self) -> Result<(), RunError> {
         let dir = self.ah.sessions_dir();
         let Some(cur) = self.session.as_mut() else {
-            return Err(RunError::Session(
-                "no session to fork (this run records none: --no-session)".into(),
+            return Err(RunError::session(
+                "no session to fork (this run records none: --no-session)",
             ));
         };
         let parent = cur.id.clone();
