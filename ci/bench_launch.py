@@ -5,9 +5,11 @@ turn, so all of them see the same machine moment. Prints the median and p90
 of each variant, the ratios of the medians, and the median of the per-round
 ratios (robust against a busy machine).
 
-Plain bwrap gets exactly the arguments zot's bwrap backend renders from the
-plan (`zot debug sandbox --explain --json --backend bwrap`), so the only
-difference is zot itself: its supervisor, the launcher inside, the hardening.
+Plain bwrap builds exactly the view zot's bwrap backend renders from the
+plan (`view_args` of `zot debug sandbox --explain --json --backend bwrap`:
+the bwrap arguments plus the last mounts, which zot's launcher makes inside
+the view), so the only difference is zot itself: its supervisor, the
+launcher inside, the hardening.
 
 usage: bench_launch.py ZOT WORKSPACE ROUNDS [--extra] [--baseline OTHER_ZOT]
 
@@ -39,7 +41,7 @@ ex = json.loads(
         capture_output=True, check=True, env=env,
     ).stdout
 )
-bwrap = [ex["bwrap"]["path"], *ex["bwrap"]["args"], "--", "/bin/true"]
+bwrap = [ex["bwrap"]["path"], *ex["bwrap"].get("view_args", ex["bwrap"]["args"]), "--", "/bin/true"]
 placeholders = [m["dst"] for m in ex["plan"]["mounts"] if m["op"] == "block-create"]
 
 variants = {

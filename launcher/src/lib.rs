@@ -299,6 +299,10 @@ impl Prepared {
 
     fn encode_tail(&self) -> Result<Vec<u8>, LaunchError> {
         let remounts = tmpfs_inode_limits(&self.plan);
+        let mounts = match self.backend {
+            BackendKind::Bwrap => &self.plan.mounts[tail_mounts_start(&self.plan)..],
+            _ => &[],
+        };
         let seccomp: Vec<seccompiler::sock_filter> = seccomp::compile(&self.plan.seccomp)?
             .into_iter()
             .flatten()
@@ -315,6 +319,7 @@ impl Prepared {
             self.plan.network.proxy(),
             &remounts,
             self.cgroup_fd,
+            mounts,
         ))
     }
 
@@ -353,6 +358,61 @@ impl Prepared {
         p.tail = Some(p.encode_tail()?);
         Ok(p)
     }
+}
+
+/// The kernel has the new mount API (`open_tree`, `move_mount`,
+/// `mount_setattr`: Linux 5.12+) and nothing (a container's seccomp
+/// profile) refuses it. Asked once.
+pub fn new_mount_api() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| {
+        // An fd that is not one: EBADF (or EINVAL) where the call exists.
+        // SAFETY: no pointer is dereferenced for a bad fd.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_mount_setattr,
+                -1,
+                c"".as_ptr(),
+                libc::AT_EMPTY_PATH,
+                std::ptr::null::<u8>(),
+                0usize,
+            )
+        };
+        let e = std::io::Error::last_os_error().raw_os_error();
+        r == 0 || !matches!(e, Some(libc::ENOSYS | libc::EPERM))
+    })
+}
+
+/// Where the bwrap backend's launcher takes over the plan's mounts: from
+/// this index on, the tail makes them inside the view bubblewrap built (see
+/// [`tail::MOUNT_BIND`]); before it, bubblewrap does. The tail's part is the
+/// longest run at the end that it can make from inside the view: binds of
+/// a path under a write root onto itself (pins and protected paths),
+/// `/dev/null` over a path, mask directories, read-only remounts. Those are
+/// a mount per protected path, deny-read mask and host socket, which
+/// bubblewrap makes one by one, each after reading the whole mount table
+/// again (about 0.5 ms apiece with a few dozen mounts). `mounts.len()`
+/// (bubblewrap makes all) when the kernel lacks the new mount API.
+pub fn tail_mounts_start(plan: &plan::LaunchPlan) -> usize {
+    use plan::MountOp;
+    let n = plan.mounts.len();
+    if !new_mount_api() {
+        return n;
+    }
+    let in_view = |op: &MountOp| match op {
+        MountOp::Bind { src, dst, .. } => {
+            src == dst
+                && plan
+                    .write_roots
+                    .iter()
+                    .any(|r| dst != r && dst.starts_with(r))
+        }
+        other => tail::encode::tail_mount(other).is_some(),
+    };
+    plan.mounts
+        .iter()
+        .rposition(|op| !in_view(op))
+        .map_or(0, |i| i + 1)
 }
 
 /// The inode limits of the plan's tmpfs mounts, as the launcher applies

@@ -21,8 +21,20 @@ fn unshare_flag(ns: Namespace) -> Option<&'static str> {
 }
 
 /// The bwrap arguments (before `--`) that build `plan`'s namespaces, view and
-/// working directory.
+/// working directory, less the view's last mounts, which the launcher makes
+/// inside it (see [`zot_launcher::tail_mounts_start`]).
 pub fn render(plan: &LaunchPlan) -> Vec<OsString> {
+    render_upto(plan, zot_launcher::tail_mounts_start(plan))
+}
+
+/// The arguments that make bubblewrap alone build the whole view: what
+/// [`render`] gives bwrap plus what the launcher mounts (`--explain`
+/// shows both; the launch benchmark runs plain bwrap with these).
+pub fn render_view(plan: &LaunchPlan) -> Vec<OsString> {
+    render_upto(plan, plan.mounts.len())
+}
+
+fn render_upto(plan: &LaunchPlan, upto: usize) -> Vec<OsString> {
     let mut a: Vec<OsString> = vec!["--new-session".into(), "--die-with-parent".into()];
     a.extend(
         plan.namespaces
@@ -30,10 +42,14 @@ pub fn render(plan: &LaunchPlan) -> Vec<OsString> {
             .filter_map(|ns| unshare_flag(*ns))
             .map(OsString::from),
     );
-    if plan.pid_max.is_some() || !zot_launcher::tmpfs_inode_limits(plan).is_empty() {
-        // For the launcher to write the PID namespace's pid_max and give
-        // each tmpfs its inode limit (bwrap has no option for it), then
-        // drop every capability, the bounding set too.
+    if plan.pid_max.is_some()
+        || !zot_launcher::tmpfs_inode_limits(plan).is_empty()
+        || upto < plan.mounts.len()
+    {
+        // For the launcher to write the PID namespace's pid_max, give each
+        // tmpfs its inode limit (bwrap has no option for it) and make the
+        // view's last mounts, then drop every capability, the bounding set
+        // too.
         a.extend(
             ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
                 .into_iter()
@@ -41,7 +57,7 @@ pub fn render(plan: &LaunchPlan) -> Vec<OsString> {
         );
     }
     let mut push = |items: &[&std::ffi::OsStr]| a.extend(items.iter().map(|s| s.to_os_string()));
-    for op in &plan.mounts {
+    for op in &plan.mounts[..upto] {
         match op {
             MountOp::Bind { src, dst, writable } => push(&[
                 if *writable { "--bind" } else { "--ro-bind" }.as_ref(),
@@ -180,7 +196,7 @@ mod tests {
             pid_max: None,
             unenforced: vec![],
         };
-        let a = render(&plan);
+        let a = render_view(&plan);
         assert!(has(
             &a,
             &[

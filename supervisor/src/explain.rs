@@ -21,6 +21,12 @@ pub struct BwrapInvocation {
     pub path: PathBuf,
     /// The arguments rendered from the plan (before `--` and the launcher).
     pub args: Vec<String>,
+    /// How many of the plan's mounts (the last ones) the launcher makes
+    /// inside the view bwrap built, instead of bwrap.
+    pub launcher_mounts: usize,
+    /// The arguments with which bwrap alone builds the same view (`args`
+    /// plus the launcher's mounts as bwrap options).
+    pub view_args: Vec<String>,
 }
 
 /// The explanation (`--json` prints it as is).
@@ -99,12 +105,17 @@ pub fn explain(policy: &SandboxPolicy, choice: BackendChoice) -> Explanation {
         ));
     }
     if let Backend::Bwrap { path } = &planned.backend {
+        let strings = |v: Vec<std::ffi::OsString>| {
+            v.iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        };
         ex.bwrap = Some(BwrapInvocation {
             path: path.clone(),
-            args: crate::bwrap::render(&planned.plan)
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
+            args: strings(crate::bwrap::render(&planned.plan)),
+            launcher_mounts: planned.plan.mounts.len()
+                - zot_launcher::tail_mounts_start(&planned.plan),
+            view_args: strings(crate::bwrap::render_view(&planned.plan)),
         });
     }
     let mut enforced = planned.report;

@@ -286,6 +286,12 @@ fn explain_text(e: &Explanation) -> String {
             b.path.display(),
             b.args.join(" ")
         ));
+        if b.launcher_mounts > 0 {
+            s.push_str(&format!(
+                "launcher: makes the view's last {} mounts inside it (new mount API; bwrap alone: the view args of --json)\n",
+                b.launcher_mounts
+            ));
+        }
     }
     // Only entries that apply here (existing deny-read paths, protected
     // paths inside a writable root) come with their origin.

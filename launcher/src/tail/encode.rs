@@ -7,11 +7,44 @@ use std::ffi::CString;
 use landlock::{Access, AccessFs, BitFlags, Scope, ABI};
 
 use crate::landlock_rules::{rights, TARGET_ABI};
-use crate::plan::{LandlockCompat, LandlockPlan, LandlockScope, Rlimit};
+use crate::plan::{LandlockCompat, LandlockPlan, LandlockScope, MountOp, Rlimit};
 
 use super::{
     FLAG_NEW_SESSION, FLAG_NOTIFY, LANDLOCK_BEST_EFFORT, LANDLOCK_OFF, LANDLOCK_REQUIRED, MAGIC,
+    MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY, MOUNT_BIND, MOUNT_SETATTR, MOUNT_TMPFS,
 };
+
+/// One of the view's last mounts as the tail makes it (see
+/// [`MOUNT_BIND`](super::MOUNT_BIND)): kind, attr, src, dst, data, optional.
+/// `None` for an op the tail cannot make from inside the view (a bind from
+/// the host, a fresh /dev or /proc, a tmpfs the view is built on).
+pub(crate) fn tail_mount(op: &MountOp) -> Option<(u32, u64, &[u8], &[u8], &'static str, bool)> {
+    const RO: u64 = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    fn path(p: &std::path::Path) -> &[u8] {
+        p.as_os_str().as_encoded_bytes()
+    }
+    let null: &[u8] = b"/dev/null";
+    Some(match op {
+        MountOp::Bind { src, dst, writable } => {
+            let attr = if *writable {
+                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
+            } else {
+                RO
+            };
+            (MOUNT_BIND, attr, path(src), path(dst), "", false)
+        }
+        MountOp::BlockCreate { dst, .. } | MountOp::MaskFile { dst } => {
+            (MOUNT_BIND, RO, null, path(dst), "", false)
+        }
+        MountOp::MaskSocket { dst } => (MOUNT_BIND, RO, null, path(dst), "", true),
+        MountOp::MaskDir { dst } => {
+            // MS_NOSUID | MS_NODEV | MS_RDONLY
+            (MOUNT_TMPFS, 2 | 4 | 1, b"", path(dst), "mode=0000,size=4096", false)
+        }
+        MountOp::RemountRo { dst } => (MOUNT_SETATTR, MOUNT_ATTR_RDONLY, b"", path(dst), "", false),
+        MountOp::Tmpfs { .. } | MountOp::Dev { .. } | MountOp::Proc { .. } => return None,
+    })
+}
 
 struct W(Vec<u8>);
 
@@ -91,7 +124,8 @@ fn landlock(plan: &LandlockPlan) -> Vec<u8> {
 /// start a new session, rlimits, the Landlock plan, the seccomp program and
 /// whether it asks the supervisor (`notify`), the bridge to start (the
 /// proxy's socket, the port) with a proxied network, the fd through which
-/// the tail joins the run's cgroup.
+/// the tail joins the run's cgroup, the view's last mounts (made by the
+/// tail; each one [`tail_mount`] accepts).
 #[allow(clippy::too_many_arguments)]
 pub fn encode(
     argv: &[CString],
@@ -105,6 +139,7 @@ pub fn encode(
     bridge: Option<(&std::path::Path, u16)>,
     remounts: &[(std::path::PathBuf, u64, String, String)],
     cgroup_fd: Option<i32>,
+    mounts: &[MountOp],
 ) -> Vec<u8> {
     let mut w = W(Vec::with_capacity(4096));
     w.0.extend_from_slice(MAGIC);
@@ -150,6 +185,19 @@ pub fn encode(
         w.cstring(dst.as_os_str().as_encoded_bytes());
         w.cstring(data.as_bytes());
         w.cstring(fresh.as_bytes());
+    }
+    let mounts: Vec<_> = mounts
+        .iter()
+        .map(|op| tail_mount(op).expect("only mounts the tail can make (tail_mounts_start)"))
+        .collect();
+    w.u32(mounts.len() as u32);
+    for (kind, attr, src, dst, data, optional) in mounts {
+        w.u32(kind);
+        w.u64(attr);
+        w.cstring(src);
+        w.cstring(dst);
+        w.cstring(data.as_bytes());
+        w.u32(u32::from(optional));
     }
     w.0
 }

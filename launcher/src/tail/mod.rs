@@ -170,7 +170,28 @@ struct Tail<'a> {
     /// Tmpfs remounts (`u64 flags`, mount point, data), and how many.
     remounts: &'a [u8],
     nremounts: usize,
+    /// The view's last mounts, made here (see [`MOUNT_BIND`]), and how many.
+    mounts: &'a [u8],
+    nmounts: usize,
 }
+
+/// The kinds of the mounts the tail makes on top of bubblewrap's view (the
+/// view's last part: a mount per protected path, deny-read mask and host
+/// socket, which bubblewrap would make one by one, each with a full read
+/// of the mount table). Each is `u32 kind, u64 attr, src, dst, data, u32
+/// optional` (strings with their NUL, empty when unused).
+///
+/// A recursive bind of `src` (a path of the view) onto `dst`: `open_tree`
+/// clone, `mount_setattr(attr)` on the whole tree (only flags added, so
+/// locked ones stay), `move_mount`.
+pub const MOUNT_BIND: u32 = 1;
+/// A tmpfs on `dst`: `attr` the `MS_*` flags, `data` its options.
+pub const MOUNT_TMPFS: u32 = 2;
+/// `attr` (`MOUNT_ATTR_*`) added to the mount at `dst` alone.
+pub const MOUNT_SETATTR: u32 = 3;
+pub const MOUNT_ATTR_RDONLY: u64 = 1;
+pub const MOUNT_ATTR_NOSUID: u64 = 2;
+pub const MOUNT_ATTR_NODEV: u64 = 4;
 
 fn decode(buf: &mut [u8]) -> Result<Tail<'_>, Fail> {
     if buf.as_ptr() as usize % 8 != 0 {
@@ -214,6 +235,17 @@ fn decode(buf: &mut [u8]) -> Result<Tail<'_>, Fail> {
         r.cstring()?;
     }
     let remounts = &bytes[remounts_start..r.pos];
+    let nmounts = r.u32()? as usize;
+    let mounts_start = r.pos;
+    for _ in 0..nmounts {
+        r.u32()?;
+        r.u64()?;
+        r.cstring()?;
+        r.cstring()?;
+        r.cstring()?;
+        r.u32()?;
+    }
+    let mounts = &bytes[mounts_start..r.pos];
     if r.pos != bytes.len() {
         return Err(BAD_SPEC);
     }
@@ -232,6 +264,8 @@ fn decode(buf: &mut [u8]) -> Result<Tail<'_>, Fail> {
         bridge_socket,
         remounts,
         nremounts,
+        mounts,
+        nmounts,
     })
 }
 
@@ -707,6 +741,122 @@ fn install_notify(prog: &[usize; 2], status_fd: i32) -> Result<(), Fail> {
     Ok(())
 }
 
+/// An unprivileged caller's bubblewrap keeps its mounts in a user
+/// namespace above the sandbox's (it switches to the caller's uid in a
+/// nested one): the tail mounts in a mount namespace of the sandbox's user
+/// namespace, made once. Every mount copied into it is locked to it (the
+/// command can neither unmount nor clear a flag of one).
+fn own_mount_ns(own_ns: &mut bool, stage: &'static str) -> Result<(), Fail> {
+    if !*own_ns {
+        sc(nr::UNSHARE, sys::CLONE_NEWNS, 0, 0, 0, 0)
+            .map_err(|e| fail(stage, "unshare(CLONE_NEWNS)", e))?;
+        *own_ns = true;
+    }
+    Ok(())
+}
+
+/// One of the view's last mounts (see [`MOUNT_BIND`]).
+fn view_mount(kind: u32, attr: u64, src: *const u8, dst: *const u8, data: *const u8) -> Result<(), i32> {
+    let empty = b"\0".as_ptr() as usize;
+    let at_fdcwd = sys::AT_FDCWD as usize;
+    match kind {
+        MOUNT_BIND => {
+            let fd = sc(
+                nr::OPEN_TREE,
+                at_fdcwd,
+                src as usize,
+                sys::OPEN_TREE_CLONE | sys::O_CLOEXEC | sys::AT_RECURSIVE,
+                0,
+                0,
+            )?;
+            // struct mount_attr: attr_set, attr_clr, propagation, userns_fd.
+            let ma: [u64; 4] = [attr, 0, 0, 0];
+            let r = sc(
+                nr::MOUNT_SETATTR,
+                fd,
+                empty,
+                sys::AT_EMPTY_PATH | sys::AT_RECURSIVE,
+                ma.as_ptr() as usize,
+                core::mem::size_of_val(&ma),
+            )
+            .and_then(|_| {
+                sc(
+                    nr::MOVE_MOUNT,
+                    fd,
+                    empty,
+                    at_fdcwd,
+                    dst as usize,
+                    sys::MOVE_MOUNT_F_EMPTY_PATH,
+                )
+            });
+            let _ = sc(nr::CLOSE, fd, 0, 0, 0, 0);
+            r.map(drop)
+        }
+        MOUNT_TMPFS => sc(
+            nr::MOUNT,
+            c"tmpfs".as_ptr() as usize,
+            dst as usize,
+            c"tmpfs".as_ptr() as usize,
+            attr as usize,
+            data as usize,
+        )
+        .map(drop),
+        MOUNT_SETATTR => {
+            let ma: [u64; 4] = [attr, 0, 0, 0];
+            sc(
+                nr::MOUNT_SETATTR,
+                at_fdcwd,
+                dst as usize,
+                0,
+                ma.as_ptr() as usize,
+                core::mem::size_of_val(&ma),
+            )
+            .map(drop)
+        }
+        _ => Err(sys::EINVAL),
+    }
+}
+
+/// The view's last mounts, in order. An optional one (a host socket's
+/// mask) whose mount point is gone or out of the sandbox user's reach is
+/// skipped: nothing is left there to connect to.
+fn view_mounts(t: &Tail, own_ns: &mut bool) -> Result<(), Fail> {
+    let mut r = Reader {
+        b: t.mounts,
+        pos: 0,
+    };
+    for _ in 0..t.nmounts {
+        let kind = r.u32()?;
+        let attr = r.u64()?;
+        let src = r.cstring()?;
+        let dst = r.cstring()?;
+        let data = r.cstring()?;
+        let optional = r.u32()? != 0;
+        let mut res = view_mount(kind, attr, src, dst, data);
+        if res == Err(sys::EPERM) && !*own_ns && sc(nr::GETUID, 0, 0, 0, 0, 0) != Ok(0) {
+            own_mount_ns(own_ns, "mounts")?;
+            res = view_mount(kind, attr, src, dst, data);
+        }
+        match res {
+            Ok(()) => {}
+            Err(sys::ENOENT | sys::EACCES) if optional => {}
+            Err(errno) => {
+                return Err(Fail {
+                    stage: "mounts",
+                    what: match kind {
+                        MOUNT_BIND => "bind mounting",
+                        MOUNT_TMPFS => "mounting a tmpfs on",
+                        _ => "remounting read-only",
+                    },
+                    path: Some(dst),
+                    errno,
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
 fn harden(t: &Tail, status_fd: i32) -> Result<Lock, Fail> {
     // 0. into the run's cgroup, before anything is forked: this thread
     // alone (`0`), which is the whole process here.
@@ -780,11 +930,7 @@ fn harden(t: &Tail, status_fd: i32) -> Result<Lock, Fail> {
                 if unsafe { *fresh } == 0 {
                     continue;
                 }
-                if !own_ns {
-                    sc(nr::UNSHARE, sys::CLONE_NEWNS, 0, 0, 0, 0)
-                        .map_err(|e| fail("tmpfs limits", "unshare(CLONE_NEWNS)", e))?;
-                    own_ns = true;
-                }
+                own_mount_ns(&mut own_ns, "tmpfs limits")?;
                 sc(
                     nr::MOUNT,
                     c"tmpfs".as_ptr() as usize,
@@ -798,6 +944,8 @@ fn harden(t: &Tail, status_fd: i32) -> Result<Lock, Fail> {
             Err(e) => return Err(fail("tmpfs limits", "remounting a tmpfs with nr_inodes", e)),
         }
     }
+    // The view's last mounts, on top of everything bubblewrap made.
+    view_mounts(t, &mut own_ns)?;
     // 6. capabilities.
     drop_capabilities()?;
     // 7. Landlock.

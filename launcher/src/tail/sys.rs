@@ -42,6 +42,9 @@ pub mod nr {
     pub const PIPE2: usize = 293;
     pub const MOUNT: usize = 165;
     pub const UNSHARE: usize = 272;
+    pub const OPEN_TREE: usize = 428;
+    pub const MOVE_MOUNT: usize = 429;
+    pub const MOUNT_SETATTR: usize = 442;
 }
 
 #[cfg(any(target_arch = "aarch64", target_arch = "riscv64"))]
@@ -83,6 +86,9 @@ pub mod nr {
     pub const PIPE2: usize = 59;
     pub const MOUNT: usize = 40;
     pub const UNSHARE: usize = 97;
+    pub const OPEN_TREE: usize = 428;
+    pub const MOVE_MOUNT: usize = 429;
+    pub const MOUNT_SETATTR: usize = 442;
 }
 
 /// `syscall(n, a..f)`: the result, or `-errno`.
@@ -155,6 +161,9 @@ pub const CLONE_NEWNS: usize = 0x0002_0000;
 pub const MS_NOSUID: usize = 2;
 pub const MS_NODEV: usize = 4;
 pub const AT_EMPTY_PATH: usize = 0x1000;
+pub const AT_RECURSIVE: usize = 0x8000;
+pub const OPEN_TREE_CLONE: usize = 1;
+pub const MOVE_MOUNT_F_EMPTY_PATH: usize = 4;
 pub const O_PATH: usize = 0o10000000;
 pub const O_CLOEXEC: usize = 0o2000000;
 pub const O_WRONLY: usize = 0o1;

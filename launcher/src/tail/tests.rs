@@ -134,6 +134,7 @@ fn spec_with_bridge(
         bridge,
         &[],
         None,
+        &[],
     )
 }
 
@@ -244,6 +245,7 @@ fn required_landlock_rule_on_a_missing_path_fails() {
         None,
         &[],
         None,
+        &[],
     );
     let (_, status, code) = run(s, false);
     assert_eq!(code, 125);
@@ -295,6 +297,7 @@ fn landlock_rules_on_files_and_directories() {
         None,
         &[],
         None,
+        &[],
     );
     for image in [false, crate::launcher_image().is_some()] {
         let (out, status, code) = run(s.clone(), image);
@@ -349,6 +352,7 @@ fn notify_listener_comes_on_the_status_socket() {
         None,
         &[],
         None,
+        &[],
     );
     for image in [false, crate::launcher_image().is_some()] {
         let mut sv = [0; 2];
