@@ -717,16 +717,20 @@ pub fn compile(mode: SandboxMode, opts: &SandboxOptions) -> Result<SandboxPolicy
     {
         homes.push((home, "the user's home in the password database"));
     }
-    let deny_read = deny_read_paths(
-        &homes,
-        &opts.config_deny_read,
-        opts.config_file.as_deref(),
-        &opts.deny_read,
-        &mut origins,
-    );
+    // Not for danger-full-access, which enforces none of it.
+    let deny = |origins: &mut Vec<Origin>| {
+        deny_read_paths(
+            &homes,
+            &opts.config_deny_read,
+            opts.config_file.as_deref(),
+            &opts.deny_read,
+            origins,
+        )
+    };
 
     match mode {
         SandboxMode::ReadOnly => {
+            let deny_read = deny(&mut origins);
             if !opts.writable_roots.is_empty() {
                 return Err(PolicyError::NotInMode {
                     field: "--writable-root",
@@ -753,6 +757,7 @@ pub fn compile(mode: SandboxMode, opts: &SandboxOptions) -> Result<SandboxPolicy
             })
         }
         SandboxMode::WorkspaceWrite => {
+            let deny_read = deny(&mut origins);
             let mut roots = vec![opts.cwd.clone()];
             roots.extend(opts.writable_roots.iter().cloned());
             let roots = normalize_roots(roots);

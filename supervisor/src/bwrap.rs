@@ -233,4 +233,114 @@ mod tests {
         assert!(has(&a, &["--remount-ro", "/", "--chdir", "/w"]));
         assert_eq!(a.last(), Some(&OsString::from(PathBuf::from("/w"))));
     }
+
+    fn plan_with(mounts: Vec<MountOp>) -> LaunchPlan {
+        LaunchPlan {
+            mode: SandboxMode::WorkspaceWrite,
+            isolation: Isolation::Namespaces,
+            namespaces: vec![Namespace::User, Namespace::Mount],
+            cwd: "/w".into(),
+            write_roots: vec!["/w".into()],
+            protected: vec![],
+            mounts,
+            landlock: LandlockPlan {
+                compat: LandlockCompat::Off,
+                rules: vec![],
+                scopes: vec![],
+            },
+            seccomp: SeccompPlan {
+                enabled: false,
+                foreign_arch: SeccompAction::KillProcess,
+                x32: None,
+                rules: vec![],
+            },
+            env: EnvPlan {
+                pass: vec![],
+                set: vec![],
+            },
+            network: NetworkPlan::Off,
+            rlimits: vec![],
+            pid_max: None,
+            unenforced: vec![],
+        }
+    }
+
+    fn bind(p: &str, writable: bool) -> MountOp {
+        MountOp::Bind {
+            src: p.into(),
+            dst: p.into(),
+            writable,
+        }
+    }
+
+    /// The launcher makes the view's last mounts (protections under the
+    /// write roots, masks); bwrap makes everything up to the write roots and
+    /// any bind it alone can make (a source outside the roots), and gives
+    /// the launcher the capability to mount.
+    #[test]
+    fn the_launcher_takes_the_last_mounts() {
+        if !zot_launcher::new_mount_api() {
+            assert!(
+                std::env::var("ZOT_TEST_MUST_WORK").as_deref() != Ok("1"),
+                "no new mount API here (Linux 5.12+), and ZOT_TEST_MUST_WORK is set"
+            );
+            eprintln!("SKIP: no new mount API here (Linux 5.12+): bwrap makes every mount");
+            return;
+        }
+        let head = vec![
+            bind("/", false),
+            MountOp::Dev { dst: "/dev".into() },
+            MountOp::Proc {
+                dst: "/proc".into(),
+            },
+            bind("/w", true),
+        ];
+        let tail = vec![
+            bind("/w/.git", true),
+            bind("/w/.git/config", false),
+            MountOp::BlockCreate {
+                dst: "/w/.git/info".into(),
+                protected: "/w/.git/info".into(),
+            },
+            MountOp::MaskDir {
+                dst: "/home/u/.ssh".into(),
+            },
+            MountOp::MaskSocket {
+                dst: "/run/a.sock".into(),
+            },
+        ];
+        let plan = plan_with(head.iter().chain(&tail).cloned().collect());
+        assert_eq!(zot_launcher::tail_mounts_start(&plan), head.len());
+        let a = render(&plan);
+        assert!(has(&a, &["--bind", "/w", "/w", "--chdir", "/w"]), "{a:?}");
+        assert!(has(&a, &["--cap-add", "CAP_SYS_ADMIN"]));
+        assert!(!a.iter().any(|x| x == "/w/.git/config" || x == "/home/u/.ssh"));
+        let v = render_view(&plan);
+        assert!(has(&v, &["--bind", "/w/.git", "/w/.git"]));
+        assert!(has(&v, &["--ro-bind", "/w/.git/config", "/w/.git/config"]));
+        assert!(has(&v, &["--ro-bind", "/dev/null", "/w/.git/info"]));
+
+        // A protection whose source resolves outside the write roots (not
+        // in the view at its own path): it and what precedes it go to bwrap.
+        let mut mounts = head.clone();
+        mounts.push(bind("/w/.git", true));
+        mounts.push(MountOp::Bind {
+            src: "/elsewhere/config".into(),
+            dst: "/w/.git/config".into(),
+            writable: false,
+        });
+        mounts.push(MountOp::MaskDir {
+            dst: "/home/u/.ssh".into(),
+        });
+        let plan = plan_with(mounts);
+        assert_eq!(zot_launcher::tail_mounts_start(&plan), head.len() + 2);
+        let a = render(&plan);
+        assert!(has(&a, &["--ro-bind", "/elsewhere/config", "/w/.git/config"]));
+        assert!(!a.iter().any(|x| x == "/home/u/.ssh"));
+
+        // Nothing after the roots: no launcher mounts, no extra capability.
+        let plan = plan_with(head.clone());
+        assert_eq!(zot_launcher::tail_mounts_start(&plan), head.len());
+        assert!(!has(&render(&plan), &["--cap-add", "CAP_SYS_ADMIN"]));
+    }
 }

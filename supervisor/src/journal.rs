@@ -18,7 +18,7 @@
 //! a temp dir must be a real directory (not a symlink) owned by this user,
 //! a placeholder an empty regular file or an empty directory.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -182,37 +182,61 @@ impl Journal {
         Ok(())
     }
 
-    /// Make a placeholder at `path` (an empty file, or an empty directory
-    /// for [`Kind::PlaceholderDir`]), or share the one another live run
-    /// made there. Held until [`Journal::release_placeholder`].
-    pub fn acquire_placeholder(&self, kind: Kind, path: &Path) -> Result<(), JournalError> {
+    /// The journal directory, made when missing, and locked against every
+    /// other zot process's placeholder work.
+    fn locked_dir(&self) -> Result<(PathBuf, Flock<File>), JournalError> {
         let dir = self.lock().dir.clone();
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&dir)
             .map_err(io_err("creating the journal directory", &dir))?;
-        let _global = global_lock(&dir)?;
-        self.add(kind, path)?;
-        let made = match kind {
-            Kind::PlaceholderDir => fs::DirBuilder::new().mode(0o755).create(path),
-            _ => OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o444)
-                .open(path)
-                .map(drop),
-        };
-        match made {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && is_placeholder(kind, path) => {
-                Ok(())
-            }
-            Err(e) => {
-                let _ = self.done(path);
-                Err(io_err("creating placeholder", path)(e))
-            }
+        let global = global_lock(&dir)?;
+        Ok((dir, global))
+    }
+
+    /// Make a placeholder at `path` (an empty file, or an empty directory
+    /// for [`Kind::PlaceholderDir`]), or share the one another live run
+    /// made there. Held until [`Journal::release_placeholder`].
+    pub fn acquire_placeholder(&self, kind: Kind, path: &Path) -> Result<(), JournalError> {
+        self.acquire_placeholders(kind, &[path.to_path_buf()], &mut Vec::new())
+    }
+
+    /// [`Journal::acquire_placeholder`] for each of `paths`, under one hold
+    /// of the global lock; each one made (or shared) is pushed on `held`.
+    pub fn acquire_placeholders(
+        &self,
+        kind: Kind,
+        paths: &[PathBuf],
+        held: &mut Vec<PathBuf>,
+    ) -> Result<(), JournalError> {
+        if paths.is_empty() {
+            return Ok(());
         }
+        let (_dir, _global) = self.locked_dir()?;
+        for path in paths {
+            self.add(kind, path)?;
+            let made = match kind {
+                Kind::PlaceholderDir => fs::DirBuilder::new().mode(0o755).create(path),
+                _ => OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o444)
+                    .open(path)
+                    .map(drop),
+            };
+            match made {
+                Ok(()) => {}
+                Err(e)
+                    if e.kind() == io::ErrorKind::AlreadyExists && is_placeholder(kind, path) => {}
+                Err(e) => {
+                    let _ = self.done(path);
+                    return Err(io_err("creating placeholder", path)(e));
+                }
+            }
+            held.push(path.clone());
+        }
+        Ok(())
     }
 
     /// Hold the placeholder another live run made at `path` (found there
@@ -220,37 +244,68 @@ impl Journal {
     /// (its last holder ended): true when this run now holds it, false
     /// when `path` is something else (not zot's to remove).
     pub fn share_placeholder(&self, path: &Path) -> Result<bool, JournalError> {
+        let mut held = Vec::new();
+        self.share_placeholders(&[path.to_path_buf()], &mut held)?;
+        Ok(!held.is_empty())
+    }
+
+    /// [`Journal::share_placeholder`] for each of `paths`, under one hold
+    /// of the global lock (the other runs' journals read once); each one
+    /// this run now holds is pushed on `held`.
+    pub fn share_placeholders(
+        &self,
+        paths: &[PathBuf],
+        held: &mut Vec<PathBuf>,
+    ) -> Result<(), JournalError> {
+        if paths.is_empty() {
+            return Ok(());
+        }
         let kind = Kind::PlaceholderFile;
-        let dir = self.lock().dir.clone();
         let own = self.path().unwrap_or_default();
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .map_err(io_err("creating the journal directory", &dir))?;
-        let _global = global_lock(&dir)?;
-        let present = fs::symlink_metadata(path).is_ok();
-        if present && !(is_placeholder(kind, path) && held_elsewhere_strict(&dir, &own, path)) {
-            return Ok(false);
-        }
-        self.add(kind, path)?;
-        if !present {
-            if let Err(e) = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o444)
-                .open(path)
-            {
-                let _ = self.done(path);
-                return Err(io_err("creating placeholder", path)(e));
+        let (dir, _global) = self.locked_dir()?;
+        // An unreadable journal directory: nobody else's (not shared).
+        let mut others: Option<HashSet<PathBuf>> = None;
+        for path in paths {
+            let present = fs::symlink_metadata(path).is_ok();
+            if present {
+                let shared = is_placeholder(kind, path)
+                    && others
+                        .get_or_insert_with(|| held_by_others(&dir, &own).unwrap_or_default())
+                        .contains(path);
+                if !shared {
+                    continue;
+                }
             }
+            self.add(kind, path)?;
+            if !present {
+                if let Err(e) = OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o444)
+                    .open(path)
+                {
+                    let _ = self.done(path);
+                    return Err(io_err("creating placeholder", path)(e));
+                }
+            }
+            held.push(path.clone());
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Give up this run's hold on the placeholder at `path`; it is removed
     /// unless another live run still holds it.
     pub fn release_placeholder(&self, path: &Path) -> Result<(), JournalError> {
+        self.release_placeholders(&[path.to_path_buf()])
+    }
+
+    /// [`Journal::release_placeholder`] for each of `paths`, in reverse
+    /// order, under one hold of the global lock (the other runs' journals
+    /// read once). Every one is released; the first error is returned.
+    pub fn release_placeholders(&self, paths: &[PathBuf]) -> Result<(), JournalError> {
+        if paths.is_empty() {
+            return Ok(());
+        }
         let (dir, own) = {
             let inner = self.lock();
             let own = inner
@@ -261,19 +316,31 @@ impl Journal {
             (inner.dir.clone(), own)
         };
         let _global = global_lock(&dir)?;
-        let kind = self
-            .lock()
-            .open
-            .iter()
-            .rev()
-            .find(|(_, p)| p == path)
-            .map(|(k, _)| *k);
-        if let Some(kind) = kind {
-            if !held_elsewhere(&dir, &own, path) {
-                remove_entry(kind, path);
+        // Unreadable: every placeholder is kept (fail safe).
+        let mut others: Option<Option<HashSet<PathBuf>>> = None;
+        let mut first_err = None;
+        for path in paths.iter().rev() {
+            let kind = self
+                .lock()
+                .open
+                .iter()
+                .rev()
+                .find(|(_, p)| p == path)
+                .map(|(k, _)| *k);
+            if let Some(kind) = kind {
+                let elsewhere = others
+                    .get_or_insert_with(|| held_by_others(&dir, &own))
+                    .as_ref()
+                    .is_none_or(|set| set.contains(path));
+                if !elsewhere {
+                    remove_entry(kind, path);
+                }
+            }
+            if let Err(e) = self.done(path) {
+                first_err.get_or_insert(e);
             }
         }
-        self.done(path)
+        first_err.map_or(Ok(()), Err)
     }
 
     /// Remove a temp dir recorded with [`Kind::TempDir`] and record it.
@@ -459,16 +526,16 @@ fn outstanding(file: &File) -> Vec<(Kind, PathBuf)> {
 }
 
 /// Whether a live journal other than `own` holds `path` (an unreadable
-/// journal directory: no).
-fn held_elsewhere_strict(dir: &Path, own: &Path, path: &Path) -> bool {
-    fs::read_dir(dir).is_ok() && held_elsewhere(dir, own, path)
+/// directory: yes, fail safe).
+fn held_elsewhere(dir: &Path, own: &Path, path: &Path) -> bool {
+    held_by_others(dir, own).is_none_or(|set| set.contains(path))
 }
 
-/// Whether a live journal other than `own` holds `path`.
-fn held_elsewhere(dir: &Path, own: &Path, path: &Path) -> bool {
-    let Ok(rd) = fs::read_dir(dir) else {
-        return true; // fail safe: keep it
-    };
+/// Every path the live journals other than `own` hold (`None`: the
+/// directory cannot be read).
+fn held_by_others(dir: &Path, own: &Path) -> Option<HashSet<PathBuf>> {
+    let rd = fs::read_dir(dir).ok()?;
+    let mut out = HashSet::new();
     for e in rd.flatten() {
         let p = e.path();
         if p == own
@@ -485,11 +552,9 @@ fn held_elsewhere(dir: &Path, own: &Path, path: &Path) -> bool {
             Ok(_dead) => continue,
             Err((file, _)) => file,
         };
-        if outstanding(&file).iter().any(|(_, q)| q == path) {
-            return true;
-        }
+        out.extend(outstanding(&file).into_iter().map(|(_, q)| q));
     }
-    false
+    Some(out)
 }
 
 fn global_lock(dir: &Path) -> Result<Flock<File>, JournalError> {

@@ -696,27 +696,24 @@ impl Placeholders {
         let journal = crate::journal::for_process(&state);
         out.held.clear();
         out.journal = Some(journal.clone());
-        for p in paths {
-            journal.acquire_placeholder(crate::journal::Kind::PlaceholderFile, p)?;
-            out.held.push(p.clone());
-        }
-        for p in read_only {
-            if journal.share_placeholder(p)? {
-                out.held.push(p.clone());
-            }
-        }
+        journal.acquire_placeholders(
+            crate::journal::Kind::PlaceholderFile,
+            paths,
+            &mut out.held,
+        )?;
+        journal.share_placeholders(read_only, &mut out.held)?;
         Ok(out)
     }
 }
 
 impl Drop for Placeholders {
     fn drop(&mut self) {
-        for p in self.held.iter().rev() {
-            match &self.journal {
-                Some(j) => {
-                    let _ = j.release_placeholder(p);
-                }
-                None => {
+        match &self.journal {
+            Some(j) => {
+                let _ = j.release_placeholders(&self.held);
+            }
+            None => {
+                for p in self.held.iter().rev() {
                     if std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.len() == 0) {
                         let _ = std::fs::remove_file(p);
                     }

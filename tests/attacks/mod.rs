@@ -577,6 +577,47 @@ pub fn nested_repo_hooks(ctx: &Ctx) {
     assert!(ctx.ws.join("vendor/lib/file").exists());
 }
 
+/// The protections of a repository's control files are mounts (on bwrap
+/// the launcher makes them inside the view): the command tries to take them
+/// off with `umount2` (lazy and forced) before writing through, and to
+/// cover them with a mount of its own.
+pub fn unmount_protections(ctx: &Ctx) {
+    std::fs::create_dir_all(ctx.ws.join("vendor/lib/.git/hooks")).unwrap();
+    std::fs::write(ctx.ws.join("vendor/lib/.git/config"), "[core]\n").unwrap();
+    make_open(&ctx.ws.join("vendor"));
+    if ctx.unpriv && is_root() {
+        chown_r(&ctx.ws, NOBODY);
+    }
+    let prog = r#"import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+for p in [b'vendor/lib/.git/config', b'vendor/lib/.git/hooks', b'vendor/lib/.git', b'.git/config']:
+    for flags in (2, 1, 0):
+        if libc.umount2(p, flags) == 0:
+            print('ESCAPED umount', p, flags)
+if libc.mount(b'/dev/null', b'vendor/lib/.git', None, 4096, None) == 0:
+    print('ESCAPED mount')
+for f in ['vendor/lib/.git/config', '.git/config']:
+    try:
+        open(f, 'a').write('[core]\n\thooksPath = /tmp\n')
+        print('ESCAPED write', f)
+    except OSError:
+        pass
+try:
+    os.rename('vendor/lib/.git', 'vendor/lib/g')
+    print('ESCAPED rename')
+except OSError:
+    pass
+print('BLOCKED')
+"#;
+    let o = ctx.py("workspace-write", &[], prog);
+    expect_blocked(ctx, "unmount a repository's protections", &o);
+    assert_eq!(
+        std::fs::read_to_string(ctx.ws.join("vendor/lib/.git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert!(ctx.ws.join("vendor/lib/.git/hooks").is_dir());
+}
+
 pub fn hardlink_from_outside(ctx: &Ctx) {
     let script = format!(
         "ln {v} hl && echo x >> hl && echo ESCAPED; echo BLOCKED",
@@ -2277,7 +2318,7 @@ macro_rules! attack_tests {
             control_write_read_inside_cwd, control_read_os_release, control_private_tmp_and_own_unix_socket,
             read_only_mode_refuses_cwd_writes, write_outside_cwd, write_etc, write_bashrc, read_ssh_key,
             symlink_preplanted, symlink_fresh, git_hooks_and_config, protected_paths_missing, rename_git_aside,
-            nested_repo_hooks, hardlink_from_outside, tcp_loopback, unix_socket_host_path, unix_socket_host_abstract,
+            nested_repo_hooks, unmount_protections, hardlink_from_outside, tcp_loopback, unix_socket_host_path, unix_socket_host_abstract,
             unix_socket_host_anywhere, unix_socket_host_after_launch, unix_socket_other_netns,
             unix_socket_rename_and_memory_races, unix_socket_host_abstract_net, control_own_sockets_and_tools,
             tmpfs_size_limit, fork_loop_stops, landlock_host_ipc, host_process_ptrace_kill_environ, host_pids_invisible, parent_secret_env, mount_refused,

@@ -274,16 +274,21 @@ pub fn policy_from_args(
         .iter()
         .map(|p| canonical_lenient(p, &here))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    // The homes and the config's deny-read list serve the deny-read list,
+    // which danger-full-access does not have: not resolved there.
+    let danger = mode == SandboxMode::DangerFullAccess;
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
-        .filter(|h| h.is_absolute())
+        .filter(|h| h.is_absolute() && !danger)
         .map(|h| std::fs::canonicalize(&h).unwrap_or(h));
     // Also the password database's home: a caller with HOME unset or
     // pointing elsewhere keeps the protection of their real home.
-    let user_home =
-        zot_supervisor::host::passwd_home().map(|h| std::fs::canonicalize(&h).unwrap_or(h));
+    let user_home = (!danger)
+        .then(zot_supervisor::host::passwd_home)
+        .flatten()
+        .map(|h| std::fs::canonicalize(&h).unwrap_or(h));
     let mut config_deny = Vec::new();
-    for p in &loaded.config.sandbox.deny_read {
+    for p in loaded.config.sandbox.deny_read.iter().filter(|_| !danger) {
         let s = p.to_string_lossy();
         let full = match s.strip_prefix('~') {
             Some(rest) => match home.as_ref().or(user_home.as_ref()) {
