@@ -133,69 +133,43 @@ mod tests {
 
     #[test]
     fn every_op_renders_in_order() {
-        let plan = LaunchPlan {
-            mode: SandboxMode::WorkspaceWrite,
-            isolation: Isolation::Namespaces,
-            namespaces: vec![
-                Namespace::User,
-                Namespace::Mount,
-                Namespace::Pid,
-                Namespace::Net,
-            ],
-            cwd: "/w".into(),
-            write_roots: vec!["/w".into()],
-            protected: vec![],
-            mounts: vec![
-                MountOp::Bind {
-                    src: "/".into(),
-                    dst: "/".into(),
-                    writable: false,
-                },
-                MountOp::Tmpfs {
-                    dst: "/tmp".into(),
-                    mode: Mode(0o1777),
-                    size: Some(1 << 20),
-                    inodes: None,
-                    writable: true,
-                },
-                MountOp::Dev { dst: "/dev".into() },
-                MountOp::Proc {
-                    dst: "/proc".into(),
-                },
-                MountOp::Bind {
-                    src: "/w".into(),
-                    dst: "/w".into(),
-                    writable: true,
-                },
-                MountOp::BlockCreate {
-                    dst: "/w/.zot".into(),
-                    protected: "/w/.zot".into(),
-                },
-                MountOp::MaskDir {
-                    dst: "/home/.ssh".into(),
-                },
-                MountOp::RemountRo { dst: "/".into() },
-            ],
-            landlock: LandlockPlan {
-                compat: LandlockCompat::Off,
-                rules: vec![],
-                scopes: vec![],
+        let mut plan = plan_with(vec![
+            MountOp::Bind {
+                src: "/".into(),
+                dst: "/".into(),
+                writable: false,
             },
-            seccomp: SeccompPlan {
-                enabled: false,
-                foreign_arch: SeccompAction::KillProcess,
-                x32: None,
-                rules: vec![],
+            MountOp::Tmpfs {
+                dst: "/tmp".into(),
+                mode: Mode(0o1777),
+                size: Some(1 << 20),
+                inodes: None,
+                writable: true,
             },
-            env: EnvPlan {
-                pass: vec![],
-                set: vec![],
+            MountOp::Dev { dst: "/dev".into() },
+            MountOp::Proc {
+                dst: "/proc".into(),
             },
-            network: NetworkPlan::Off,
-            rlimits: vec![],
-            pid_max: None,
-            unenforced: vec![],
-        };
+            MountOp::Bind {
+                src: "/w".into(),
+                dst: "/w".into(),
+                writable: true,
+            },
+            MountOp::BlockCreate {
+                dst: "/w/.zot".into(),
+                protected: "/w/.zot".into(),
+            },
+            MountOp::MaskDir {
+                dst: "/home/.ssh".into(),
+            },
+            MountOp::RemountRo { dst: "/".into() },
+        ]);
+        plan.namespaces = vec![
+            Namespace::User,
+            Namespace::Mount,
+            Namespace::Pid,
+            Namespace::Net,
+        ];
         let a = render_view(&plan);
         assert!(has(
             &a,
@@ -314,7 +288,9 @@ mod tests {
         let a = render(&plan);
         assert!(has(&a, &["--bind", "/w", "/w", "--chdir", "/w"]), "{a:?}");
         assert!(has(&a, &["--cap-add", "CAP_SYS_ADMIN"]));
-        assert!(!a.iter().any(|x| x == "/w/.git/config" || x == "/home/u/.ssh"));
+        assert!(!a
+            .iter()
+            .any(|x| x == "/w/.git/config" || x == "/home/u/.ssh"));
         let v = render_view(&plan);
         assert!(has(&v, &["--bind", "/w/.git", "/w/.git"]));
         assert!(has(&v, &["--ro-bind", "/w/.git/config", "/w/.git/config"]));
@@ -335,7 +311,10 @@ mod tests {
         let plan = plan_with(mounts);
         assert_eq!(zot_launcher::tail_mounts_start(&plan), head.len() + 2);
         let a = render(&plan);
-        assert!(has(&a, &["--ro-bind", "/elsewhere/config", "/w/.git/config"]));
+        assert!(has(
+            &a,
+            &["--ro-bind", "/elsewhere/config", "/w/.git/config"]
+        ));
         assert!(!a.iter().any(|x| x == "/home/u/.ssh"));
 
         // Nothing after the roots: no launcher mounts, no extra capability.

@@ -106,9 +106,7 @@ pub fn explain(policy: &SandboxPolicy, choice: BackendChoice) -> Explanation {
     }
     if let Backend::Bwrap { path } = &planned.backend {
         let strings = |v: Vec<std::ffi::OsString>| {
-            v.iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect()
+            v.iter().map(|a| a.to_string_lossy().into_owned()).collect()
         };
         ex.bwrap = Some(BwrapInvocation {
             path: path.clone(),

@@ -39,7 +39,14 @@ pub(crate) fn tail_mount(op: &MountOp) -> Option<(u32, u64, &[u8], &[u8], &'stat
         MountOp::MaskSocket { dst } => (MOUNT_BIND, RO, null, path(dst), "", true),
         MountOp::MaskDir { dst } => {
             // MS_NOSUID | MS_NODEV | MS_RDONLY
-            (MOUNT_TMPFS, 2 | 4 | 1, b"", path(dst), "mode=0000,size=4096", false)
+            (
+                MOUNT_TMPFS,
+                2 | 4 | 1,
+                b"",
+                path(dst),
+                "mode=0000,size=4096",
+                false,
+            )
         }
         MountOp::RemountRo { dst } => (MOUNT_SETATTR, MOUNT_ATTR_RDONLY, b"", path(dst), "", false),
         MountOp::Tmpfs { .. } | MountOp::Dev { .. } | MountOp::Proc { .. } => return None,

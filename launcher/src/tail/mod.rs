@@ -756,7 +756,13 @@ fn own_mount_ns(own_ns: &mut bool, stage: &'static str) -> Result<(), Fail> {
 }
 
 /// One of the view's last mounts (see [`MOUNT_BIND`]).
-fn view_mount(kind: u32, attr: u64, src: *const u8, dst: *const u8, data: *const u8) -> Result<(), i32> {
+fn view_mount(
+    kind: u32,
+    attr: u64,
+    src: *const u8,
+    dst: *const u8,
+    data: *const u8,
+) -> Result<(), i32> {
     let empty = b"\0".as_ptr() as usize;
     let at_fdcwd = sys::AT_FDCWD as usize;
     match kind {
