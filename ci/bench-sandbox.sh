@@ -2,7 +2,8 @@
 # Launch time of `zot sandbox --mode workspace-write -- /bin/true` on the
 # bwrap and native backends against plain bubblewrap with the same mounts
 # (the arguments zot's bwrap backend renders from its plan), and of
-# danger-full-access against a bare exec: all variants interleaved in one
+# danger-full-access against `env /bin/true` (one more exec'd process,
+# the floor of any wrapper): all variants interleaved in one
 # run (pairwise, same machine moment). Prints p50/p90 per variant, the
 # ratios against plain bwrap with their targets, and peak RSS (GNU time %M:
 # for zot the largest of the supervisor and the processes it waited for).

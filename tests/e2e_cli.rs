@@ -260,6 +260,61 @@ fn usage_errors_exit_2_and_help_lists_exit_codes() {
     assert!(!String::from_utf8_lossy(&o.stdout).contains("run-attempts"));
 }
 
+/// The front runs `zot sandbox` itself and hands every other command to
+/// `zot-full` beside it (same arguments, same usage lines, same codes); a
+/// front without it says what is missing, exits 1 and writes nothing.
+#[test]
+fn the_front_hands_other_commands_to_the_full_binary() {
+    let w = World::new();
+    let front = common::zot_bin();
+    let full = front.with_file_name("zot-full");
+    let both = |args: &[&str]| {
+        let run = |bin: &std::path::Path| {
+            Command::new(bin)
+                .args(args)
+                .env("HOME", &w.home)
+                .env("ZOT_HOME", &w.zot_home)
+                .output()
+                .unwrap()
+        };
+        (run(&front), run(&full))
+    };
+    for args in [&["--version"][..], &["--help"], &["pack", "--bogus"], &["bogus"]] {
+        let (a, b) = both(args);
+        assert_eq!(a.status.code(), b.status.code(), "{args:?}");
+        assert_eq!(text(&a.stdout), text(&b.stdout), "{args:?}");
+        assert_eq!(text(&a.stderr), text(&b.stderr), "{args:?}");
+        assert!(!a.stdout.is_empty() || !a.stderr.is_empty(), "{args:?}: silent");
+    }
+    // Alone, through a symlink too: `zot sandbox` still runs; the rest
+    // fails closed, naming the missing binary.
+    let dir = tempfile::tempdir().unwrap();
+    let alone = dir.path().join("zot");
+    std::fs::copy(&front, &alone).unwrap();
+    let link = dir.path().join("zot-link");
+    std::os::unix::fs::symlink(&front, &link).unwrap();
+    let out_dir = dir.path().join("out");
+    let o = Command::new(&alone)
+        .args(["unpack", "missing.zot", s(&out_dir)])
+        .env("HOME", &w.home)
+        .env("ZOT_HOME", &w.zot_home)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(err.contains("zot-full") && err.contains("hint:"), "{err}");
+    assert!(!out_dir.exists(), "nothing written");
+    let o = Command::new(&alone)
+        .args(["sandbox", "--mode", "danger-full-access", "--", "echo", "ran"])
+        .env("HOME", &w.home)
+        .env("ZOT_HOME", &w.zot_home)
+        .output()
+        .unwrap();
+    assert_eq!(text(&o.stdout).trim(), "ran", "{}", text(&o.stderr));
+    let o = Command::new(&link).arg("--version").output().unwrap();
+    assert!(o.status.success(), "through a symlink: {}", text(&o.stderr));
+}
+
 /// `zot sandbox CMD` without `--` (the command's own options stay its
 /// own), and `--report --json` as one JSON object on stderr.
 #[test]

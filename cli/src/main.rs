@@ -1,4 +1,5 @@
-//! The `zot` binary: parses the command line, calls the library crates,
+//! `zot-full`: every command of zot (the `zot` front hands it all but
+//! `zot sandbox`): parses the command line, calls the library crates,
 //! prints. Exit codes: see docs/sandbox.md (0, 1 failure, 2 usage, 124
 //! timeout, 125 sandbox setup failure, 126/127, 128+N).
 
@@ -7,12 +8,14 @@
 
 use clap::{Parser, Subcommand};
 
-mod cmd;
-mod ui;
+use zot::cmd;
+use zot::entry::finish;
 
 #[derive(Parser)]
 #[command(
     name = "zot",
+    // Usage lines say `zot` whichever binary runs (the front or zot-full).
+    bin_name = "zot",
     version,
     about = "Pack AI agents into verifiable .zot files and run them confined by the kernel",
     long_about = None,
@@ -79,56 +82,14 @@ enum Command {
     Completions(cmd::completions::Args),
 }
 
-/// The process entry, without std's runtime start: every sandboxed command
-/// starts this binary, and that start-up (the main thread's stack guard read
-/// from /proc/self/maps, its signal stack) is work no command needs. What of
-/// it matters is done here: closed standard fds reopened on /dev/null,
-/// SIGPIPE ignored, a panic exiting 101; stdout flushed at the end.
+/// `zot-full`: the process entry (`zot sandbox` runs as in the front).
 #[cfg(not(test))]
 #[no_mangle]
 pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
-    // The launcher must run before anything else (no threads, no runtime).
-    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(zot_launcher::LAUNCH_ARG))
-    {
-        zot_launcher::main_from_args();
-    }
-    // SAFETY: fcntl/open/signal with constant arguments at process start.
-    unsafe {
-        for fd in 0..3 {
-            if libc::fcntl(fd, libc::F_GETFD) == -1 {
-                libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
-            }
-        }
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
-    let code = std::panic::catch_unwind(run).unwrap_or(101);
-    let _ = std::io::Write::flush(&mut std::io::stdout());
-    libc::c_int::from(code)
-}
-
-/// `zot sandbox ...` alone: the same definitions (so the same help, errors
-/// and version), without building every other subcommand's parser; the
-/// sandbox is on the path of every confined command.
-#[derive(Parser)]
-#[command(name = "zot", version, propagate_version = true)]
-struct SandboxCli {
-    #[command(subcommand)]
-    command: SandboxOnly,
-}
-
-#[derive(Subcommand)]
-enum SandboxOnly {
-    #[command(about = cmd::sandbox::ABOUT)]
-    Sandbox(cmd::sandbox::Args),
+    zot::entry::start(run)
 }
 
 fn run() -> u8 {
-    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new("sandbox")) {
-        let SandboxOnly::Sandbox(a) = SandboxCli::parse().command;
-        // What a killed run left (one directory read when nothing did).
-        cmd::sweep_leftovers();
-        return finish(cmd::sandbox::run(a));
-    }
     let cli = Cli::parse();
     cmd::sweep_leftovers();
     let result = match cli.command {
@@ -157,16 +118,6 @@ fn run() -> u8 {
     finish(result)
 }
 
-fn finish(result: anyhow::Result<u8>) -> u8 {
-    match result {
-        Ok(code) => code,
-        Err(err) => {
-            cmd::print_error(&err);
-            cmd::FAILURE
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;
@@ -175,7 +126,7 @@ mod tests {
     #[test]
     fn sandbox_parser_matches_the_full_one() {
         let mut full = super::Cli::command();
-        let mut fast = super::SandboxCli::command();
+        let mut fast = zot::entry::SandboxCli::command();
         let a = full
             .find_subcommand_mut("sandbox")
             .unwrap()
@@ -192,7 +143,7 @@ mod tests {
         };
         assert_eq!(
             err(super::Cli::command()),
-            err(super::SandboxCli::command())
+            err(zot::entry::SandboxCli::command())
         );
     }
 }

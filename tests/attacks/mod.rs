@@ -63,24 +63,38 @@ fn base_dir() -> PathBuf {
     }
 }
 
-/// The zot binary copied into a 0755 directory any user can run it from.
-/// One copy per binary version (size + mtime), reused across test runs and
-/// written atomically, so concurrent test binaries share it.
+/// The zot binaries (the front and `zot-full`, which it runs from its own
+/// directory) copied into a 0755 directory any user can run them from.
+/// One copy per binary version (size + mtime of both), reused across test
+/// runs and written atomically, so concurrent test binaries share it.
 pub fn shared_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         use std::os::unix::fs::MetadataExt;
         let src = common::zot_bin();
-        let m = std::fs::metadata(&src).unwrap();
-        let dir = base_dir().join(format!("zot-bin-{:x}-{:x}", m.len(), m.mtime()));
+        let full = src.with_file_name("zot-full");
+        let (m, f) = (
+            std::fs::metadata(&src).unwrap(),
+            std::fs::metadata(&full).unwrap(),
+        );
+        let dir = base_dir().join(format!(
+            "zot-bin-{:x}-{:x}-{:x}-{:x}",
+            m.len(),
+            m.mtime(),
+            f.len(),
+            f.mtime()
+        ));
         let bin = dir.join("zot");
         if !bin.exists() {
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-            let tmp = dir.join(format!(".zot-{}", std::process::id()));
-            std::fs::copy(&src, &tmp).unwrap();
-            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
-            std::fs::rename(&tmp, &bin).unwrap();
+            // The front last: its presence says the copy is complete.
+            for from in [&full, &src] {
+                let tmp = dir.join(format!(".zot-{}", std::process::id()));
+                std::fs::copy(from, &tmp).unwrap();
+                std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+                std::fs::rename(&tmp, dir.join(from.file_name().unwrap())).unwrap();
+            }
         }
         bin
     })
