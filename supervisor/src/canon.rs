@@ -5,15 +5,40 @@
 //! `realpath` reads the link of every component of each (about 550
 //! `readlink` calls per launch). Inside [`scope`] a path's parent is
 //! resolved once and kept, and each path then costs one `readlink` of its
-//! last component. The memory lives only as long as the scope: nothing is
-//! carried from one launch to the next, when the tree may have changed.
+//! last component. A directory asked about many names (the home: about 60
+//! credential stores, most of them missing) is read once instead, and its
+//! entries answer: a name that is not there does not exist, one that is
+//! and is not a symlink is final; a symlink, or an entry whose type the
+//! file system does not say, still costs its `readlink`. The memory lives
+//! only as long as the scope: nothing is carried from one launch to the
+//! next, when the tree may have changed.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
+/// Names looked up in one directory before it is read whole.
+const LIST_AFTER: u32 = 8;
+/// A directory with more entries than this is not kept (its names are
+/// looked up one by one).
+const LIST_MAX: usize = 4096;
+
+/// One directory's entries: `true` where the entry is known not to be a
+/// symlink.
+type Listing = HashMap<OsString, bool>;
+
+#[derive(Default)]
+struct Memory {
+    paths: HashMap<PathBuf, Option<PathBuf>>,
+    /// Per canonical directory: names asked so far, and its entries once
+    /// read (`None`: unreadable or too large, not tried again).
+    dirs: HashMap<PathBuf, (u32, Option<Option<Listing>>)>,
+}
+
 thread_local! {
-    static CACHE: RefCell<Option<HashMap<PathBuf, Option<PathBuf>>>> = const { RefCell::new(None) };
+    static CACHE: RefCell<Option<Memory>> = const { RefCell::new(None) };
 }
 
 /// Run `f` with canonical paths remembered on this thread until it returns.
@@ -30,7 +55,7 @@ pub(crate) fn scope<T>(f: impl FnOnce() -> T) -> T {
         let mut c = c.borrow_mut();
         let outermost = c.is_none();
         if outermost {
-            *c = Some(HashMap::new());
+            *c = Some(Memory::default());
         }
         outermost
     });
@@ -41,7 +66,7 @@ pub(crate) fn scope<T>(f: impl FnOnce() -> T) -> T {
 /// `p` with every symlink resolved, like [`std::fs::canonicalize`]; `None`
 /// when it does not exist.
 pub(crate) fn canonicalize(p: &Path) -> Option<PathBuf> {
-    let remembered = CACHE.with(|c| c.borrow().as_ref().map(|m| m.get(p).cloned()));
+    let remembered = CACHE.with(|c| c.borrow().as_ref().map(|m| m.paths.get(p).cloned()));
     match remembered {
         // Outside a scope: the plain call.
         None => std::fs::canonicalize(p).ok(),
@@ -50,7 +75,7 @@ pub(crate) fn canonicalize(p: &Path) -> Option<PathBuf> {
             let found = resolve(p);
             CACHE.with(|c| {
                 if let Some(m) = c.borrow_mut().as_mut() {
-                    m.insert(p.to_path_buf(), found.clone());
+                    m.paths.insert(p.to_path_buf(), found.clone());
                 }
             });
             found
@@ -68,13 +93,64 @@ fn resolve(p: &Path) -> Option<PathBuf> {
     if !p.is_absolute() || parent.as_os_str().is_empty() {
         return std::fs::canonicalize(p).ok();
     }
-    let joined = canonicalize(parent)?.join(name);
+    let dir = canonicalize(parent)?;
+    let joined = dir.join(name);
+    match listed(&dir, name.as_bytes()) {
+        Some(None) => return None,
+        Some(Some(true)) => return Some(joined),
+        // A symlink, or a type not known: asked below.
+        Some(Some(false)) | None => {}
+    }
     match std::fs::read_link(&joined) {
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Some(joined),
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => None,
         // A symlink (or an error to let realpath report): the full walk.
         _ => std::fs::canonicalize(&joined).ok(),
     }
+}
+
+/// What `dir`'s entries say of `name`, once the directory was asked about
+/// [`LIST_AFTER`] names: `Some(None)` not there, `Some(Some(final))` there
+/// (`final`: known not to be a symlink); `None` when not read.
+fn listed(dir: &Path, name: &[u8]) -> Option<Option<bool>> {
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        let (asked, listing) = c.as_mut()?.dirs.entry(dir.to_path_buf()).or_default();
+        *asked += 1;
+        if listing.is_none() && *asked >= LIST_AFTER {
+            *listing = Some(read_listing(dir));
+        }
+        let entries = listing.as_ref()?.as_ref()?;
+        Some(entries.get(std::ffi::OsStr::from_bytes(name)).copied())
+    })
+}
+
+/// `dir`'s entries with whether each is known not to be a symlink (from
+/// the directory entry's type, no `lstat`); `None` when it cannot be read
+/// (a home of mode 0711) or has more than [`LIST_MAX`] entries.
+fn read_listing(dir: &Path) -> Option<Listing> {
+    use nix::dir::{Dir, Type};
+    use nix::fcntl::OFlag;
+    let mut d = Dir::open(
+        dir,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .ok()?;
+    let mut out = Listing::new();
+    for e in d.iter() {
+        let e = e.ok()?;
+        let name = e.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        if out.len() == LIST_MAX {
+            return None;
+        }
+        let known_final = matches!(e.file_type(), Some(t) if t != Type::Symlink);
+        out.insert(std::ffi::OsStr::from_bytes(name).to_os_string(), known_final);
+    }
+    Some(out)
 }
 
 #[cfg(test)]
@@ -121,6 +197,45 @@ mod tests {
             }
         });
         CACHE.with(|c| assert!(c.borrow().is_none()));
+    }
+
+    /// A directory asked about many names is read once: the answers stay
+    /// realpath's (missing names, files, directories, symlinks to each,
+    /// dangling ones, paths below a file), and the lookups after the
+    /// listing make no `readlink` of a name it shows final or absent.
+    #[test]
+    fn a_directory_read_once_answers_as_realpath() {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let home = root.join("home");
+        std::fs::create_dir_all(home.join("d/sub")).unwrap();
+        std::fs::write(home.join("f"), "").unwrap();
+        std::os::unix::fs::symlink(home.join("d"), home.join("ld")).unwrap();
+        std::os::unix::fs::symlink("f", home.join("lf")).unwrap();
+        std::os::unix::fs::symlink("nowhere", home.join("dangling")).unwrap();
+        let mut cases: Vec<PathBuf> = (0..LIST_AFTER + 4)
+            .map(|i| home.join(format!(".missing-{i}")))
+            .collect();
+        for n in ["d", "f", "ld", "lf", "dangling", "d/sub", "ld/sub", "f/below", "ld/../f"] {
+            cases.push(home.join(n));
+        }
+        scope(|| {
+            for c in &cases {
+                assert_eq!(canonicalize(c), std::fs::canonicalize(c).ok(), "{}", c.display());
+            }
+            // Read by now, and it knows which names are final.
+            assert_eq!(listed(&home, b"f"), Some(Some(true)));
+            assert_eq!(listed(&home, b"lf"), Some(Some(false)));
+            assert_eq!(listed(&home, b".missing-0"), Some(None));
+        });
+        // A missing directory is not listed; its names are still answered.
+        scope(|| {
+            let gone = root.join("gone");
+            for i in 0..LIST_AFTER + 2 {
+                assert_eq!(canonicalize(&gone.join(format!("x{i}"))), None);
+            }
+            assert_eq!(listed(&gone, b"x"), None);
+        });
     }
 
     /// A change after the scope is seen by the next one.
