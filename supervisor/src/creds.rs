@@ -270,11 +270,9 @@ fn homes(get: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
     {
         v.push(h);
     }
-    // SAFETY: no preconditions.
-    let uid = unsafe { libc::getuid() };
-    if let Ok(Some(u)) = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
-        if u.dir.is_absolute() && !v.contains(&u.dir) {
-            v.push(u.dir);
+    if let Some(dir) = crate::host::passwd_dir() {
+        if dir.is_absolute() && !v.contains(&dir) {
+            v.push(dir);
         }
     }
     v

@@ -29,18 +29,23 @@ pub fn homes(env: &[(OsString, OsString)]) -> Vec<PathBuf> {
     out
 }
 
-/// The real uid's home directory of the password database (looked up once
-/// per process: each lookup reads the NSS configuration and the database).
-pub fn passwd_home() -> Option<PathBuf> {
-    static HOME: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    HOME.get_or_init(|| {
+/// The real uid's home directory of the password database, as it stands
+/// there (looked up once per process: each lookup reads the NSS
+/// configuration and the database).
+pub fn passwd_dir() -> Option<PathBuf> {
+    static DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
         nix::unistd::User::from_uid(nix::unistd::getuid())
             .ok()
             .flatten()
             .map(|u| u.dir)
-            .filter(|d| d.is_absolute() && d != Path::new("/"))
     })
     .clone()
+}
+
+/// [`passwd_dir`] when it is a home (absolute, not `/`).
+pub fn passwd_home() -> Option<PathBuf> {
+    passwd_dir().filter(|d| d.is_absolute() && d != Path::new("/"))
 }
 
 /// The directories of the caller's `PATH` as the shell resolves them: an
