@@ -585,10 +585,21 @@ fn write_proc_number(path: &core::ffi::CStr, what: &'static str, n: u64) -> Resu
     Ok(())
 }
 
+/// The helper's fds (see [`notify_helper`]).
+#[derive(Clone, Copy)]
+struct HelperArgs {
+    rx: usize,
+    status_fd: i32,
+    diag: usize,
+}
+
 /// What the helper of [`install_notify`] runs: wait for the listener's
 /// number, send it with the diagnostics socket to the supervisor on the
 /// status socket, exit (0 once sent).
-fn notify_helper(rx: usize, status_fd: i32, diag: usize) -> ! {
+extern "C" fn notify_helper(args: usize) -> ! {
+    // SAFETY: `install_notify` passes a `HelperArgs` it keeps alive until
+    // this helper has exited (it waits for it).
+    let HelperArgs { rx, status_fd, diag } = unsafe { *(args as *const HelperArgs) };
     // It dies with the tail, which it would otherwise wait for forever.
     let _ = sc(nr::PRCTL, sys::PR_SET_PDEATHSIG, sys::SIGKILL, 0, 0, 0);
     let mut b = [0u8; 4];
@@ -670,13 +681,21 @@ fn install_notify(prog: &[usize; 2], status_fd: i32) -> Result<(), Fail> {
             let _ = sc(nr::CLOSE, *fd, 0, 0, 0, 0);
         }
     };
-    // A fork that shares the fd table: it sees the listener once made.
-    // SAFETY: a fork-like clone (no new stack, no CLONE_VM): the child runs
-    // on its own copy of this stack and only makes raw syscalls.
-    let helper = match check(unsafe {
-        syscall(nr::CLONE, sys::CLONE_FILES | sys::SIGCHLD, 0, 0, 0, 0, 0)
-    }) {
-        Ok(0) => notify_helper(rx, status_fd, diag),
+    // A helper sharing the fd table (it sees the listener once made) and
+    // the memory (no page table copied: in-process, that is zot's whole
+    // map), on a stack of its own in this frame.
+    let args = HelperArgs { rx, status_fd, diag };
+    let mut stack = [0u8; 16 * 1024];
+    // SAFETY: the helper makes raw syscalls only, and this function waits
+    // for it below (on every path) before `stack` and `args` go.
+    let helper = match unsafe {
+        sys::clone_on(
+            sys::CLONE_VM | sys::CLONE_FILES | sys::SIGCHLD,
+            &mut stack,
+            notify_helper,
+            &args as *const HelperArgs as usize,
+        )
+    } {
         Ok(pid) => pid,
         Err(e) => {
             close_all(&[rx, tx, diag]);
