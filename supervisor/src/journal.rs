@@ -216,16 +216,7 @@ impl Journal {
         let (_dir, _global) = self.locked_dir()?;
         for path in paths {
             self.add(kind, path)?;
-            let made = match kind {
-                Kind::PlaceholderDir => fs::DirBuilder::new().mode(0o755).create(path),
-                _ => OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o444)
-                    .open(path)
-                    .map(drop),
-            };
-            match made {
+            match create_placeholder(kind, path) {
                 Ok(()) => {}
                 Err(e)
                     if e.kind() == io::ErrorKind::AlreadyExists && is_placeholder(kind, path) => {}
@@ -278,12 +269,7 @@ impl Journal {
             }
             self.add(kind, path)?;
             if !present {
-                if let Err(e) = OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o444)
-                    .open(path)
-                {
+                if let Err(e) = create_placeholder(kind, path) {
                     let _ = self.done(path);
                     return Err(io_err("creating placeholder", path)(e));
                 }
@@ -568,6 +554,20 @@ fn global_lock(dir: &Path) -> Result<Flock<File>, JournalError> {
         .open(&path)
         .map_err(io_err("opening", &path))?;
     Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, e)| errno_err("locking", &path)(e))
+}
+
+/// Make the empty placeholder of `kind` at `path`, which must not exist:
+/// a directory (0755), or a file no one may write (0444).
+fn create_placeholder(kind: Kind, path: &Path) -> io::Result<()> {
+    match kind {
+        Kind::PlaceholderDir => fs::DirBuilder::new().mode(0o755).create(path),
+        _ => OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o444)
+            .open(path)
+            .map(drop),
+    }
 }
 
 /// Whether `path` still looks like a placeholder of `kind`.

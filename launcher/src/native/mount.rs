@@ -13,7 +13,6 @@
 
 use std::ffi::{CString, OsStr};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,11 +25,7 @@ const STAGE: &str = "/tmp";
 const NEWROOT: &str = "/newroot";
 const OLDROOT: &str = "/oldroot";
 
-const MOUNT_ATTR_RDONLY: u64 = 0x1;
-const MOUNT_ATTR_NOSUID: u64 = 0x2;
-const MOUNT_ATTR_NODEV: u64 = 0x4;
-const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
-const OPEN_TREE_CLONE: libc::c_uint = 0x1;
+use crate::tail::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
 
 /// `struct mount_attr` (size version 0).
 #[repr(C)]
@@ -175,56 +170,8 @@ fn bind_tree(src: &Path, dst: &Path, writable: bool) -> Result<(), NativeError> 
 fn bind_tree_new_api(src: &Path, dst: &Path, set: u64) -> io::Result<()> {
     let s = cpath(src)?;
     let d = cpath(dst)?;
-    // SAFETY: a valid C string; returns a new fd or -1.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_open_tree,
-            libc::AT_FDCWD,
-            s.as_ptr(),
-            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_RECURSIVE as libc::c_uint,
-        )
-    };
-    if fd < 0 {
-        return Err(errno());
-    }
-    // SAFETY: a fresh fd we own.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
-    let attr = MountAttr {
-        attr_set: set,
-        attr_clr: 0,
-        propagation: 0,
-        userns_fd: 0,
-    };
-    let empty = c"";
-    // SAFETY: our fd, an empty path and a valid mount_attr of its size.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            fd.as_raw_fd(),
-            empty.as_ptr(),
-            (libc::AT_EMPTY_PATH | libc::AT_RECURSIVE) as libc::c_uint,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    };
-    if r != 0 {
-        return Err(errno());
-    }
-    // SAFETY: our fd and a valid C string.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_move_mount,
-            fd.as_raw_fd(),
-            empty.as_ptr(),
-            libc::AT_FDCWD,
-            d.as_ptr(),
-            MOVE_MOUNT_F_EMPTY_PATH,
-        )
-    };
-    if r != 0 {
-        return Err(errno());
-    }
-    Ok(())
+    crate::tail::bind_tree(s.as_ptr().cast(), d.as_ptr().cast(), set)
+        .map_err(io::Error::from_raw_os_error)
 }
 
 /// Remount `p` alone read-only, keeping its other flags.

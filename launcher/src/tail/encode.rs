@@ -38,10 +38,10 @@ pub(crate) fn tail_mount(op: &MountOp) -> Option<(u32, u64, &[u8], &[u8], &'stat
         }
         MountOp::MaskSocket { dst } => (MOUNT_BIND, RO, null, path(dst), "", true),
         MountOp::MaskDir { dst } => {
-            // MS_NOSUID | MS_NODEV | MS_RDONLY
+            use super::sys::{MS_NODEV, MS_NOSUID, MS_RDONLY};
             (
                 MOUNT_TMPFS,
-                2 | 4 | 1,
+                (MS_NOSUID | MS_NODEV | MS_RDONLY) as u64,
                 b"",
                 path(dst),
                 "mode=0000,size=4096",

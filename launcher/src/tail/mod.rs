@@ -774,6 +774,45 @@ fn own_mount_ns(own_ns: &mut bool, stage: &'static str) -> Result<(), Fail> {
     Ok(())
 }
 
+/// A recursive bind of the tree at `src` onto `dst` (NUL-terminated paths)
+/// with the new mount API: `open_tree` clone, `attr` (`MOUNT_ATTR_*`)
+/// added on the whole tree in one `mount_setattr` (only flags added, so
+/// locked ones stay), `move_mount`. The errno on failure.
+pub fn bind_tree(src: *const u8, dst: *const u8, attr: u64) -> Result<(), i32> {
+    let empty = b"\0".as_ptr() as usize;
+    let at_fdcwd = sys::AT_FDCWD as usize;
+    let fd = sc(
+        nr::OPEN_TREE,
+        at_fdcwd,
+        src as usize,
+        sys::OPEN_TREE_CLONE | sys::O_CLOEXEC | sys::AT_RECURSIVE,
+        0,
+        0,
+    )?;
+    // struct mount_attr: attr_set, attr_clr, propagation, userns_fd.
+    let ma: [u64; 4] = [attr, 0, 0, 0];
+    let r = sc(
+        nr::MOUNT_SETATTR,
+        fd,
+        empty,
+        sys::AT_EMPTY_PATH | sys::AT_RECURSIVE,
+        ma.as_ptr() as usize,
+        core::mem::size_of_val(&ma),
+    )
+    .and_then(|_| {
+        sc(
+            nr::MOVE_MOUNT,
+            fd,
+            empty,
+            at_fdcwd,
+            dst as usize,
+            sys::MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    });
+    let _ = sc(nr::CLOSE, fd, 0, 0, 0, 0);
+    r.map(drop)
+}
+
 /// One of the view's last mounts (see [`MOUNT_BIND`]).
 fn view_mount(
     kind: u32,
@@ -782,41 +821,9 @@ fn view_mount(
     dst: *const u8,
     data: *const u8,
 ) -> Result<(), i32> {
-    let empty = b"\0".as_ptr() as usize;
     let at_fdcwd = sys::AT_FDCWD as usize;
     match kind {
-        MOUNT_BIND => {
-            let fd = sc(
-                nr::OPEN_TREE,
-                at_fdcwd,
-                src as usize,
-                sys::OPEN_TREE_CLONE | sys::O_CLOEXEC | sys::AT_RECURSIVE,
-                0,
-                0,
-            )?;
-            // struct mount_attr: attr_set, attr_clr, propagation, userns_fd.
-            let ma: [u64; 4] = [attr, 0, 0, 0];
-            let r = sc(
-                nr::MOUNT_SETATTR,
-                fd,
-                empty,
-                sys::AT_EMPTY_PATH | sys::AT_RECURSIVE,
-                ma.as_ptr() as usize,
-                core::mem::size_of_val(&ma),
-            )
-            .and_then(|_| {
-                sc(
-                    nr::MOVE_MOUNT,
-                    fd,
-                    empty,
-                    at_fdcwd,
-                    dst as usize,
-                    sys::MOVE_MOUNT_F_EMPTY_PATH,
-                )
-            });
-            let _ = sc(nr::CLOSE, fd, 0, 0, 0, 0);
-            r.map(drop)
-        }
+        MOUNT_BIND => bind_tree(src, dst, attr),
         MOUNT_TMPFS => sc(
             nr::MOUNT,
             c"tmpfs".as_ptr() as usize,

@@ -158,6 +158,7 @@ pub const ECHILD: i32 = 10;
 
 pub const AT_FDCWD: isize = -100;
 pub const CLONE_NEWNS: usize = 0x0002_0000;
+pub const MS_RDONLY: usize = 1;
 pub const MS_NOSUID: usize = 2;
 pub const MS_NODEV: usize = 4;
 pub const AT_EMPTY_PATH: usize = 0x1000;
