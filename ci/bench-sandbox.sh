@@ -14,16 +14,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-300}"
 cargo build --release -p zot --quiet
-# The binaries as installed (copied, as `cargo install` does): a file the
-# linker just wrote sits in the page cache in a layout that makes its
-# start 0.3-0.5 ms slower on this VM, which no installed binary has.
-BIN="$(mktemp -d "$PWD/target/bench-bin-XXXXXX")"
-cp target/release/zot target/release/zot-full "$BIN/"
-ZOT="$BIN/zot"
+ZOT="$PWD/target/release/zot"
 # Outside /tmp: the sandbox replaces the host's /tmp, a workspace there
 # would be bound back and measure an extra mount.
 WS="$(mktemp -d "$PWD/target/bench-ws-XXXXXX")"
-trap 'rm -rf "$WS" "$BIN"' EXIT
+trap 'rm -rf "$WS"' EXIT
 mkdir -p "$WS/.git/hooks" && echo '[core]' > "$WS/.git/config"
 python3 ci/bench_launch.py "$ZOT" "$WS" "$N" --extra ${BASELINE:+--baseline "$BASELINE"}
 echo
