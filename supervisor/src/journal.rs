@@ -154,32 +154,50 @@ impl Journal {
 
     /// Record that `path` is about to be created. Call before creating it.
     pub fn add(&self, kind: Kind, path: &Path) -> Result<(), JournalError> {
+        self.add_all(kind, std::slice::from_ref(&path.to_path_buf()))
+    }
+
+    /// [`Journal::add`] for each of `paths`, in one write.
+    fn add_all(&self, kind: Kind, paths: &[PathBuf]) -> Result<(), JournalError> {
         let mut inner = self.lock();
-        inner.write(&Line::Add {
-            kind,
-            path: path.to_path_buf(),
-        })?;
-        inner.open.push((kind, path.to_path_buf()));
+        let lines: Vec<Line> = paths
+            .iter()
+            .map(|p| Line::Add {
+                kind,
+                path: p.clone(),
+            })
+            .collect();
+        inner.write(&lines)?;
+        inner.open.extend(paths.iter().map(|p| (kind, p.clone())));
         Ok(())
     }
 
     /// Record that `path` is gone. Call after removing it.
     pub fn done(&self, path: &Path) -> Result<(), JournalError> {
+        self.done_all(std::slice::from_ref(&path.to_path_buf()))
+    }
+
+    /// [`Journal::done`] for each of `paths`, in one write. When nothing is
+    /// left to undo the journal goes (unlinked while still locked) without
+    /// that write; the next entry starts a new one.
+    fn done_all(&self, paths: &[PathBuf]) -> Result<(), JournalError> {
         let mut inner = self.lock();
-        inner.write(&Line::Remove {
-            path: path.to_path_buf(),
-        })?;
-        if let Some(i) = inner.open.iter().rposition(|(_, p)| p == path) {
-            inner.open.remove(i);
+        for path in paths {
+            if let Some(i) = inner.open.iter().rposition(|(_, p)| p == path) {
+                inner.open.remove(i);
+            }
         }
         if inner.open.is_empty() {
-            // Nothing left to undo: the journal goes (unlinked while still
-            // locked); the next entry starts a new one.
             if let Some((_, p)) = inner.file.take() {
                 let _ = fs::remove_file(p);
             }
+            return Ok(());
         }
-        Ok(())
+        let lines: Vec<Line> = paths
+            .iter()
+            .map(|p| Line::Remove { path: p.clone() })
+            .collect();
+        inner.write(&lines)
     }
 
     /// The journal directory, made when missing, and locked against every
@@ -214,14 +232,15 @@ impl Journal {
             return Ok(());
         }
         let (_dir, _global) = self.locked_dir()?;
-        for path in paths {
-            self.add(kind, path)?;
+        self.add_all(kind, paths)?;
+        for (i, path) in paths.iter().enumerate() {
             match create_placeholder(kind, path) {
                 Ok(()) => {}
                 Err(e)
                     if e.kind() == io::ErrorKind::AlreadyExists && is_placeholder(kind, path) => {}
                 Err(e) => {
-                    let _ = self.done(path);
+                    // This one and the rest were recorded, not made.
+                    let _ = self.done_all(&paths[i..]);
                     return Err(io_err("creating placeholder", path)(e));
                 }
             }
@@ -256,6 +275,9 @@ impl Journal {
         let (dir, _global) = self.locked_dir()?;
         // An unreadable journal directory: nobody else's (not shared).
         let mut others: Option<HashSet<PathBuf>> = None;
+        // What this run will hold: shared ones, and missing ones to make.
+        let mut hold: Vec<PathBuf> = Vec::new();
+        let mut make: Vec<bool> = Vec::new();
         for path in paths {
             let present = fs::symlink_metadata(path).is_ok();
             if present {
@@ -267,10 +289,15 @@ impl Journal {
                     continue;
                 }
             }
-            self.add(kind, path)?;
-            if !present {
+            hold.push(path.clone());
+            make.push(!present);
+        }
+        self.add_all(kind, &hold)?;
+        for (i, path) in hold.iter().enumerate() {
+            if make[i] {
                 if let Err(e) = create_placeholder(kind, path) {
-                    let _ = self.done(path);
+                    // This one and the rest were recorded, not held.
+                    let _ = self.done_all(&hold[i..]);
                     return Err(io_err("creating placeholder", path)(e));
                 }
             }
@@ -304,7 +331,6 @@ impl Journal {
         let _global = global_lock(&dir)?;
         // Unreadable: every placeholder is kept (fail safe).
         let mut others: Option<Option<HashSet<PathBuf>>> = None;
-        let mut first_err = None;
         for path in paths.iter().rev() {
             let kind = self
                 .lock()
@@ -322,11 +348,8 @@ impl Journal {
                     remove_entry(kind, path);
                 }
             }
-            if let Err(e) = self.done(path) {
-                first_err.get_or_insert(e);
-            }
         }
-        first_err.map_or(Ok(()), Err)
+        self.done_all(paths)
     }
 
     /// Remove a temp dir recorded with [`Kind::TempDir`] and record it.
@@ -389,15 +412,21 @@ impl Journal {
 }
 
 impl Inner {
-    fn write(&mut self, line: &Line) -> Result<(), JournalError> {
+    fn write(&mut self, lines: &[Line]) -> Result<(), JournalError> {
+        if lines.is_empty() {
+            return Ok(());
+        }
         if self.file.is_none() {
             self.file = Some(create(&self.dir)?);
         }
         let (file, path) = self.file.as_mut().expect("just made");
-        let mut s = serde_json::to_string(line).expect("journal lines serialize");
-        s.push('\n');
-        // One write(2) per line, appended: a crash leaves at most a torn
-        // last line, which the reader skips.
+        let mut s = String::new();
+        for line in lines {
+            s.push_str(&serde_json::to_string(line).expect("journal lines serialize"));
+            s.push('\n');
+        }
+        // One write(2), appended: a crash leaves at most a torn last line,
+        // which the reader skips.
         file.write_all(s.as_bytes())
             .map_err(io_err("writing", path))
     }
