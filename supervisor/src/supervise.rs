@@ -162,6 +162,7 @@ pub(crate) fn supervise(
     forward: bool,
     cancel: Option<&Cancel>,
 ) -> (std::io::Result<i32>, Stop) {
+    reap_done();
     let pid = target.pid();
     let mut done = target.done_fd();
     if timeout.is_none() && !forward && cancel.is_none() {
@@ -307,9 +308,27 @@ fn read_code(fd: RawFd) -> Option<i32> {
     Some(i32::from_ne_bytes(b))
 }
 
-/// Reap `pid` without waiting for it here (PID 1 freeing its namespaces).
+/// PIDs 1 that reported their command's code and are still freeing their
+/// namespaces: reaped by a later [`supervise`] (a session's next command)
+/// once they are gone, or by init when this process exits first.
+static REAP: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+/// Reap `pid` without waiting for it here (PID 1 freeing its namespaces):
+/// no thread is started for it; until then it is a zombie, which holds no
+/// namespace (a process leaves them before its exit status is kept).
 fn reap_later(pid: i32) {
-    std::thread::spawn(move || wait_pid(pid));
+    REAP.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
+}
+
+/// Reap what [`reap_later`] left and has exited since; keep the rest.
+fn reap_done() {
+    let mut pending = REAP.lock().unwrap_or_else(|e| e.into_inner());
+    pending.retain(|&pid| {
+        let mut status = 0;
+        // SAFETY: waitpid on our own child, without blocking.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        r == 0
+    });
 }
 
 /// Wait for `pid`; its exit code, or 128+N when killed by signal N.
