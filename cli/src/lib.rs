@@ -7,7 +7,8 @@
 //!
 //! Why two: a process's start costs in proportion to its image (the
 //! relative relocations the loader applies, the pages they dirty), and
-//! `zot sandbox` needs a fifth of the full image. Measured figures are in
+//! `zot sandbox` needs a quarter of the full image (a fifth of its
+//! relocations). Measured figures are in
 //! docs/sandbox.md.
 
 pub mod cmd;
