@@ -201,8 +201,8 @@ mod tests {
 
     /// A directory asked about many names is read once: the answers stay
     /// realpath's (missing names, files, directories, symlinks to each,
-    /// dangling ones, paths below a file), and the lookups after the
-    /// listing make no `readlink` of a name it shows final or absent.
+    /// dangling ones, paths below a file), and the listing then knows
+    /// which names are absent, final, or symlinks still to be read.
     #[test]
     fn a_directory_read_once_answers_as_realpath() {
         let t = tempfile::tempdir().unwrap();
