@@ -131,7 +131,7 @@ fn open_dir() -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;
     let d = tempfile::Builder::new()
         .prefix("zot-be-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .tempdir_in(common::fixture_root())
         .unwrap();
     std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     d

@@ -17,7 +17,7 @@ struct World {
 
 impl World {
     fn new() -> World {
-        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let dir = tempfile::tempdir_in(common::fixture_root()).unwrap();
         let root = dir.path().canonicalize().unwrap();
         World {
             zot_home: root.join("zot-home"),

@@ -51,11 +51,10 @@ fn traversable(p: &Path) -> bool {
         .all(|a| std::fs::metadata(a).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
 }
 
-/// A base directory outside /tmp (the sandbox hides the host /tmp, so
-/// fixtures there would be invisible rather than protected) that other
-/// users can traverse.
+/// A base directory outside the host's shared temp dirs (see
+/// [`common::fixture_root`]) that other users can traverse.
 fn base_dir() -> PathBuf {
-    let t = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let t = common::fixture_root();
     if traversable(&t) {
         t
     } else {

@@ -7,6 +7,31 @@ use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+/// Where the tests keep their fixtures: the target's temp dir, unless it
+/// lies in a temp dir the host shares with sandboxes (`/tmp`, `/var/tmp`,
+/// `/dev/shm`: a checkout under /tmp). The landlock backend leaves those
+/// writable and the others give the command a private /tmp, so fixtures
+/// there would be reachable or invisible rather than protected. Then, as
+/// root, a directory of the tests' own under /var/lib (0755).
+pub fn fixture_root() -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let t = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let real = t.canonicalize().unwrap_or_else(|_| t.clone());
+    let shared = ["/tmp", "/var/tmp", "/dev/shm"]
+        .iter()
+        .any(|s| real.starts_with(s));
+    // SAFETY: geteuid has no preconditions.
+    if shared && unsafe { libc::geteuid() } == 0 {
+        let own = PathBuf::from("/var/lib/zot-tests");
+        if std::fs::create_dir_all(&own).is_ok()
+            && std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o755)).is_ok()
+        {
+            return own;
+        }
+    }
+    t
+}
+
 /// The `zot` binary under test.
 pub fn zot_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_zot"))

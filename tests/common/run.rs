@@ -28,7 +28,7 @@ pub struct World {
 impl World {
     pub fn new() -> World {
         // Not under /tmp: the sandbox gives commands a private /tmp.
-        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let dir = tempfile::tempdir_in(crate::common::fixture_root()).unwrap();
         let root = dir.path().canonicalize().unwrap();
         let home = root.join("home");
         std::fs::create_dir_all(home.join(".ssh")).unwrap();
