@@ -32,6 +32,10 @@ type Listing = HashMap<OsString, bool>;
 #[derive(Default)]
 struct Memory {
     paths: HashMap<PathBuf, Option<PathBuf>>,
+    /// File types asked for, symlinks not followed (`lstat`) and followed
+    /// (`stat`); `None`: the call failed.
+    lstats: HashMap<PathBuf, Option<std::fs::FileType>>,
+    stats: HashMap<PathBuf, Option<std::fs::FileType>>,
     /// Per canonical directory: names asked so far, and its entries once
     /// read (`None`: unreadable or too large, not tried again).
     dirs: HashMap<PathBuf, (u32, Option<Option<Listing>>)>,
@@ -76,6 +80,47 @@ pub(crate) fn canonicalize(p: &Path) -> Option<PathBuf> {
             CACHE.with(|c| {
                 if let Some(m) = c.borrow_mut().as_mut() {
                     m.paths.insert(p.to_path_buf(), found.clone());
+                }
+            });
+            found
+        }
+    }
+}
+
+/// The type of what `p` names (`follow`: symlinks followed), as
+/// `symlink_metadata`/`metadata` say; remembered inside [`scope`]. Planning
+/// asks about the same few paths many times (each `.git` and its parents
+/// once per protection); the tree is taken as it was at the first answer,
+/// which is what the plan is made from anyway.
+pub(crate) fn file_type(p: &Path, follow: bool) -> Option<std::fs::FileType> {
+    let ask = || {
+        let m = if follow {
+            std::fs::metadata(p)
+        } else {
+            std::fs::symlink_metadata(p)
+        };
+        m.ok().map(|m| m.file_type())
+    };
+    fn pick(m: &mut Memory, follow: bool) -> &mut HashMap<PathBuf, Option<std::fs::FileType>> {
+        if follow {
+            &mut m.stats
+        } else {
+            &mut m.lstats
+        }
+    }
+    let remembered = CACHE.with(|c| {
+        c.borrow_mut()
+            .as_mut()
+            .map(|m| pick(m, follow).get(p).copied())
+    });
+    match remembered {
+        None => ask(),
+        Some(Some(known)) => known,
+        Some(None) => {
+            let found = ask();
+            CACHE.with(|c| {
+                if let Some(m) = c.borrow_mut().as_mut() {
+                    pick(m, follow).insert(p.to_path_buf(), found);
                 }
             });
             found
@@ -250,5 +295,41 @@ mod tests {
         std::fs::remove_file(root.join("l")).unwrap();
         std::os::unix::fs::symlink(root.join("b"), root.join("l")).unwrap();
         scope(|| assert_eq!(canonicalize(&root.join("l")), Some(root.join("b"))));
+    }
+
+    /// File types: `lstat` and `stat` answers as the calls give them, each
+    /// asked once in a scope (the first answer holds until it ends), asked
+    /// afresh in the next scope and outside any.
+    #[test]
+    fn file_types_are_asked_once_per_scope() {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::create_dir(root.join("d")).unwrap();
+        std::os::unix::fs::symlink(root.join("d"), root.join("l")).unwrap();
+        let kinds = |p: &Path| {
+            let k = |f: Option<std::fs::FileType>| {
+                f.map(|f| (f.is_dir(), f.is_file(), f.is_symlink()))
+            };
+            (k(file_type(p, false)), k(file_type(p, true)))
+        };
+        let dir = Some((true, false, false));
+        let link = Some((false, false, true));
+        scope(|| {
+            assert_eq!(kinds(&root.join("l")), (link, dir));
+            assert_eq!(kinds(&root.join("d")), (dir, dir));
+            assert_eq!(kinds(&root.join("none")), (None, None));
+            // Changed under the scope: the first answers hold.
+            std::fs::remove_file(root.join("l")).unwrap();
+            std::fs::write(root.join("none"), "").unwrap();
+            assert_eq!(kinds(&root.join("l")), (link, dir));
+            assert_eq!(kinds(&root.join("none")), (None, None));
+        });
+        let file = Some((false, true, false));
+        scope(|| {
+            assert_eq!(kinds(&root.join("l")), (None, None));
+            assert_eq!(kinds(&root.join("none")), (file, file));
+        });
+        std::fs::remove_file(root.join("none")).unwrap();
+        assert_eq!(kinds(&root.join("none")), (None, None));
     }
 }

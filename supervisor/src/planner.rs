@@ -77,8 +77,7 @@ pub trait HostFs {
 /// The real filesystem.
 pub struct RealFs;
 
-fn kind(m: &std::fs::Metadata) -> FileKind {
-    let t = m.file_type();
+fn kind(t: std::fs::FileType) -> FileKind {
     if t.is_dir() {
         FileKind::Dir
     } else if t.is_file() {
@@ -94,10 +93,10 @@ fn kind(m: &std::fs::Metadata) -> FileKind {
 
 impl HostFs for RealFs {
     fn lstat(&self, p: &Path) -> Option<FileKind> {
-        std::fs::symlink_metadata(p).ok().map(|m| kind(&m))
+        crate::canon::file_type(p, false).map(kind)
     }
     fn stat(&self, p: &Path) -> Option<FileKind> {
-        std::fs::metadata(p).ok().map(|m| kind(&m))
+        crate::canon::file_type(p, true).map(kind)
     }
     fn canonicalize(&self, p: &Path) -> Option<PathBuf> {
         crate::canon::canonicalize(p)
