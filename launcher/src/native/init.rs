@@ -209,15 +209,21 @@ fn loopback_up() -> Result<(), NativeError> {
     }
 }
 
-/// What the command's process needs, prepared by PID 1 before the clone.
+/// What the command's process needs, prepared by PID 1 before the clone,
+/// and what it leaves PID 1.
 struct CommandStart {
     tail: Vec<u8>,
     status_fd: libc::c_int,
+    /// A seccomp listener and the diagnostics socket, for PID 1 to send
+    /// once the command has exec'd (`-1`: none).
+    notify: [libc::c_int; 2],
 }
 
-/// The command's process: a vfork-like child (shared memory, PID 1 waits
-/// until it execs) that runs only the tail, which makes raw syscalls and
-/// touches nothing but its own buffer and stack. No page-table copy.
+/// The command's process: a vfork-like child (shared memory and fd
+/// table, PID 1 waits until it execs) that runs only the tail, which makes
+/// raw syscalls and touches nothing but its own buffer and stack. No
+/// page-table copy. Its exec gives the command a table of its own, without
+/// what the tail left close-on-exec (everything but stdio).
 extern "C" fn command_main(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the CommandStart PID 1 keeps alive while suspended.
     let start = unsafe { &mut *(arg as *mut CommandStart) };
@@ -228,15 +234,17 @@ extern "C" fn command_main(arg: *mut libc::c_void) -> libc::c_int {
             libc::_exit(EXIT_SETUP);
         }
     }
-    crate::tail::run(&mut start.tail, start.status_fd)
+    crate::tail::run_with(&mut start.tail, start.status_fd, Some(&mut start.notify))
 }
 
-/// Start the command's process (see [`command_main`]).
+/// Start the command's process (see [`command_main`]); when the tail made
+/// a seccomp listener, send it to the supervisor once the command runs.
 fn spawn_command(tail: Vec<u8>, status: &StatusPipe) -> Result<libc::pid_t, NativeError> {
     use std::os::fd::AsRawFd;
     let mut start = CommandStart {
         tail,
         status_fd: status.0.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1),
+        notify: [-1, -1],
     };
     // The tail's own stack: its buffers plus headroom.
     let mut stack = vec![0u8; 256 * 1024];
@@ -245,11 +253,13 @@ fn spawn_command(tail: Vec<u8>, status: &StatusPipe) -> Result<libc::pid_t, Nati
     let top = (top as usize & !15) as *mut libc::c_void;
     // SAFETY: CLONE_VM|CLONE_VFORK: this process is suspended until the
     // child execs or exits, so `start` and `stack` outlive its use of them.
+    // CLONE_FILES: what the tail opens (the listener) is in this table
+    // too, and stays here when the exec gives the command its own.
     let pid = unsafe {
         libc::clone(
             command_main,
             top,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_FILES | libc::SIGCHLD,
             &mut start as *mut CommandStart as *mut libc::c_void,
         )
     };
@@ -257,6 +267,17 @@ fn spawn_command(tail: Vec<u8>, status: &StatusPipe) -> Result<libc::pid_t, Nati
         return Err(NativeError::sys("starting the sandboxed process")(errno()));
     }
     drop(stack);
+    if start.notify[0] >= 0 {
+        // A notified call the command makes meanwhile waits in the queue.
+        // Not sent: the command must not run unchecked or stuck.
+        if let Err(e) = crate::tail::send_listener(start.status_fd, start.notify) {
+            // SAFETY: our child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            return Err(NativeError::sys(
+                "passing the notification listener to the supervisor",
+            )(io::Error::from_raw_os_error(e)));
+        }
+    }
     Ok(pid)
 }
 

@@ -593,26 +593,9 @@ struct HelperArgs {
     diag: usize,
 }
 
-/// What the helper of [`install_notify`] runs: wait for the listener's
-/// number, send it with the diagnostics socket to the supervisor on the
-/// status socket, exit (0 once sent).
-extern "C" fn notify_helper(args: usize) -> ! {
-    // SAFETY: `install_notify` passes a `HelperArgs` it keeps alive until
-    // this helper has exited (it waits for it).
-    let HelperArgs { rx, status_fd, diag } = unsafe { *(args as *const HelperArgs) };
-    // It dies with the tail, which it would otherwise wait for forever.
-    let _ = sc(nr::PRCTL, sys::PR_SET_PDEATHSIG, sys::SIGKILL, 0, 0, 0);
-    let mut b = [0u8; 4];
-    let mut got = 0;
-    while got < 4 {
-        match sc(nr::READ, rx, b[got..].as_mut_ptr() as usize, 4 - got, 0, 0) {
-            Ok(0) => sys::exit(1),
-            Ok(n) => got += n,
-            Err(sys::EINTR) => {}
-            Err(_) => sys::exit(1),
-        }
-    }
-    let fds: [i32; 2] = [i32::from_le_bytes(b), diag as i32];
+/// Send the listener and the diagnostics socket (`fds`) to the
+/// supervisor on the status socket, with [`NOTIFY_LINE`] (`SCM_RIGHTS`).
+pub(crate) fn send_listener(status_fd: i32, fds: [i32; 2]) -> Result<(), i32> {
     // struct cmsghdr (len, level, type) and two ints: CMSG_SPACE(8) = 24.
     let mut control = [0u64; 3];
     control[0] = 24;
@@ -638,11 +621,61 @@ extern "C" fn notify_helper(args: usize) -> ! {
             0,
             0,
         ) {
-            Ok(n) if n == NOTIFY_LINE.len() => sys::exit(0),
+            Ok(n) if n == NOTIFY_LINE.len() => return Ok(()),
+            Ok(_) => return Err(sys::EPIPE),
             Err(sys::EINTR) => {}
-            _ => sys::exit(1),
+            Err(e) => return Err(e),
         }
     }
+}
+
+/// What the helper of [`install_notify`] runs: wait for the listener's
+/// number, send it with the diagnostics socket to the supervisor on the
+/// status socket, exit (0 once sent).
+extern "C" fn notify_helper(args: usize) -> ! {
+    // SAFETY: `install_notify` passes a `HelperArgs` it keeps alive until
+    // this helper has exited (it waits for it).
+    let HelperArgs { rx, status_fd, diag } = unsafe { *(args as *const HelperArgs) };
+    // It dies with the tail, which it would otherwise wait for forever.
+    let _ = sc(nr::PRCTL, sys::PR_SET_PDEATHSIG, sys::SIGKILL, 0, 0, 0);
+    let mut b = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        match sc(nr::READ, rx, b[got..].as_mut_ptr() as usize, 4 - got, 0, 0) {
+            Ok(0) => sys::exit(1),
+            Ok(n) => got += n,
+            Err(sys::EINTR) => {}
+            Err(_) => sys::exit(1),
+        }
+    }
+    match send_listener(status_fd, [i32::from_le_bytes(b), diag as i32]) {
+        Ok(()) => sys::exit(0),
+        Err(_) => sys::exit(1),
+    }
+}
+
+/// Install `prog` with a listener. A kernel without WAIT_KILLABLE_RECV
+/// (before 5.19) refuses the flag: then a signal may interrupt a call the
+/// supervisor already performs.
+fn new_listener(prog: &[usize; 2]) -> Result<usize, i32> {
+    let mut installed = Err(sys::EINVAL);
+    for flags in [
+        sys::SECCOMP_FILTER_FLAG_NEW_LISTENER | sys::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
+        sys::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+    ] {
+        installed = sc(
+            nr::SECCOMP,
+            sys::SECCOMP_SET_MODE_FILTER,
+            flags,
+            prog.as_ptr() as usize,
+            0,
+            0,
+        );
+        if installed != Err(sys::EINVAL) {
+            break;
+        }
+    }
+    installed
 }
 
 /// Install the seccomp program `prog` with a listener (the calls it stops
@@ -654,7 +687,11 @@ extern "C" fn notify_helper(args: usize) -> ! {
 /// socket of the sandbox's network namespace (the supervisor's view of the
 /// sockets bound in there), as `SCM_RIGHTS` on the status socket; the tail
 /// waits for the helper and fails closed unless it sent both.
-fn install_notify(prog: &[usize; 2], status_fd: i32) -> Result<(), Fail> {
+fn install_notify(
+    prog: &[usize; 2],
+    status_fd: i32,
+    handoff: Option<&mut [i32; 2]>,
+) -> Result<(), Fail> {
     let stage = "seccomp";
     if status_fd < 0 {
         return Err(fail(
@@ -672,6 +709,21 @@ fn install_notify(prog: &[usize; 2], status_fd: i32) -> Result<(), Fail> {
         0,
     )
     .map_err(|e| fail(stage, "socket(AF_NETLINK, NETLINK_SOCK_DIAG)", e))?;
+    const LISTENER_CALL: &str = "seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER)";
+    // The native backend's PID 1 shares this fd table and sends both once
+    // the command has exec'd: no messenger needed.
+    if let Some(out) = handoff {
+        return match new_listener(prog) {
+            Ok(listener) => {
+                *out = [listener as i32, diag as i32];
+                Ok(())
+            }
+            Err(e) => {
+                let _ = sc(nr::CLOSE, diag, 0, 0, 0, 0);
+                Err(fail(stage, LISTENER_CALL, e))
+            }
+        };
+    }
     let mut p = [0i32; 2];
     sc(nr::PIPE2, p.as_mut_ptr() as usize, sys::O_CLOEXEC, 0, 0, 0)
         .map_err(|e| fail(stage, "pipe2", e))?;
@@ -702,25 +754,7 @@ fn install_notify(prog: &[usize; 2], status_fd: i32) -> Result<(), Fail> {
             return Err(fail(stage, "starting the listener's messenger", e));
         }
     };
-    // A kernel without WAIT_KILLABLE_RECV (before 5.19) refuses the flag:
-    // then a signal may interrupt a call the supervisor already performs.
-    let mut installed = Err(sys::EINVAL);
-    for flags in [
-        sys::SECCOMP_FILTER_FLAG_NEW_LISTENER | sys::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
-        sys::SECCOMP_FILTER_FLAG_NEW_LISTENER,
-    ] {
-        installed = sc(
-            nr::SECCOMP,
-            sys::SECCOMP_SET_MODE_FILTER,
-            flags,
-            prog.as_ptr() as usize,
-            0,
-            0,
-        );
-        if installed != Err(sys::EINVAL) {
-            break;
-        }
-    }
+    let installed = new_listener(prog);
     if let Ok(listener) = installed {
         sys::write_all(tx as i32, &(listener as i32).to_le_bytes());
     }
@@ -741,13 +775,7 @@ fn install_notify(prog: &[usize; 2], status_fd: i32) -> Result<(), Fail> {
         }
     };
     close_all(&[rx, diag]);
-    let listener = installed.map_err(|e| {
-        fail(
-            stage,
-            "seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER)",
-            e,
-        )
-    })?;
+    let listener = installed.map_err(|e| fail(stage, LISTENER_CALL, e))?;
     let _ = sc(nr::CLOSE, listener, 0, 0, 0, 0);
     // Exited (low 7 bits 0) with code 0.
     if waited.is_err() || wstatus & 0xffff != 0 {
@@ -889,7 +917,7 @@ fn view_mounts(t: &Tail, own_ns: &mut bool) -> Result<(), Fail> {
     Ok(())
 }
 
-fn harden(t: &Tail, status_fd: i32) -> Result<Lock, Fail> {
+fn harden(t: &Tail, status_fd: i32, handoff: Option<&mut [i32; 2]>) -> Result<Lock, Fail> {
     // 0. into the run's cgroup, before anything is forked: this thread
     // alone (`0`), which is the whole process here.
     if t.cgroup_fd >= 0 {
@@ -1015,7 +1043,7 @@ fn harden(t: &Tail, status_fd: i32) -> Result<Lock, Fail> {
             if t.bridge_port != 0 {
                 bridge::start(t.bridge_port, t.bridge_socket, Some(t.seccomp))?;
             }
-            install_notify(&prog, status_fd)?;
+            install_notify(&prog, status_fd, handoff)?;
             return Ok(lock);
         }
         sc(
@@ -1168,6 +1196,15 @@ fn exec(t: &Tail) -> i32 {
 /// command starts; otherwise returns the exit code (125 setup, 126 cannot
 /// execute, 127 not found) after reporting why.
 pub fn run(buf: &mut [u8], status_fd: i32) -> i32 {
+    run_with(buf, status_fd, None)
+}
+
+/// [`run`], for a caller that shares this process's fd table and memory
+/// and is suspended until the exec (the native backend's PID 1): a
+/// seccomp listener is not sent from here but left open, its number and
+/// the diagnostics socket's in `handoff`, for the caller to send with
+/// [`send_listener`] once the command runs.
+pub(crate) fn run_with(buf: &mut [u8], status_fd: i32, handoff: Option<&mut [i32; 2]>) -> i32 {
     let t = match decode(buf) {
         Ok(t) => t,
         Err(f) => {
@@ -1182,7 +1219,7 @@ pub fn run(buf: &mut [u8], status_fd: i32) -> i32 {
             return EXIT_SETUP;
         }
     };
-    let lock = match harden(&t, status_fd).and_then(|l| {
+    let lock = match harden(&t, status_fd, handoff).and_then(|l| {
         // (With the supervisor's check, harden started it already.)
         if t.bridge_port != 0 && t.flags & FLAG_NOTIFY == 0 {
             bridge::start(t.bridge_port, t.bridge_socket, None)?;
