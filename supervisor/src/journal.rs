@@ -17,6 +17,16 @@
 //! Nothing is ever removed that does not still look like what was created:
 //! a temp dir must be a real directory (not a symlink) owned by this user,
 //! a placeholder an empty regular file or an empty directory.
+//!
+//! A placeholder file is a hard link of a spare kept for its path in
+//! `<state>/placeholders/` (where the file systems allow), not a new file:
+//! making and freeing an inode at every launch is what a placeholder cost
+//! (on ext4 without a journal each new inode also skips every recently
+//! freed one, so launches in a row slowed each other down). A spare is
+//! linked only while it is still what zot made (empty, 0444, this user's,
+//! no other link); anything else is replaced by a fresh one. A spare only
+//! ever appears at its own path, so a process that could write to it there
+//! could write that path anyway.
 
 use std::collections::{BTreeSet, HashSet};
 use std::fs::{self, File, OpenOptions};
@@ -58,6 +68,11 @@ pub fn state_dir_from(get: impl Fn(&str) -> Option<std::ffi::OsString>) -> Resul
 /// Directory of the journals, below the state directory.
 pub const JOURNAL_DIR: &str = "journal";
 const LOCK_FILE: &str = ".lock";
+/// Spares of placeholder files, beside the journals (same state dir).
+const SPARES_DIR: &str = "placeholders";
+/// A spare unused (no placeholder linked: its ctime unchanged) this long
+/// is removed when a new spare is made.
+const SPARE_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 const SUFFIX: &str = ".jsonl";
 
 /// What a journal entry is.
@@ -231,10 +246,11 @@ impl Journal {
         if paths.is_empty() {
             return Ok(());
         }
-        let (_dir, _global) = self.locked_dir()?;
+        let (dir, _global) = self.locked_dir()?;
+        let spares = spares_dir(&dir);
         self.add_all(kind, paths)?;
         for (i, path) in paths.iter().enumerate() {
-            match create_placeholder(kind, path) {
+            match create_placeholder(kind, path, &spares) {
                 Ok(()) => {}
                 Err(e)
                     if e.kind() == io::ErrorKind::AlreadyExists && is_placeholder(kind, path) => {}
@@ -293,9 +309,10 @@ impl Journal {
             make.push(!present);
         }
         self.add_all(kind, &hold)?;
+        let spares = spares_dir(&dir);
         for (i, path) in hold.iter().enumerate() {
             if make[i] {
-                if let Err(e) = create_placeholder(kind, path) {
+                if let Err(e) = create_placeholder(kind, path, &spares) {
                     // This one and the rest were recorded, not held.
                     let _ = self.done_all(&hold[i..]);
                     return Err(io_err("creating placeholder", path)(e));
@@ -586,16 +603,97 @@ fn global_lock(dir: &Path) -> Result<Flock<File>, JournalError> {
 }
 
 /// Make the empty placeholder of `kind` at `path`, which must not exist:
-/// a directory (0755), or a file no one may write (0444).
-fn create_placeholder(kind: Kind, path: &Path) -> io::Result<()> {
-    match kind {
-        Kind::PlaceholderDir => fs::DirBuilder::new().mode(0o755).create(path),
-        _ => OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o444)
-            .open(path)
-            .map(drop),
+/// a directory (0755), or a file no one may write (0444): a link of the
+/// path's spare in `spares`, or a new file where no link can be made
+/// (another file system, or one without hard links).
+fn create_placeholder(kind: Kind, path: &Path, spares: &Path) -> io::Result<()> {
+    if kind == Kind::PlaceholderDir {
+        return fs::DirBuilder::new().mode(0o755).create(path);
+    }
+    if let Some(spare) = spare_for(spares, path) {
+        match fs::hard_link(&spare, path) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(e),
+            Err(_) => {}
+        }
+    }
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o444)
+        .open(path)
+        .map(drop)
+}
+
+fn spares_dir(journal_dir: &Path) -> PathBuf {
+    journal_dir
+        .parent()
+        .unwrap_or(journal_dir)
+        .join(SPARES_DIR)
+}
+
+/// The spare's name for `path`: 128 bits of its SHA-256.
+fn spare_name(path: &Path) -> String {
+    use sha2::Digest;
+    use std::os::unix::ffi::OsStrExt;
+    let h = sha2::Sha256::digest(path.as_os_str().as_bytes());
+    h[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether `m` is a spare as zot made it and nothing else uses: empty,
+/// mode 0444, this user's, one link.
+fn is_spare(m: &fs::Metadata) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    m.file_type().is_file()
+        && m.len() == 0
+        && m.mode() & 0o7777 == 0o444
+        && m.uid() == me
+        && m.nlink() == 1
+}
+
+/// The spare of `path` in `spares`, made when missing and replaced when
+/// it is not [`is_spare`] any more. `None`: none can be had (the caller
+/// makes a new file).
+fn spare_for(spares: &Path, path: &Path) -> Option<PathBuf> {
+    let spare = spares.join(spare_name(path));
+    match fs::symlink_metadata(&spare) {
+        Ok(m) if is_spare(&m) => return Some(spare),
+        Ok(_) => fs::remove_file(&spare).ok()?,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(_) => return None,
+    }
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(spares)
+        .ok()?;
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o444)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+        .open(&spare)
+        .ok()?;
+    prune_spares(spares);
+    Some(spare)
+}
+
+/// Remove spares no placeholder used for [`SPARE_MAX_AGE`] (a link made or
+/// removed changes the spare's ctime). Run when a spare is made, which is
+/// when a path is protected for the first time.
+fn prune_spares(spares: &Path) {
+    let Ok(rd) = fs::read_dir(spares) else { return };
+    let now = std::time::SystemTime::now();
+    for e in rd.flatten() {
+        let Ok(m) = e.metadata() else { continue };
+        let changed = std::time::UNIX_EPOCH + std::time::Duration::from_secs(m.ctime().max(0) as u64);
+        let old = now
+            .duration_since(changed)
+            .is_ok_and(|age| age > SPARE_MAX_AGE);
+        if old && is_spare(&m) {
+            let _ = fs::remove_file(e.path());
+        }
     }
 }
 
@@ -682,6 +780,89 @@ mod tests {
         assert!(!t.exists() && !ph.exists());
         drop(j);
         assert!(journals(state.path()).is_empty());
+    }
+
+    /// A placeholder file is a link of its path's spare (no inode made or
+    /// freed per launch), removed as before, and the spare is linked again
+    /// next time; another path has its own spare.
+    #[test]
+    fn placeholder_files_are_links_of_their_spares() {
+        let state = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let ph = ws.path().join(".zot");
+        let spare = state.path().join(SPARES_DIR).join(spare_name(&ph));
+        let j = Journal::new(state.path());
+        j.acquire_placeholder(Kind::PlaceholderFile, &ph).unwrap();
+        let (p, s) = (fs::metadata(&ph).unwrap(), fs::metadata(&spare).unwrap());
+        assert_eq!((p.dev(), p.ino()), (s.dev(), s.ino()));
+        assert_eq!((p.nlink(), p.len(), p.mode() & 0o7777), (2, 0, 0o444));
+        j.release_placeholder(&ph).unwrap();
+        assert!(!ph.exists());
+        assert_eq!(fs::metadata(&spare).unwrap().nlink(), 1);
+        j.acquire_placeholder(Kind::PlaceholderFile, &ph).unwrap();
+        assert_eq!(fs::metadata(&ph).unwrap().ino(), s.ino());
+        let other = ws.path().join(".agents");
+        j.acquire_placeholder(Kind::PlaceholderFile, &other).unwrap();
+        assert_ne!(fs::metadata(&other).unwrap().ino(), s.ino());
+        j.release_placeholders(&[ph.clone(), other.clone()]).unwrap();
+        assert!(!ph.exists() && !other.exists());
+    }
+
+    /// A spare that is not what zot made (written to, made writable,
+    /// linked elsewhere) is never linked: the placeholder is a fresh,
+    /// empty file and the spare is replaced.
+    #[test]
+    fn a_changed_spare_is_replaced_not_linked() {
+        use std::os::unix::fs::PermissionsExt;
+        let state = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let ph = ws.path().join(".zot");
+        let spare = state.path().join(SPARES_DIR).join(spare_name(&ph));
+        let j = Journal::new(state.path());
+        let tamper: [&dyn Fn(); 3] = [
+            &|| {
+                fs::set_permissions(&spare, fs::Permissions::from_mode(0o644)).unwrap();
+                fs::write(&spare, "[core]\nfsmonitor = evil\n").unwrap();
+                fs::set_permissions(&spare, fs::Permissions::from_mode(0o444)).unwrap();
+            },
+            &|| fs::set_permissions(&spare, fs::Permissions::from_mode(0o644)).unwrap(),
+            &|| fs::hard_link(&spare, ws.path().join("elsewhere")).unwrap(),
+        ];
+        for (k, t) in tamper.iter().enumerate() {
+            j.acquire_placeholder(Kind::PlaceholderFile, &ph).unwrap();
+            j.release_placeholder(&ph).unwrap();
+            t();
+            let before = fs::metadata(&spare).unwrap().ino();
+            j.acquire_placeholder(Kind::PlaceholderFile, &ph).unwrap();
+            let m = fs::metadata(&ph).unwrap();
+            assert_eq!((m.len(), m.mode() & 0o7777), (0, 0o444), "case {k}");
+            assert_ne!(m.ino(), before, "case {k}: the changed spare was linked");
+            // Linked from the fresh spare that replaced it.
+            let s = fs::metadata(&spare).unwrap();
+            assert_eq!((s.ino(), s.len(), s.nlink()), (m.ino(), 0, 2), "case {k}");
+            j.release_placeholder(&ph).unwrap();
+            let _ = fs::remove_file(ws.path().join("elsewhere"));
+        }
+    }
+
+    /// Where no link can be made (the path on another file system than the
+    /// state directory), the placeholder is a new empty file, as before.
+    #[test]
+    fn a_placeholder_on_another_file_system_is_a_new_file() {
+        let state = tempfile::tempdir().unwrap();
+        let shm = Path::new("/dev/shm");
+        let ws = tempfile::tempdir_in(shm).unwrap();
+        let other_fs = fs::metadata(state.path()).unwrap().dev() != fs::metadata(ws.path()).unwrap().dev();
+        let ph = ws.path().join(".zot");
+        let j = Journal::new(state.path());
+        j.acquire_placeholder(Kind::PlaceholderFile, &ph).unwrap();
+        let m = fs::metadata(&ph).unwrap();
+        assert_eq!((m.len(), m.mode() & 0o7777), (0, 0o444));
+        if other_fs {
+            assert_eq!(m.nlink(), 1);
+        }
+        j.release_placeholder(&ph).unwrap();
+        assert!(!ph.exists());
     }
 
     #[test]
