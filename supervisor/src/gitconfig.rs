@@ -641,7 +641,12 @@ fn command_paths(
 /// The git directory a linked worktree or submodule shares its
 /// configuration and hooks with (`<git_dir>/commondir`), if any.
 pub fn common_dir(git_dir: &Path) -> Option<PathBuf> {
-    let t = read_text(&git_dir.join("commondir"))?;
+    let p = git_dir.join("commondir");
+    // Most git directories have none: a remembered answer saves the open.
+    if crate::canon::file_type(&p, false).is_none() {
+        return None;
+    }
+    let t = read_text(&p)?;
     let t = t.lines().next()?.trim();
     if t.is_empty() {
         return None;
@@ -699,7 +704,7 @@ pub fn control_files(git_dir: &Path, work_tree: Option<&Path>, host: &HostGit) -
     });
     for d in [Some(git_dir), common.as_deref()].into_iter().flatten() {
         let wc = d.join("config.worktree");
-        if worktree_config || std::fs::symlink_metadata(&wc).is_ok() {
+        if worktree_config || crate::canon::file_type(&wc, false).is_some() {
             read_file(&wc, 0, &host.homes, &mut files, &mut entries);
         }
     }
@@ -789,7 +794,8 @@ fn git_dir_files(git_dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
     }
     for n in GIT_DIR_PROTECTED_IF_PRESENT {
         let p = git_dir.join(n);
-        if std::fs::symlink_metadata(&p).is_ok() {
+        // Remembered for the launch: the planner asks again.
+        if crate::canon::file_type(&p, false).is_some() {
             out.push(p);
         }
     }
