@@ -145,7 +145,8 @@ pub fn compile(plan: &SeccompPlan) -> Result<Vec<BpfProgram>, LaunchError> {
 
 /// [`compile`], `search`: with [`dispatcher`] in front of the rules (x86_64).
 fn compile_with(plan: &SeccompPlan, search: bool) -> Result<Vec<BpfProgram>, LaunchError> {
-    let _ = search;
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = search; // only x86_64 has the search
     if !plan.enabled {
         return Ok(Vec::new());
     }
@@ -247,59 +248,89 @@ fn compile_with(plan: &SeccompPlan, search: bool) -> Result<Vec<BpfProgram>, Lau
 /// would not fit (more numbers than a filter of this shape holds).
 #[cfg(target_arch = "x86_64")]
 fn dispatcher(named: &[i64]) -> Option<BpfProgram> {
-    use seccompiler::sock_filter;
-    const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
+    use bpf::{ja, jump, ld, ret};
     /// Placeholder `k` of a jump to the end of the dispatcher (resolved below).
     const TO_RULES: u32 = u32::MAX;
-    let ins = |code: u32, jt: u8, jf: u8, k: u32| sock_filter {
-        code: code as u16,
-        jt,
-        jf,
-        k,
-    };
-    let jmp = |op: u32| libc::BPF_JMP | op | libc::BPF_K;
     let nrs: Vec<u32> = named.iter().map(|&n| u32::try_from(n).ok()).collect::<Option<_>>()?;
     // Numbers in nrs[..]: a jump to the rules when nr is one, else allow.
-    fn tree(nrs: &[u32], out: &mut Vec<sock_filter>) -> Option<()> {
-        let jmp = |op: u32| (libc::BPF_JMP | op | libc::BPF_K) as u16;
-        let ins = |code: u16, jt: u8, jf: u8, k: u32| sock_filter { code, jt, jf, k };
+    fn tree(nrs: &[u32], out: &mut Vec<seccompiler::sock_filter>) -> Option<()> {
         if nrs.len() <= 3 {
             let m = nrs.len();
             for (i, &nr) in nrs.iter().enumerate() {
                 // jt: to the `ja` after the `ret` below.
-                out.push(ins(jmp(libc::BPF_JEQ), (m - i) as u8, 0, nr));
+                out.push(jump(libc::BPF_JEQ, nr, (m - i) as u8, 0));
             }
-            out.push(ins(
-                (libc::BPF_RET | libc::BPF_K) as u16,
-                0,
-                0,
-                libc::SECCOMP_RET_ALLOW,
-            ));
-            out.push(ins(jmp(libc::BPF_JA), 0, 0, TO_RULES));
+            out.push(ret(libc::SECCOMP_RET_ALLOW));
+            out.push(ja(TO_RULES));
             return Some(());
         }
         let mid = nrs.len() / 2;
         let at = out.len();
-        out.push(ins(jmp(libc::BPF_JGE), 0, 0, nrs[mid]));
+        out.push(jump(libc::BPF_JGE, nrs[mid], 0, 0));
         tree(&nrs[..mid], out)?;
         // nr >= nrs[mid]: over the lower half.
         out[at].jt = u8::try_from(out.len() - at - 1).ok()?;
         tree(&nrs[mid..], out)
     }
     let mut out = vec![
-        ins(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0, 0, 4), // seccomp_data.arch
-        ins(jmp(libc::BPF_JEQ), 1, 0, AUDIT_ARCH_X86_64),
-        ins(jmp(libc::BPF_JA), 0, 0, TO_RULES),
-        ins(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0, 0, 0), // seccomp_data.nr
+        ld(4), // seccomp_data.arch
+        jump(libc::BPF_JEQ, bpf::AUDIT_ARCH_X86_64, 1, 0),
+        ja(TO_RULES),
+        ld(0), // seccomp_data.nr
     ];
     tree(&nrs, &mut out)?;
     let len = out.len();
+    let to_rules = ja(TO_RULES);
     for (i, x) in out.iter_mut().enumerate() {
-        if x.code == jmp(libc::BPF_JA) as u16 && x.k == TO_RULES {
+        if (x.code, x.k) == (to_rules.code, to_rules.k) {
             x.k = (len - i - 1) as u32;
         }
     }
     Some(out)
+}
+
+/// The cBPF instructions the x86_64 programs here are written with.
+#[cfg(target_arch = "x86_64")]
+mod bpf {
+    use seccompiler::sock_filter;
+
+    pub const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
+
+    /// Load the 32-bit word at offset `k` of `seccomp_data`.
+    pub fn ld(k: u32) -> sock_filter {
+        sock_filter {
+            code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
+            jt: 0,
+            jf: 0,
+            k,
+        }
+    }
+
+    /// Compare with `k` (`op`: `BPF_JEQ`, `BPF_JGE`...), then skip `jt`
+    /// instructions when true, `jf` when false.
+    pub fn jump(op: u32, k: u32, jt: u8, jf: u8) -> sock_filter {
+        sock_filter {
+            code: (libc::BPF_JMP | op | libc::BPF_K) as u16,
+            jt,
+            jf,
+            k,
+        }
+    }
+
+    /// Skip `k` instructions.
+    pub fn ja(k: u32) -> sock_filter {
+        jump(libc::BPF_JA, k, 0, 0)
+    }
+
+    /// Return `k` (a `SECCOMP_RET_*` action).
+    pub fn ret(k: u32) -> sock_filter {
+        sock_filter {
+            code: (libc::BPF_RET | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 0,
+            k,
+        }
+    }
 }
 
 /// One program that runs `progs` in turn: each `ret ALLOW` of a program
@@ -331,8 +362,7 @@ fn chain(progs: Vec<BpfProgram>) -> BpfProgram {
 /// keyed on the 64-bit numbers: refuse that whole range.
 #[cfg(target_arch = "x86_64")]
 fn x32_filter(a: SeccompAction) -> BpfProgram {
-    use seccompiler::sock_filter;
-    const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
+    use bpf::{jump, ld, ret};
     const X32_BIT: u32 = 0x4000_0000;
     let ret_action = match a {
         SeccompAction::Eperm => libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
@@ -340,35 +370,11 @@ fn x32_filter(a: SeccompAction) -> BpfProgram {
         SeccompAction::KillProcess => libc::SECCOMP_RET_KILL_PROCESS,
         SeccompAction::Notify => libc::SECCOMP_RET_USER_NOTIF,
     };
-    let ld = |k| sock_filter {
-        code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
-        jt: 0,
-        jf: 0,
-        k,
-    };
-    let jeq = |k, jt, jf| sock_filter {
-        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
-        jt,
-        jf,
-        k,
-    };
-    let jge = |k, jt, jf| sock_filter {
-        code: (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16,
-        jt,
-        jf,
-        k,
-    };
-    let ret = |k| sock_filter {
-        code: (libc::BPF_RET | libc::BPF_K) as u16,
-        jt: 0,
-        jf: 0,
-        k,
-    };
     vec![
         ld(4), // seccomp_data.arch
-        jeq(AUDIT_ARCH_X86_64, 0, 3),
+        jump(libc::BPF_JEQ, bpf::AUDIT_ARCH_X86_64, 0, 3),
         ld(0), // seccomp_data.nr
-        jge(X32_BIT, 0, 1),
+        jump(libc::BPF_JGE, X32_BIT, 0, 1),
         ret(ret_action),
         ret(libc::SECCOMP_RET_ALLOW),
     ]
@@ -449,6 +455,24 @@ mod tests {
         }
     }
 
+    /// `EPERM` for `syscalls` when their first argument asks for a new user
+    /// namespace (a 64-bit masked compare).
+    fn new_user_rule(syscalls: &[&str]) -> Rule {
+        Rule {
+            syscalls: syscalls.iter().map(|s| s.to_string()).collect(),
+            action: SeccompAction::Eperm,
+            any_of: vec![cmp(
+                0,
+                ArgWidth::Bits64,
+                ArgOp::MaskedEq {
+                    mask: libc::CLONE_NEWUSER as u64,
+                },
+                libc::CLONE_NEWUSER as u64,
+                "CLONE_NEWUSER",
+            )],
+        }
+    }
+
     fn plan(rules: Vec<Rule>) -> SeccompPlan {
         SeccompPlan {
             enabled: true,
@@ -477,19 +501,7 @@ mod tests {
                 action: SeccompAction::Enosys,
                 any_of: vec![],
             },
-            Rule {
-                syscalls: vec!["unshare".into()],
-                action: SeccompAction::Eperm,
-                any_of: vec![cmp(
-                    0,
-                    ArgWidth::Bits64,
-                    ArgOp::MaskedEq {
-                        mask: libc::CLONE_NEWUSER as u64,
-                    },
-                    libc::CLONE_NEWUSER as u64,
-                    "CLONE_NEWUSER",
-                )],
-            },
+            new_user_rule(&["unshare"]),
             Rule {
                 syscalls: vec!["ioctl".into()],
                 action: SeccompAction::Eperm,
@@ -641,19 +653,7 @@ mod tests {
                 action: SeccompAction::Eperm,
                 any_of: vec![],
             },
-            Rule {
-                syscalls: vec!["unshare".into(), "clone".into()],
-                action: SeccompAction::Eperm,
-                any_of: vec![cmp(
-                    0,
-                    ArgWidth::Bits64,
-                    ArgOp::MaskedEq {
-                        mask: libc::CLONE_NEWUSER as u64,
-                    },
-                    libc::CLONE_NEWUSER as u64,
-                    "CLONE_NEWUSER",
-                )],
-            },
+            new_user_rule(&["unshare", "clone"]),
             Rule {
                 syscalls: vec!["socket".into()],
                 action: SeccompAction::Eperm,
