@@ -686,7 +686,10 @@ fn new_listener(prog: &[usize; 2]) -> Result<usize, i32> {
 /// filtered, sharing this process's fd table) sends it, with a netlink
 /// socket of the sandbox's network namespace (the supervisor's view of the
 /// sockets bound in there), as `SCM_RIGHTS` on the status socket; the tail
-/// waits for the helper and fails closed unless it sent both.
+/// waits for the helper and fails closed unless it sent both. With
+/// `handoff` (the native backend's PID 1 shares this fd table) no helper
+/// is started: both are left open, their numbers in `handoff`, for PID 1
+/// to send after the exec.
 fn install_notify(
     prog: &[usize; 2],
     status_fd: i32,
