@@ -785,13 +785,20 @@ mod tests {
     /// A placeholder file is a link of its path's spare (no inode made or
     /// freed per launch), removed as before, and the spare is linked again
     /// next time; another path has its own spare.
-    #[test]
-    fn placeholder_files_are_links_of_their_spares() {
+    /// A state dir, a workspace, its `.zot` placeholder path, that path's
+    /// spare and a journal.
+    fn spare_case() -> (tempfile::TempDir, tempfile::TempDir, PathBuf, PathBuf, Journal) {
         let state = tempfile::tempdir().unwrap();
         let ws = tempfile::tempdir().unwrap();
         let ph = ws.path().join(".zot");
         let spare = state.path().join(SPARES_DIR).join(spare_name(&ph));
         let j = Journal::new(state.path());
+        (state, ws, ph, spare, j)
+    }
+
+    #[test]
+    fn placeholder_files_are_links_of_their_spares() {
+        let (_state, ws, ph, spare, j) = spare_case();
         j.acquire_placeholder(Kind::PlaceholderFile, &ph).unwrap();
         let (p, s) = (fs::metadata(&ph).unwrap(), fs::metadata(&spare).unwrap());
         assert_eq!((p.dev(), p.ino()), (s.dev(), s.ino()));
@@ -814,11 +821,7 @@ mod tests {
     #[test]
     fn a_changed_spare_is_replaced_not_linked() {
         use std::os::unix::fs::PermissionsExt;
-        let state = tempfile::tempdir().unwrap();
-        let ws = tempfile::tempdir().unwrap();
-        let ph = ws.path().join(".zot");
-        let spare = state.path().join(SPARES_DIR).join(spare_name(&ph));
-        let j = Journal::new(state.path());
+        let (_state, ws, ph, spare, j) = spare_case();
         let tamper: [&dyn Fn(); 3] = [
             &|| {
                 fs::set_permissions(&spare, fs::Permissions::from_mode(0o644)).unwrap();
