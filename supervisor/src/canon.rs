@@ -4,12 +4,13 @@
 //! files, `PATH` entries), most of them under the same few directories;
 //! `realpath` reads the link of every component of each (about 550
 //! `readlink` calls per launch). Inside [`scope`] a path's parent is
-//! resolved once and kept, and each path then costs one `readlink` of its
-//! last component. A directory asked about many names (the home: about 60
-//! credential stores, most of them missing) is read once instead, and its
-//! entries answer: a name that is not there does not exist, one that is
-//! and is not a symlink is final; a symlink, or an entry whose type the
-//! file system does not say, still costs its `readlink`. The memory lives
+//! resolved once and kept, and each path then costs one `lstat` of its
+//! last component, remembered with the file types planning asks for. A
+//! directory asked about many names (the home: about 60 credential stores,
+//! most of them missing) is read once instead, and its entries answer: a
+//! name that is not there does not exist, one that is and is not a symlink
+//! is final; a symlink, or an entry whose type the file system does not
+//! say, still costs its `lstat` (and a symlink the full walk). The memory lives
 //! only as long as the scope: nothing is carried from one launch to the
 //! next, when the tree may have changed.
 
@@ -129,7 +130,7 @@ pub(crate) fn file_type(p: &Path, follow: bool) -> Option<std::fs::FileType> {
 }
 
 /// The parent resolved (and remembered), then the last component: an
-/// existing name that is not a symlink (`readlink` says EINVAL) is final.
+/// existing name that is not a symlink (its `lstat` says so) is final.
 fn resolve(p: &Path) -> Option<PathBuf> {
     let (Some(parent), Some(Component::Normal(name))) = (p.parent(), p.components().next_back())
     else {
@@ -146,11 +147,14 @@ fn resolve(p: &Path) -> Option<PathBuf> {
         // A symlink, or a type not known: asked below.
         Some(Some(false)) | None => {}
     }
-    match std::fs::read_link(&joined) {
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Some(joined),
-        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => None,
-        // A symlink (or an error to let realpath report): the full walk.
-        _ => std::fs::canonicalize(&joined).ok(),
+    // An `lstat` rather than a `readlink`: the answer is remembered, and
+    // planning asks the type of most of these paths again.
+    match file_type(&joined, false) {
+        // Missing, or not reachable (realpath would fail as well).
+        None => None,
+        Some(t) if !t.is_symlink() => Some(joined),
+        // A symlink: the full walk.
+        Some(_) => std::fs::canonicalize(&joined).ok(),
     }
 }
 

@@ -762,8 +762,9 @@ pub fn protected_in(
         roots.iter().any(|r| x.starts_with(r)) && !roots.iter().any(|r| r.starts_with(x))
     };
     let mut out: Vec<(PathBuf, &'static str)> = Vec::new();
+    let mut seen: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
     let mut push = |p: PathBuf, from: &'static str| {
-        if inside(&p) && !out.iter().any(|(q, _)| *q == p) {
+        if inside(&p) && seen.insert(p.clone()) {
             out.push((p, from));
         }
     };
