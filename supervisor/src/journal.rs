@@ -782,9 +782,6 @@ mod tests {
         assert!(journals(state.path()).is_empty());
     }
 
-    /// A placeholder file is a link of its path's spare (no inode made or
-    /// freed per launch), removed as before, and the spare is linked again
-    /// next time; another path has its own spare.
     /// A state dir, a workspace, its `.zot` placeholder path, that path's
     /// spare and a journal.
     fn spare_case() -> (tempfile::TempDir, tempfile::TempDir, PathBuf, PathBuf, Journal) {
@@ -796,6 +793,9 @@ mod tests {
         (state, ws, ph, spare, j)
     }
 
+    /// A placeholder file is a link of its path's spare (no inode made or
+    /// freed per launch), removed as before, and the spare is linked again
+    /// next time; another path has its own spare.
     #[test]
     fn placeholder_files_are_links_of_their_spares() {
         let (_state, ws, ph, spare, j) = spare_case();
