@@ -153,10 +153,10 @@ fn read(p: &Path) -> Option<String> {
     std::fs::read_to_string(p).ok().map(|s| s.trim().to_string())
 }
 
-/// Writes `v` unless the file already says it (a reused slot usually has
-/// the same limit).
-fn set(p: &Path, v: &str) -> Result<(), String> {
-    if read(p).as_deref() == Some(v) {
+/// Writes `v` unless the file already says it (`now`: what it says; a
+/// reused slot usually has the same limit).
+fn set(p: &Path, now: Option<&str>, v: &str) -> Result<(), String> {
+    if now == Some(v) {
         return Ok(());
     }
     write(p, v)
@@ -276,25 +276,29 @@ impl Group {
             Hierarchy::V1 { .. } => {
                 let mem = self.dir.join("memory.limit_in_bytes");
                 let sw = self.dir.join("memory.memsw.limit_in_bytes");
+                let mem_now = read(&mem);
                 if !sw.exists() {
-                    return set(&mem, &v);
+                    return set(&mem, mem_now.as_deref(), &v);
                 }
-                let lowering = read(&mem)
+                let sw_now = read(&sw);
+                let lowering = mem_now
+                    .as_deref()
                     .and_then(|c| c.parse::<u64>().ok())
                     .is_none_or(|c| self.limit <= c);
                 if lowering {
-                    set(&mem, &v)?;
-                    set(&sw, &v)
+                    set(&mem, mem_now.as_deref(), &v)?;
+                    set(&sw, sw_now.as_deref(), &v)
                 } else {
-                    set(&sw, &v)?;
-                    set(&mem, &v)
+                    set(&sw, sw_now.as_deref(), &v)?;
+                    set(&mem, mem_now.as_deref(), &v)
                 }
             }
             Hierarchy::V2 { .. } => {
-                set(&self.dir.join("memory.max"), &v)?;
+                let max = self.dir.join("memory.max");
+                set(&max, read(&max).as_deref(), &v)?;
                 let sw = self.dir.join("memory.swap.max");
                 if sw.exists() {
-                    set(&sw, "0")?;
+                    set(&sw, read(&sw).as_deref(), "0")?;
                 }
                 Ok(())
             }

@@ -681,8 +681,13 @@ fn spare_for(spares: &Path, path: &Path) -> Option<PathBuf> {
 
 /// Remove spares no placeholder used for [`SPARE_MAX_AGE`] (a link made or
 /// removed changes the spare's ctime). Run when a spare is made, which is
-/// when a path is protected for the first time.
+/// when a path is protected for the first time; once per process (a first
+/// launch in a workspace makes a dozen).
 fn prune_spares(spares: &Path) {
+    static PRUNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if PRUNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
     let Ok(rd) = fs::read_dir(spares) else { return };
     let now = std::time::SystemTime::now();
     for e in rd.flatten() {
