@@ -31,6 +31,7 @@ mod landlock {
         parent_secret_env, mount_refused, nested_userns_refused, chroot_refused, io_uring_refused,
         no_new_privs_and_seccomp_on, tiocsti_injection, output_flood_capped,
         signal_forwarding, signals_reach_the_process_group, exit_code_mapping,
+        a_signal_during_start_up_is_not_lost,
         creds_named_by_environment, creds_under_xdg, zot_state_unreadable,
         control_tmp_and_own_sockets, host_socket_in_tmp, fanotify_refused,
         memory_limit_or_reported,
@@ -43,6 +44,7 @@ mod landlock {
             tcp_loopback, unix_socket_host_abstract, host_process_ptrace_kill_environ,
             parent_secret_env, mount_refused, nested_userns_refused, no_new_privs_and_seccomp_on,
             tiocsti_injection, signal_forwarding, signals_reach_the_process_group,
+            a_signal_during_start_up_is_not_lost,
             exit_code_mapping, control_tmp_and_own_sockets, host_socket_in_tmp,
         );
     }

@@ -562,8 +562,16 @@ pub fn fork_launch(
         }
         BackendKind::Native => Ok(native::spawn_pid1(prep, status_fd, Some(stdio), None)?.0),
         BackendKind::Landlock => {
+            // The child starts with every signal blocked: the caller's
+            // handlers must not run in its copy. The tail sets the usual
+            // dispositions, then unblocks them (one that came meanwhile
+            // then has its default effect) just before the exec.
+            let mask = native::block_all();
             // SAFETY: this process is single-threaded (checked above).
             let pid = unsafe { libc::fork() };
+            if pid != 0 {
+                native::set_mask(&mask);
+            }
             if pid < 0 {
                 return Err(sys("fork")(nix::Error::last()));
             }
@@ -688,6 +696,8 @@ fn launch(args: &[OsString], status: &mut StatusPipe) -> Result<i32, LaunchError
                 .as_ref()
                 .map(std::os::fd::AsRawFd::as_raw_fd)
                 .unwrap_or(-1);
+            // A signal from now on reaches PID 1 once it is there.
+            native::hold_signals();
             let (forked, _) = native::spawn_pid1(&prep, status_fd, None, None)?;
             Ok(native::outer_wait(forked))
         }

@@ -315,6 +315,17 @@ mod tests {
     // The routes are process-wide: one test walks through all of them.
     #[test]
     fn innermost_route_takes_the_signal() {
+        // What SIGINT did before (ignored when started in the background
+        // of a shell without job control).
+        let disposition = || {
+            // SAFETY: querying, not changing, the disposition.
+            unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(libc::SIGINT, std::ptr::null(), &mut old);
+                old.sa_sigaction
+            }
+        };
+        let before = disposition();
         let c = Cancel::new().unwrap();
         let outer = interrupt(&c);
         {
@@ -337,7 +348,7 @@ mod tests {
         assert_eq!(c.signal(), Some(libc::SIGINT));
         drop(outer);
         // With no route, the disposition from before is back.
-        let now = unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
-        assert_eq!(now, libc::SIG_DFL);
+        assert_ne!(before, on_signal as *const () as usize);
+        assert_eq!(disposition(), before);
     }
 }

@@ -1610,6 +1610,36 @@ pub fn signal_forwarding(ctx: &Ctx) {
     assert_eq!(status.code(), Some(7));
 }
 
+/// A SIGTERM to zot while the sandbox is still starting is not lost: it
+/// reaches the command once it runs (or stops the start). Sent at growing
+/// delays after the start, so that some land while PID 1 builds the view
+/// and before it runs the command; a lost one would let the command finish.
+pub fn a_signal_during_start_up_is_not_lost(ctx: &Ctx) {
+    for delay_us in (0..12).map(|k| k * 700) {
+        let mut cmd = ctx.zot();
+        cmd.args(ctx.sandbox_args("workspace-write"))
+            .args(["--", "/bin/sh", "-c", "sleep 4; echo finished"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let child = cmd.spawn().unwrap();
+        std::thread::sleep(Duration::from_micros(delay_us));
+        // SAFETY: plain kill(2) on our child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let start = Instant::now();
+        let o = child.wait_with_output().unwrap();
+        assert!(
+            !String::from_utf8_lossy(&o.stdout).contains("finished"),
+            "[{} {}] a SIGTERM {delay_us} us after the start was lost: the command ran to its \
+             end ({:?} later)\n{}",
+            ctx.backend,
+            ctx.who(),
+            start.elapsed(),
+            text(&o)
+        );
+        assert!(!o.status.success(), "[{} {}] {}", ctx.backend, ctx.who(), text(&o));
+    }
+}
+
 /// SIGTERM to zot (forwarded) and the timeout's SIGTERM reach the
 /// command's whole process group, not only the command: a background child
 /// of the shell traps TERM and records it.
@@ -2337,7 +2367,8 @@ macro_rules! attack_tests {
             tmpfs_size_limit, fork_loop_stops, landlock_host_ipc, host_process_ptrace_kill_environ, host_pids_invisible, parent_secret_env, mount_refused,
             nested_userns_refused, chroot_refused, io_uring_refused, no_new_privs_and_seccomp_on, tiocsti_injection,
             orphan_grandchild_dies, timeout_kills_tree, output_flood_capped, signal_forwarding,
-            signals_reach_the_process_group, exit_code_mapping,
+            signals_reach_the_process_group, a_signal_during_start_up_is_not_lost,
+            exit_code_mapping,
             report_is_printed, sanity_unconfined_escapes,
             credential_stores, git_everything, git_commit_and_status_work, new_repo_quarantined,
             bare_repo_hooks, unlistable_dir_fails_closed, renamed_parent_new_repo,

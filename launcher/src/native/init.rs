@@ -90,6 +90,10 @@ pub(crate) fn spawn_pid1(
         None => None,
     };
     let flags = plan.clone_flags() | libc::SIGCHLD;
+    // PID 1 starts with every signal blocked: until it catches them itself
+    // a signal would run the caller's handler in PID 1's copy (and be lost
+    // there); blocked, it waits for PID 1's own.
+    let mask = reaper::block_all();
     // SAFETY: a fork-like clone (no new stack, no CLONE_VM) of a
     // single-threaded process; the child only runs `pid1` and exits.
     let pid = unsafe {
@@ -102,6 +106,11 @@ pub(crate) fn spawn_pid1(
             0 as libc::c_ulong,
         )
     } as libc::pid_t;
+    if pid == 0 {
+        // Held until the command runs (see `pid1`), then passed on to it.
+        reaper::hold_signals();
+    }
+    reaper::set_mask(&mask);
     if pid < 0 {
         let e = errno();
         return Err(wrap(NativeError::sys(clone_step(&e))(e)));
@@ -157,7 +166,7 @@ pub(crate) fn outer_wait(forked: Forked) -> i32 {
     // Keep only stdio and the liveness pipe.
     let keep = forked.alive.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
     close_from(3, keep);
-    reaper::install_forwarders(Forward::Process(forked.pid));
+    reaper::forward_to(Forward::Process(forked.pid));
     let code = reaper::wait_status(forked.pid);
     drop(forked.alive);
     code
@@ -358,10 +367,11 @@ fn pid1(
             .into_owned(),
     };
     let child = spawn_command(tail, status)?;
+    // What came during the start-up first.
+    reaper::forward_to(Forward::Group(child));
     // PID 1 keeps no stream of the command open (a reader sees EOF when the
     // command's tree is gone), only its report pipe.
     close_from(0, done.as_ref().map(|d| d.as_raw_fd()));
-    reaper::install_forwarders(Forward::Group(child));
     let code = reaper::reap(child);
     if let Some(done) = done {
         // Everything in the namespace is reaped: the caller may go on while
