@@ -295,9 +295,10 @@ impl Journal {
         let mut hold: Vec<PathBuf> = Vec::new();
         let mut make: Vec<bool> = Vec::new();
         for path in paths {
-            let present = fs::symlink_metadata(path).is_ok();
-            if present {
-                let shared = is_placeholder(kind, path)
+            let meta = fs::symlink_metadata(path).ok();
+            let present = meta.is_some();
+            if let Some(m) = &meta {
+                let shared = looks_like(kind, m, path)
                     && others
                         .get_or_insert_with(|| held_by_others(&dir, &own).unwrap_or_default())
                         .contains(path);
@@ -704,9 +705,11 @@ fn prune_spares(spares: &Path) {
 
 /// Whether `path` still looks like a placeholder of `kind`.
 fn is_placeholder(kind: Kind, path: &Path) -> bool {
-    let Ok(m) = fs::symlink_metadata(path) else {
-        return false;
-    };
+    fs::symlink_metadata(path).is_ok_and(|m| looks_like(kind, &m, path))
+}
+
+/// [`is_placeholder`] with `path`'s metadata `m` at hand.
+fn looks_like(kind: Kind, m: &fs::Metadata, path: &Path) -> bool {
     // SAFETY: geteuid has no preconditions.
     let mine = m.uid() == unsafe { libc::geteuid() };
     match kind {
