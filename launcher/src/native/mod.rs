@@ -23,8 +23,8 @@ mod mount;
 mod reaper;
 
 pub(crate) use init::{outer_wait, spawn_pid1};
-pub(crate) use reaper::{block_all, hold_signals, set_mask};
 pub(crate) use reaper::exit_now;
+pub(crate) use reaper::{block_all, hold_signals, set_mask};
 
 /// Errors of the native backend; each names the step and path.
 #[derive(Debug, thiserror::Error)]
