@@ -150,7 +150,9 @@ impl Hierarchy {
 
 /// The value of a cgroup file, whitespace trimmed.
 fn read(p: &Path) -> Option<String> {
-    std::fs::read_to_string(p).ok().map(|s| s.trim().to_string())
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 /// Writes `v` unless the file already says it (`now`: what it says; a
@@ -368,7 +370,8 @@ mod tests {
         let join = g.join_fd().unwrap();
         let fd = join.as_raw_fd();
         let mut cmd = std::process::Command::new("sh");
-        cmd.args(["-c", script]).stdout(std::process::Stdio::piped());
+        cmd.args(["-c", script])
+            .stdout(std::process::Stdio::piped());
         // SAFETY: dup2 in the child before exec.
         unsafe {
             cmd.pre_exec(move || {
@@ -463,12 +466,19 @@ mod tests {
         let ino = std::fs::metadata(&dir).unwrap().ino();
         drop(a);
         let b = take(&h, k, 96 << 20).expect("free again");
-        assert_eq!(std::fs::metadata(&dir).unwrap().ino(), ino, "the same group");
+        assert_eq!(
+            std::fs::metadata(&dir).unwrap().ino(),
+            ino,
+            "the same group"
+        );
         let limit = match &h {
             super::Hierarchy::V1 { .. } => "memory.limit_in_bytes",
             super::Hierarchy::V2 { .. } => "memory.max",
         };
-        assert_eq!(super::read(&dir.join(limit)).unwrap(), (96u64 << 20).to_string());
+        assert_eq!(
+            super::read(&dir.join(limit)).unwrap(),
+            (96u64 << 20).to_string()
+        );
         // Charge the group with 32 MiB of tmpfs pages that outlive the
         // process.
         let shm = tempfile::tempdir_in("/dev/shm").unwrap();
@@ -478,12 +488,18 @@ mod tests {
             f.display()
         );
         assert!(spawn_joined(&b, &script).wait().unwrap().success());
-        let charge: u64 = super::read(&dir.join(h.usage_file())).unwrap().parse().unwrap();
+        let charge: u64 = super::read(&dir.join(h.usage_file()))
+            .unwrap()
+            .parse()
+            .unwrap();
         assert!(charge > super::RECYCLE_ABOVE, "{charge}");
         drop(b);
         let c = take(&h, k, 64 << 20).expect("replaced");
         assert_ne!(std::fs::metadata(&dir).unwrap().ino(), ino, "a fresh group");
-        let charge: u64 = super::read(&dir.join(h.usage_file())).unwrap().parse().unwrap();
+        let charge: u64 = super::read(&dir.join(h.usage_file()))
+            .unwrap()
+            .parse()
+            .unwrap();
         assert!(charge <= super::RECYCLE_ABOVE, "{charge}");
         drop(c);
     }

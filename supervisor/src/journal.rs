@@ -627,10 +627,7 @@ fn create_placeholder(kind: Kind, path: &Path, spares: &Path) -> io::Result<()> 
 }
 
 fn spares_dir(journal_dir: &Path) -> PathBuf {
-    journal_dir
-        .parent()
-        .unwrap_or(journal_dir)
-        .join(SPARES_DIR)
+    journal_dir.parent().unwrap_or(journal_dir).join(SPARES_DIR)
 }
 
 /// The spare's name for `path`: 128 bits of its SHA-256.
@@ -693,7 +690,8 @@ fn prune_spares(spares: &Path) {
     let now = std::time::SystemTime::now();
     for e in rd.flatten() {
         let Ok(m) = e.metadata() else { continue };
-        let changed = std::time::UNIX_EPOCH + std::time::Duration::from_secs(m.ctime().max(0) as u64);
+        let changed =
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(m.ctime().max(0) as u64);
         let old = now
             .duration_since(changed)
             .is_ok_and(|age| age > SPARE_MAX_AGE);
@@ -792,7 +790,13 @@ mod tests {
 
     /// A state dir, a workspace, its `.zot` placeholder path, that path's
     /// spare and a journal.
-    fn spare_case() -> (tempfile::TempDir, tempfile::TempDir, PathBuf, PathBuf, Journal) {
+    fn spare_case() -> (
+        tempfile::TempDir,
+        tempfile::TempDir,
+        PathBuf,
+        PathBuf,
+        Journal,
+    ) {
         let state = tempfile::tempdir().unwrap();
         let ws = tempfile::tempdir().unwrap();
         let ph = ws.path().join(".zot");
@@ -817,9 +821,11 @@ mod tests {
         j.acquire_placeholder(Kind::PlaceholderFile, &ph).unwrap();
         assert_eq!(fs::metadata(&ph).unwrap().ino(), s.ino());
         let other = ws.path().join(".agents");
-        j.acquire_placeholder(Kind::PlaceholderFile, &other).unwrap();
+        j.acquire_placeholder(Kind::PlaceholderFile, &other)
+            .unwrap();
         assert_ne!(fs::metadata(&other).unwrap().ino(), s.ino());
-        j.release_placeholders(&[ph.clone(), other.clone()]).unwrap();
+        j.release_placeholders(&[ph.clone(), other.clone()])
+            .unwrap();
         assert!(!ph.exists() && !other.exists());
     }
 
@@ -866,7 +872,8 @@ mod tests {
         let state = tempfile::tempdir().unwrap();
         let shm = Path::new("/dev/shm");
         let ws = tempfile::tempdir_in(shm).unwrap();
-        let other_fs = fs::metadata(state.path()).unwrap().dev() != fs::metadata(ws.path()).unwrap().dev();
+        let other_fs =
+            fs::metadata(state.path()).unwrap().dev() != fs::metadata(ws.path()).unwrap().dev();
         let ph = ws.path().join(".zot");
         let j = Journal::new(state.path());
         j.acquire_placeholder(Kind::PlaceholderFile, &ph).unwrap();

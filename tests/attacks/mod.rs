@@ -1636,7 +1636,13 @@ pub fn a_signal_during_start_up_is_not_lost(ctx: &Ctx) {
             start.elapsed(),
             text(&o)
         );
-        assert!(!o.status.success(), "[{} {}] {}", ctx.backend, ctx.who(), text(&o));
+        assert!(
+            !o.status.success(),
+            "[{} {}] {}",
+            ctx.backend,
+            ctx.who(),
+            text(&o)
+        );
     }
 }
 

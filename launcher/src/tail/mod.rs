@@ -712,7 +712,8 @@ fn install_notify(
         0,
     )
     .map_err(|e| fail(stage, "socket(AF_NETLINK, NETLINK_SOCK_DIAG)", e))?;
-    const LISTENER_CALL: &str = "seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER)";
+    const LISTENER_CALL: &str =
+        "seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER)";
     // The native backend's PID 1 shares this fd table and sends both once
     // the command has exec'd: no messenger needed.
     if let Some(out) = handoff {
