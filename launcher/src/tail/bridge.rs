@@ -182,13 +182,11 @@ fn install_without_notify(prog: &[u8]) -> Result<(), i32> {
 }
 
 /// Listen on `127.0.0.1:port` and start the bridge to the proxy at `path`
-/// (NUL-terminated) in a process of its own (see the module's text).
+/// in a process of its own (see the module's text).
 /// Returns once it runs; the caller then execs the command. `filter`: the
 /// command's seccomp program, when the bridge is started before it is
 /// installed (the bridge installs it without the supervisor's part).
-pub fn start(port: u16, path: *const u8, filter: Option<&[u8]>) -> Result<(), Fail> {
-    // SAFETY: the path comes NUL-terminated from the launch data.
-    let path = unsafe { super::cstr(path) };
+pub fn start(port: u16, path: &[u8], filter: Option<&[u8]>) -> Result<(), Fail> {
     let stage = "proxy bridge";
     unix_addr(path).map_err(|e| fail(stage, "the proxy's socket path", e))?;
     let listener = sc(

@@ -114,6 +114,15 @@ impl<'a> Reader<'a> {
         let pad = (8 - self.pos % 8) % 8;
         self.take(pad).map(drop)
     }
+    /// [`Reader::cstring`]'s bytes, without the NUL.
+    fn cstring_bytes(&mut self) -> Result<&'a [u8], Fail> {
+        let n = self.u32()? as usize;
+        let s = self.take(n)?;
+        match s.iter().position(|b| *b == 0) {
+            Some(i) if i + 1 == n => Ok(&s[..i]),
+            _ => Err(BAD_SPEC),
+        }
+    }
     /// `u32 len`, then `len` bytes ending in the only NUL: the string's
     /// address in the buffer.
     fn cstring(&mut self) -> Result<*const u8, Fail> {
@@ -166,7 +175,7 @@ struct Tail<'a> {
     seccomp: &'a [u8],
     /// The bridge's port (0: no bridge) and the proxy's socket.
     bridge_port: u16,
-    bridge_socket: *const u8,
+    bridge_socket: &'a [u8],
     /// Tmpfs remounts (`u64 flags`, mount point, data), and how many.
     remounts: &'a [u8],
     nremounts: usize,
@@ -222,9 +231,9 @@ fn decode(buf: &mut [u8]) -> Result<Tail<'_>, Fail> {
     let port = r.u32()?;
     let bridge_port = u16::try_from(port).map_err(|_| BAD_SPEC)?;
     let bridge_socket = if bridge_port != 0 {
-        r.cstring()?
+        r.cstring_bytes()?
     } else {
-        core::ptr::null()
+        &[]
     };
     let nremounts = r.u32()? as usize;
     let remounts_start = r.pos;
