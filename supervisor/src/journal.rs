@@ -634,8 +634,7 @@ fn spares_dir(journal_dir: &Path) -> PathBuf {
 fn spare_name(path: &Path) -> String {
     use sha2::Digest;
     use std::os::unix::ffi::OsStrExt;
-    let h = sha2::Sha256::digest(path.as_os_str().as_bytes());
-    h[..16].iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(&sha2::Sha256::digest(path.as_os_str().as_bytes())[..16])
 }
 
 /// Whether `m` is a spare as zot made it and nothing else uses: empty,

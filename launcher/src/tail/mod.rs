@@ -114,7 +114,8 @@ impl<'a> Reader<'a> {
         let pad = (8 - self.pos % 8) % 8;
         self.take(pad).map(drop)
     }
-    /// [`Reader::cstring`]'s bytes, without the NUL.
+    /// `u32 len`, then `len` bytes ending in the only NUL: the string's
+    /// bytes, without the NUL.
     fn cstring_bytes(&mut self) -> Result<&'a [u8], Fail> {
         let n = self.u32()? as usize;
         let s = self.take(n)?;
@@ -123,15 +124,10 @@ impl<'a> Reader<'a> {
             _ => Err(BAD_SPEC),
         }
     }
-    /// `u32 len`, then `len` bytes ending in the only NUL: the string's
-    /// address in the buffer.
+    /// [`Reader::cstring_bytes`], as the string's address in the buffer
+    /// (its NUL follows).
     fn cstring(&mut self) -> Result<*const u8, Fail> {
-        let n = self.u32()? as usize;
-        let s = self.take(n)?;
-        match s.iter().position(|b| *b == 0) {
-            Some(i) if i + 1 == n => Ok(s.as_ptr()),
-            _ => Err(BAD_SPEC),
-        }
+        self.cstring_bytes().map(<[u8]>::as_ptr)
     }
 }
 
