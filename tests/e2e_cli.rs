@@ -340,11 +340,16 @@ fn sandbox_command_without_dashes_and_json_report() {
     assert!(v["report"]["backend"].is_string() && v["duration_ms"].is_u64());
 }
 
-/// `zot ARGS` under `strace -f`, opens only: (exit ok, the trace).
+/// `zot ARGS` under `strace -f`, opens only: (exit ok, the trace). One
+/// file per process (`-ff`), so that no call is split in two lines by
+/// another process's (the sandbox's PID 1 works while zot plans).
 fn traced(w: &World, args: &[&str]) -> (bool, String) {
-    let log = w.root.join("strace.log");
+    let dir = w.root.join("strace");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("log");
     let out = Command::new("strace")
-        .args(["-f", "-qq", "-e", "trace=open,openat,openat2", "-o", s(&log)])
+        .args(["-ff", "-qq", "-e", "trace=open,openat,openat2", "-o", s(&log)])
         .arg(common::zot_bin())
         .args(args)
         .current_dir(&w.ws)
@@ -355,7 +360,16 @@ fn traced(w: &World, args: &[&str]) -> (bool, String) {
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
-    let trace = std::fs::read_to_string(&log).unwrap_or_default();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    let trace = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap_or_default())
+        .collect::<String>();
     (out.status.success(), trace)
 }
 

@@ -525,6 +525,108 @@ pub struct Forked {
     pub done: Option<std::os::fd::OwnedFd>,
 }
 
+/// This process's allowed cores, and the same less the one it runs on
+/// (`None` with a single allowed core): a process started to work while
+/// this one goes on is moved to the others, lest it wait for this one to
+/// block on the core it started on.
+pub fn other_cores() -> Option<(libc::cpu_set_t, libc::cpu_set_t)> {
+    // SAFETY: plain data filled by the kernel; CPU_* on our own sets.
+    unsafe {
+        let mut all: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut all) != 0 {
+            return None;
+        }
+        let here = libc::sched_getcpu();
+        if here < 0 || libc::CPU_COUNT(&all) < 2 {
+            return None;
+        }
+        let mut other = all;
+        libc::CPU_CLR(here as usize, &mut other);
+        (libc::CPU_COUNT(&other) > 0).then_some((all, other))
+    }
+}
+
+/// The native sandbox's PID 1, cloned before its plan was made (see
+/// [`fork_ahead`]): it makes its namespaces while the caller plans, then
+/// waits for [`Ahead::launch`]. Dropped unlaunched, it is killed and reaped.
+pub struct Ahead {
+    forked: Option<Forked>,
+    /// The write end of the launch data.
+    data: Option<std::os::fd::OwnedFd>,
+    flags: libc::c_int,
+}
+
+/// [`fork_launch`] of the native backend started before the plan exists:
+/// PID 1 is cloned now into a new user and pid namespace and unshares the
+/// rest of `namespaces` itself, on the other core while this process plans;
+/// the plan's view and tail follow with [`Ahead::launch`]. `namespaces`
+/// must be those the plan will have (it is refused otherwise). Refuses
+/// unless this process is provably single-threaded.
+pub fn fork_ahead(
+    namespaces: &[plan::Namespace],
+    stdio: ChildStdio,
+    status_fd: RawFd,
+) -> Result<Ahead, LaunchError> {
+    require_single_threaded()?;
+    let flags = namespaces.iter().fold(0, |f, ns| f | ns.clone_flag());
+    let (forked, data) = native::spawn_pid1(
+        native::View::Ahead { flags },
+        status_fd,
+        Some(stdio),
+        Some(cloexec_pipe()?),
+    )?;
+    Ok(Ahead {
+        forked: Some(forked),
+        data,
+        flags,
+    })
+}
+
+impl Ahead {
+    /// Run `prep` (a native plan with the namespaces given to
+    /// [`fork_ahead`]) in the PID 1 started ahead: its view first, then
+    /// the tail, compiled while PID 1 builds the view.
+    pub fn launch(mut self, prep: &Prepared) -> Result<Forked, LaunchError> {
+        let plan = prep.plan();
+        if prep.backend != BackendKind::Native || plan.clone_flags() != self.flags {
+            return Err(LaunchError::Unsupported(
+                "a plan for other namespaces than those made ahead of it",
+            ));
+        }
+        let view = serde_json::to_vec(&native::AheadView {
+            flags: self.flags,
+            mounts: plan.mounts.clone(),
+            cwd: plan.cwd.clone(),
+        })
+        .map_err(|e| LaunchError::Native(native::NativeError::Invalid(e.to_string())))?;
+        // PID 1 that failed meanwhile closed its end: its status says why.
+        let mut data = self.data.take().map(std::fs::File::from);
+        if let Some(w) = data.as_mut() {
+            let mut head = (view.len() as u32).to_ne_bytes().to_vec();
+            head.extend_from_slice(&view);
+            let _ = w.write_all(&head);
+        }
+        let tail = prep.encode_tail()?;
+        if let Some(w) = data.as_mut() {
+            let _ = w.write_all(&tail);
+        }
+        drop(data);
+        Ok(self.forked.take().expect("launched once"))
+    }
+}
+
+impl Drop for Ahead {
+    fn drop(&mut self) {
+        if let Some(f) = self.forked.take() {
+            // SAFETY: our child, reaped here.
+            unsafe {
+                libc::kill(f.pid, libc::SIGKILL);
+                libc::waitpid(f.pid, std::ptr::null_mut(), 0);
+            }
+        }
+    }
+}
+
 /// Start `prep` in a child of this process without re-executing anything:
 /// the native backend's PID 1 (cloned straight into the new namespaces) or
 /// the landlock backend's command. Refuses unless this process is provably
@@ -542,7 +644,12 @@ pub fn fork_launch(
             // PID 1 reads the tail from a pipe when it needs it: compiling
             // it here overlaps building the view.
             let (forked, tx) =
-                native::spawn_pid1(prep, status_fd, Some(stdio), Some(cloexec_pipe()?))?;
+                native::spawn_pid1(
+                    native::View::Known(prep),
+                    status_fd,
+                    Some(stdio),
+                    Some(cloexec_pipe()?),
+                )?;
             match prep.encode_tail() {
                 Ok(t) => {
                     if let Some(tx) = tx {
@@ -560,7 +667,9 @@ pub fn fork_launch(
                 }
             }
         }
-        BackendKind::Native => Ok(native::spawn_pid1(prep, status_fd, Some(stdio), None)?.0),
+        BackendKind::Native => {
+            Ok(native::spawn_pid1(native::View::Known(prep), status_fd, Some(stdio), None)?.0)
+        }
         BackendKind::Landlock => {
             // The child starts with every signal blocked: the caller's
             // handlers must not run in its copy. The tail sets the usual
@@ -698,7 +807,8 @@ fn launch(args: &[OsString], status: &mut StatusPipe) -> Result<i32, LaunchError
                 .unwrap_or(-1);
             // A signal from now on reaches PID 1 once it is there.
             native::hold_signals();
-            let (forked, _) = native::spawn_pid1(&prep, status_fd, None, None)?;
+            let (forked, _) =
+                native::spawn_pid1(native::View::Known(&prep), status_fd, None, None)?;
             Ok(native::outer_wait(forked))
         }
         // bwrap set the cwd (--chdir) and built the view.

@@ -350,6 +350,29 @@ fn under_private(p: &Path) -> bool {
     PRIVATE_DIRS.iter().any(|(d, _)| p.starts_with(d))
 }
 
+/// The namespaces a plan of `policy`'s network on `isolation` gets (known
+/// before the plan: the native backend makes them while it plans).
+pub fn namespaces(isolation: Isolation, network: &NetworkPolicy) -> Vec<Namespace> {
+    match isolation {
+        Isolation::Namespaces => {
+            let mut n = vec![
+                Namespace::User,
+                Namespace::Mount,
+                Namespace::Pid,
+                Namespace::Ipc,
+                Namespace::Uts,
+                Namespace::Cgroup,
+            ];
+            // The host's network is the plan's only for `NetworkPolicy::On`.
+            if *network != NetworkPolicy::On {
+                n.push(Namespace::Net);
+            }
+            n
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Plan `policy` for a backend of `isolation`. `env` is the caller's
 /// environment (only the names the policy passes end up in the plan).
 pub fn plan(
@@ -417,23 +440,7 @@ pub fn plan(
             }
         }
     };
-    let namespaces = match isolation {
-        Isolation::Namespaces => {
-            let mut n = vec![
-                Namespace::User,
-                Namespace::Mount,
-                Namespace::Pid,
-                Namespace::Ipc,
-                Namespace::Uts,
-                Namespace::Cgroup,
-            ];
-            if network != NetworkPlan::Host {
-                n.push(Namespace::Net);
-            }
-            n
-        }
-        _ => Vec::new(),
-    };
+    let namespaces = namespaces(isolation, &policy.network);
     // The supervisor decides on every connect and addressed send (host
     // sockets bound after the launch or in other network namespaces too);
     // without that, host sockets the view shows are masked.

@@ -59,9 +59,16 @@ fn run_once(mut req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome,
     // once the plan is known to run here.
     let proxy_dir = proxy_dir(&mut req)?;
     let index = req.index.clone();
-    let mut planned = resolve::prepare_with(
+    let resolved = resolve::resolve(&req.policy, req.backend)?;
+    // The sandbox is started first, while the plan is made: bwrap loads,
+    // the native backend's PID 1 makes its namespaces.
+    let early = match &resolved.backend {
+        Backend::Bwrap { .. } | Backend::Native => Early::start(&req, &resolved.backend)?,
+        _ => None,
+    };
+    let mut planned = resolve::prepare_resolved(
+        resolved,
         &req.policy,
-        req.backend,
         req.allow_degraded,
         &host_env,
         index.as_ref(),
@@ -82,7 +89,7 @@ fn run_once(mut req: RunRequest, masks: &mut Vec<PathBuf>) -> Result<RunOutcome,
         .collect();
     // The proxy's thread exists: the launcher is exec'd, never forked.
     debug_assert!(proxy.is_none() || zot_launcher::thread_count().map_or(true, |n| n > 1));
-    let run = run_planned(&req, planned, host_env, start);
+    let run = run_planned(&req, planned, host_env, start, early);
     drop(private_tmp);
     let records = proxy
         .map(|(p, dir)| {
@@ -226,11 +233,131 @@ fn start_proxy(
     Ok((proxy, dir))
 }
 
+/// What a run makes before its sandbox starts: the output pipes, the
+/// signal forwarding, the memory cgroup and, for bwrap, bwrap itself
+/// (started ahead of the plan: see [`spawn::EarlyBwrap`]).
+struct Early {
+    /// The read ends of the output pipes (none when inherited).
+    parent_out: Option<(OwnedFd, OwnedFd)>,
+    /// The write ends, until the sandbox has them.
+    out_pipes: Option<(OwnedFd, OwnedFd)>,
+    forwarding: Option<zot_process::signals::Route>,
+    memory: Memory,
+    sandbox: Option<spawn::Ahead>,
+}
+
+impl Early {
+    fn new(req: &RunRequest) -> Result<Early, SupervisorError> {
+        let (out_pipes, parent_out) = if matches!(req.output, Output::Inherit) {
+            (None, None)
+        } else {
+            let (or, ow) = pipe()?;
+            let (er, ew) = pipe()?;
+            (Some((ow, ew)), Some((or, er)))
+        };
+        Ok(Early {
+            parent_out,
+            out_pipes,
+            // Before the start: a signal while the sandbox starts is
+            // forwarded once it runs, instead of killing this process.
+            forwarding: req.forward_signals.then(zot_process::signals::forward),
+            memory: Memory::default(),
+            sandbox: None,
+        })
+    }
+
+    /// Everything, and the sandbox of `backend` started ahead of its plan:
+    /// bwrap waiting for its arguments, or the native backend's PID 1 in
+    /// the fork path (`zot sandbox`: single-threaded, no proxy). `None`
+    /// when `backend` cannot start ahead for `req`.
+    fn start(req: &RunRequest, backend: &Backend) -> Result<Option<Early>, SupervisorError> {
+        let native = *backend == Backend::Native
+            && req.in_process
+            && !matches!(req.stdin, crate::Stdin::Fd(_))
+            && !matches!(
+                req.policy.network,
+                zot_policy::sandbox::NetworkPolicy::Proxied { .. }
+            )
+            && zot_launcher::thread_count().is_ok_and(|n| n == 1);
+        if !native && !matches!(backend, Backend::Bwrap { .. }) {
+            return Ok(None);
+        }
+        let mut early = Early::new(req)?;
+        early.memory = Memory::create(req.policy.limits.memory);
+        let out = early.out_pipes.take();
+        early.sandbox = Some(match backend {
+            Backend::Bwrap { path } => spawn::EarlyBwrap::start(
+                path,
+                req,
+                out,
+                early.memory.join.as_ref().map(|fd| fd.as_fd()),
+            )
+            .map(spawn::Ahead::Bwrap)
+            .map_err(|e| match e {
+                StartError::Other(e) => e,
+                StartError::Spawn { program, source } => {
+                    SupervisorError::Spawn { program, source }
+                }
+            })?,
+            _ => spawn::Ahead::native(
+                req,
+                &crate::planner::namespaces(
+                    zot_launcher::plan::Isolation::Namespaces,
+                    &req.policy.network,
+                ),
+                out,
+            )?,
+        });
+        Ok(Some(early))
+    }
+}
+
+/// The run's memory cgroup (held for the run), the fd through which its
+/// first process joins it, and what the report says of it.
+#[derive(Default)]
+struct Memory {
+    group: Option<crate::cgroup::Group>,
+    join: Option<OwnedFd>,
+    report: Option<String>,
+}
+
+impl Memory {
+    fn create(limit: u64) -> Memory {
+        let unenforced = |why: String| format!("none ({why}): memory not enforced");
+        match crate::cgroup::Group::create(limit) {
+            Ok(g) => match g.join_fd() {
+                Ok(fd) => Memory {
+                    report: Some(format!(
+                        "memory {} ({})",
+                        zot_policy::limits::format_size(g.limit()),
+                        crate::cgroup::status()
+                    )),
+                    join: Some(fd),
+                    group: Some(g),
+                },
+                // A container's cgroup files: the run goes on without the
+                // limit, and says so.
+                Err(why) => Memory {
+                    report: Some(unenforced(why)),
+                    join: None,
+                    group: Some(g),
+                },
+            },
+            Err(why) => Memory {
+                report: Some(unenforced(why)),
+                join: None,
+                group: None,
+            },
+        }
+    }
+}
+
 fn run_planned(
     req: &RunRequest,
     planned: resolve::Planned,
     host_env: Vec<(OsString, OsString)>,
     start: Instant,
+    early: Option<Early>,
 ) -> Result<RunOutcome, SupervisorError> {
     let mut report = planned.report.clone();
     let env = planned.plan.env.environment(|name| {
@@ -240,13 +367,17 @@ fn run_planned(
             .map(|(_, v)| v.clone())
     });
 
-    let (out_pipes, parent_out) = if matches!(req.output, Output::Inherit) {
-        (None, None)
-    } else {
-        let (or, ow) = pipe()?;
-        let (er, ew) = pipe()?;
-        (Some((ow, ew)), Some((or, er)))
+    let early = match early {
+        Some(e) => e,
+        None => Early::new(req)?,
     };
+    let Early {
+        parent_out,
+        out_pipes,
+        forwarding: _forwarding,
+        memory,
+        sandbox,
+    } = early;
     if let Some(sig) = req.cancel.as_ref().and_then(fired) {
         return Ok(RunOutcome {
             exit_code: 128 + sig,
@@ -272,46 +403,21 @@ fn run_planned(
         message: zot_launcher::error_chain(&e),
         hint: None,
     })?;
-    // Before the start: a signal while the sandbox starts is forwarded once
-    // it runs, instead of killing this process.
-    let _forwarding = req.forward_signals.then(zot_process::signals::forward);
     let armed = planned.repos.as_ref().map(|i| i.arm(&placeholders));
     // The memory limit: the process that runs the tail joins the run's own
     // cgroup before it forks or execs anything.
-    let group = (planned.backend != Backend::Unconfined)
-        .then(|| crate::cgroup::Group::create(req.policy.limits.memory));
-    let join = match &group {
-        Some(Ok(g)) => match g.join_fd() {
-            Ok(fd) => {
-                report.limit_values.cgroup = format!(
-                    "memory {} ({})",
-                    zot_policy::limits::format_size(g.limit()),
-                    crate::cgroup::status()
-                );
-                Some(fd)
-            }
-            // A container's cgroup files: the run goes on without the
-            // limit, and says so.
-            Err(why) => {
-                report.limit_values.cgroup = format!("none ({why}): memory not enforced");
-                None
-            }
-        },
-        Some(Err(why)) => {
-            report.limit_values.cgroup = format!("none ({why}): memory not enforced");
-            None
+    let memory = match memory.report {
+        None if planned.backend != Backend::Unconfined => {
+            Memory::create(req.policy.limits.memory)
         }
-        None => None,
+        _ => memory,
     };
-    let started = spawn::start(
-        req,
-        &planned,
-        env,
-        &host_env,
-        out_pipes,
-        join.as_ref().map(|fd| fd.as_fd()),
-    );
-    drop(join);
+    if let Some(r) = &memory.report {
+        report.limit_values.cgroup = r.clone();
+    }
+    let join = memory.join.as_ref().map(|fd| fd.as_fd());
+    let started = spawn::start(req, &planned, env, &host_env, out_pipes, join, sandbox);
+    let _group = memory.group;
     let started = match started {
         Ok(s) => s,
         Err(err) => {

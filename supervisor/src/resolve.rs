@@ -103,17 +103,29 @@ pub fn prepare_with(
     env: &[(OsString, OsString)],
     index: Option<&std::sync::Arc<crate::index::live::Live>>,
 ) -> Result<Planned, SupervisorError> {
-    crate::canon::scope(|| prepare_scoped(policy, choice, allow_degraded, env, index))
+    let resolved = resolve(policy, choice)?;
+    prepare_resolved(resolved, policy, allow_degraded, env, index)
 }
 
-fn prepare_scoped(
+/// [`prepare_with`] for a backend already chosen by [`resolve`] (a launch
+/// that starts bwrap while it plans).
+pub fn prepare_resolved(
+    resolved: Resolved,
     policy: &SandboxPolicy,
-    choice: BackendChoice,
     allow_degraded: bool,
     env: &[(OsString, OsString)],
     index: Option<&std::sync::Arc<crate::index::live::Live>>,
 ) -> Result<Planned, SupervisorError> {
-    let resolved = resolve(policy, choice)?;
+    crate::canon::scope(|| prepare_scoped(resolved, policy, allow_degraded, env, index))
+}
+
+fn prepare_scoped(
+    resolved: Resolved,
+    policy: &SandboxPolicy,
+    allow_degraded: bool,
+    env: &[(OsString, OsString)],
+    index: Option<&std::sync::Arc<crate::index::live::Live>>,
+) -> Result<Planned, SupervisorError> {
     let isolation = resolved.backend.kind().isolation();
     // Credentials by the rules the tools follow, and zot's own state.
     let policy = &if isolation == zot_launcher::plan::Isolation::None {

@@ -12,6 +12,8 @@
 //! The spec, status, launcher and bwrap info pipes are handed over as fds
 //! 3, 4, 5 and 6, the run's cgroup (when it has one) after them: the
 //! process that runs the tail joins it first ([`Prepared::join_cgroup`]).
+//! bwrap's arguments come last, on a pipe ([`EarlyBwrap`]): bwrap is
+//! started before the plan is made and loads meanwhile.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io::Write;
@@ -80,9 +82,36 @@ pub(crate) fn start(
     host_env: &[(OsString, OsString)],
     out: Option<(OwnedFd, OwnedFd)>,
     cgroup: Option<BorrowedFd>,
+    ahead: Option<Ahead>,
 ) -> Result<Started, StartError> {
     let kind = planned.backend.kind();
+    let (early, ahead) = match ahead {
+        Some(Ahead::Bwrap(b)) => (Some(b), None),
+        Some(Ahead::Native { pid1, status }) => (None, Some((pid1, status))),
+        None => (None, None),
+    };
     match &planned.backend {
+        Backend::Native if ahead.is_some() => {
+            let Some((pid1, status)) = ahead else {
+                unreachable!()
+            };
+            let prep = Prepared::deferred(kind, planned.plan.clone(), &req.argv, &env)
+                .map_err(SupervisorError::Prepare)?
+                .join_cgroup(cgroup.map(|fd| fd.as_raw_fd()));
+            let forked = pid1.launch(&prep).map_err(|e| SupervisorError::Setup {
+                backend: kind,
+                message: zot_launcher::error_chain(&e),
+                hint: Some(crate::resolve::namespace_hint()),
+            })?;
+            Ok(Started {
+                target: Target::Init {
+                    pid: forked.pid,
+                    done: forked.done,
+                },
+                status: Some(status),
+                alive: forked.alive,
+            })
+        }
         Backend::Unconfined => {
             let pid = spawn_unconfined(req, &planned.plan.cwd, env, out).map_err(|source| {
                 StartError::Spawn {
@@ -137,73 +166,54 @@ pub(crate) fn start(
             })
         }
         Backend::Bwrap { path } => {
-            // bwrap runs the launcher image (or this binary) through fd 5; it
-            // reads the encoded tail on fd 3, written once bwrap is on its
-            // way (compiling it overlaps bwrap's own set-up).
-            let (spec_r, spec_w) = pipe()?;
-            let (status_r, status_w) = status_channel(planned)?;
-            let image = launcher_image(req.zot_as_launcher)?;
-            let (info_r, info_w) = pipe()?;
-            let mut argv: Vec<OsString> = vec![path.as_os_str().into()];
+            // Started before the plan was made (it waits for its
+            // arguments), or now.
+            let mut early = match early {
+                Some(e) => e,
+                None => EarlyBwrap::start(path, req, out, cgroup)?,
+            };
             // One plan for bwrap's arguments and the launcher's tail: the
             // planned one, less the socket masks whose socket is gone.
             let plan = bwrap::without_vanished_sockets(&planned.plan)
                 .unwrap_or_else(|| planned.plan.clone());
-            argv.extend(bwrap::render(&plan));
-            argv.extend(["--info-fd".into(), INFO_FD.to_string().into(), "--".into()]);
-            argv.extend([
-                format!("/proc/self/fd/{EXE_FD}").into(),
-                zot_launcher::LAUNCH_ARG.into(),
-                zot_launcher::TAIL_ARG.into(),
-                "--spec-fd".into(),
-                SPEC_FD.to_string().into(),
-                "--status-fd".into(),
-                STATUS_FD.to_string().into(),
-            ]);
-            let mut keep = vec![spec_r, status_w, image, info_w];
-            let cgroup_fd = handed(&mut keep, cgroup)?;
-            // A single-threaded caller with nothing but SIGPIPE ignored
-            // (zot sandbox) skips posix_spawn's reset of every signal.
-            let pid = if req.in_process && zot_launcher::thread_count().is_ok_and(|n| n == 1) {
-                spawn_known_signals(path, &argv, req.stdin, out, &keep)
-            } else {
-                spawn_raw(path, &argv, req.stdin, out, &keep, false)
+            let mut args = Vec::new();
+            for a in bwrap::render(&plan) {
+                args.extend_from_slice(a.as_bytes());
+                args.push(0);
             }
-            .map_err(|source| StartError::Spawn {
-                program: path.clone(),
-                source,
-            })?;
-            drop(keep);
-            let target = Target::Bwrap {
-                direct: pid,
-                init: AtomicI32::new(0),
-                info: Mutex::new(Some(std::fs::File::from(info_r))),
-            };
-            let prep =
-                Prepared::deferred(kind, plan, &req.argv, &env).map(|p| p.join_cgroup(cgroup_fd));
-            let prep = match prep {
-                Ok(p) => p,
-                Err(e) => {
-                    target.kill_all();
-                    let _ = crate::supervise::wait_pid(pid);
-                    return Err(SupervisorError::Prepare(e).into());
-                }
-            };
-            // A bwrap that failed before starting the launcher closed the
-            // pipe: its exit says why.
-            match prep.tail() {
-                Ok(t) => {
-                    let _ = std::fs::File::from(spec_w).write_all(&t);
-                }
-                Err(e) => {
-                    target.kill_all();
-                    let _ = crate::supervise::wait_pid(pid);
-                    return Err(SupervisorError::Prepare(e).into());
-                }
+            // Before it can start anything: what it starts inherits them.
+            if let Some(all) = &early.cores {
+                // SAFETY: our child's affinity, from our own mask.
+                unsafe {
+                    libc::sched_setaffinity(early.pid, std::mem::size_of::<libc::cpu_set_t>(), all)
+                };
             }
+            // bwrap reads them to EOF before it does anything else. One that
+            // failed meanwhile closed the pipe: its exit says why.
+            if let Some(w) = early.args.take() {
+                let _ = std::fs::File::from(w).write_all(&args);
+            }
+            // The tail is compiled while bwrap sets up the view; the launcher
+            // reads it on fd 3.
+            let prep = Prepared::deferred(kind, plan, &req.argv, &env)
+                .map(|p| p.join_cgroup(early.cgroup_fd))
+                .and_then(|p| p.tail().map(|t| t.into_owned()));
+            let tail = match prep {
+                Ok(t) => t,
+                // Dropping `early` kills and reaps bwrap.
+                Err(e) => return Err(SupervisorError::Prepare(e).into()),
+            };
+            if let Some(w) = early.spec.take() {
+                let _ = std::fs::File::from(w).write_all(&tail);
+            }
+            let (pid, status, info) = early.hand_over();
             Ok(Started {
-                target,
-                status: Some(status_r),
+                target: Target::Bwrap {
+                    direct: pid,
+                    init: AtomicI32::new(0),
+                    info: Mutex::new(Some(std::fs::File::from(info))),
+                },
+                status: Some(status),
                 alive: None,
             })
         }
@@ -262,6 +272,159 @@ pub(crate) fn start(
                 status: Some(status_r),
                 alive: None,
             })
+        }
+    }
+}
+
+/// A sandbox started before its plan was made (see [`EarlyBwrap`] and
+/// [`zot_launcher::fork_ahead`]).
+pub(crate) enum Ahead {
+    Bwrap(EarlyBwrap),
+    Native {
+        pid1: zot_launcher::Ahead,
+        /// The read end of the status socket.
+        status: OwnedFd,
+    },
+}
+
+impl Ahead {
+    /// The native backend's PID 1, cloned now for a plan with `namespaces`
+    /// in which `req` will run, with the output pipes' write ends `out`.
+    /// Every fd of this process is inherited as it is (the run's cgroup
+    /// fd, which the plan's tail names, must be open already).
+    pub(crate) fn native(
+        req: &RunRequest,
+        namespaces: &[zot_launcher::plan::Namespace],
+        out: Option<(OwnedFd, OwnedFd)>,
+    ) -> Result<Ahead, SupervisorError> {
+        let (status_r, status_w) = crate::notify::status_socket()
+            .map_err(SupervisorError::io("creating the status socket"))?;
+        let stdio = ChildStdio {
+            null_stdin: req.stdin == Stdin::Null,
+            stdout: out.as_ref().map(|(o, _)| o.as_raw_fd()),
+            stderr: out.as_ref().map(|(_, e)| e.as_raw_fd()),
+        };
+        let pid1 = zot_launcher::fork_ahead(namespaces, stdio, status_w.as_raw_fd()).map_err(
+            |e| SupervisorError::Setup {
+                backend: BackendKind::Native,
+                message: zot_launcher::error_chain(&e),
+                hint: Some(crate::resolve::namespace_hint()),
+            },
+        )?;
+        Ok(Ahead::Native {
+            pid1,
+            status: status_r,
+        })
+    }
+}
+
+/// bwrap started before its plan is known: it loads (exec, dynamic
+/// linking, its own start) while the supervisor plans, then blocks reading
+/// its arguments (`--args`, read to EOF before it does anything else).
+/// [`start`] writes them, then the launcher's tail. Dropped before that,
+/// bwrap is killed and reaped; a bwrap that reads a cut-off argument list
+/// (this process died while writing it) runs a launcher that gets no tail
+/// and refuses to start anything.
+pub(crate) struct EarlyBwrap {
+    pid: libc::pid_t,
+    /// The write end of bwrap's `--args` pipe.
+    args: Option<OwnedFd>,
+    /// The write end of the launcher's spec pipe (the encoded tail).
+    spec: Option<OwnedFd>,
+    /// The read end of the status socket.
+    status: Option<OwnedFd>,
+    /// The read end of bwrap's `--info-fd` pipe.
+    info: Option<OwnedFd>,
+    /// The run's cgroup fd, as numbered in bwrap and the launcher.
+    cgroup_fd: Option<RawFd>,
+    /// The cores bwrap gets back before its arguments, when it was started
+    /// on others than this process's.
+    cores: Option<libc::cpu_set_t>,
+}
+
+impl EarlyBwrap {
+    /// Start bwrap (`path`) for `req`, with the output pipes' write ends
+    /// `out` and the run's cgroup. The status channel is a socket: whether
+    /// the plan's seccomp program passes a listener on it may not be known
+    /// yet.
+    pub(crate) fn start(
+        path: &Path,
+        req: &RunRequest,
+        out: Option<(OwnedFd, OwnedFd)>,
+        cgroup: Option<BorrowedFd>,
+    ) -> Result<EarlyBwrap, StartError> {
+        let (spec_r, spec_w) = pipe()?;
+        let (status_r, status_w) = crate::notify::status_socket()
+            .map_err(SupervisorError::io("creating the status socket"))?;
+        let image = launcher_image(req.zot_as_launcher)?;
+        let (info_r, info_w) = pipe()?;
+        let (args_r, args_w) = pipe()?;
+        let mut keep = vec![spec_r, status_w, image, info_w];
+        let cgroup_fd = handed(&mut keep, cgroup)?;
+        keep.push(args_r);
+        let args_fd = SPEC_FD + keep.len() as RawFd - 1;
+        let argv: Vec<OsString> = vec![
+            path.as_os_str().into(),
+            "--args".into(),
+            args_fd.to_string().into(),
+            "--info-fd".into(),
+            INFO_FD.to_string().into(),
+            "--".into(),
+            format!("/proc/self/fd/{EXE_FD}").into(),
+            zot_launcher::LAUNCH_ARG.into(),
+            zot_launcher::TAIL_ARG.into(),
+            "--spec-fd".into(),
+            SPEC_FD.to_string().into(),
+            "--status-fd".into(),
+            STATUS_FD.to_string().into(),
+        ];
+        // A single-threaded caller with nothing but SIGPIPE ignored
+        // (zot sandbox) skips posix_spawn's reset of every signal.
+        // bwrap loads on another core than this process plans on (it gets
+        // every core back before it reads its arguments).
+        let mut all = None;
+        let pid = if req.in_process && zot_launcher::thread_count().is_ok_and(|n| n == 1) {
+            let cores = zot_launcher::other_cores();
+            all = cores.map(|(all, _)| all);
+            spawn_known_signals(path, &argv, req.stdin, out, &keep, cores.map(|(_, o)| o))
+        } else {
+            spawn_raw(path, &argv, req.stdin, out, &keep, false)
+        }
+        .map_err(|source| StartError::Spawn {
+            program: path.to_path_buf(),
+            source,
+        })?;
+        Ok(EarlyBwrap {
+            cores: all,
+            pid,
+            args: Some(args_w),
+            spec: Some(spec_w),
+            status: Some(status_r),
+            info: Some(info_r),
+            cgroup_fd,
+        })
+    }
+
+    /// bwrap's pid, the status socket and the info pipe, now the run's.
+    fn hand_over(mut self) -> (libc::pid_t, OwnedFd, OwnedFd) {
+        let pid = std::mem::replace(&mut self.pid, 0);
+        match (self.status.take(), self.info.take()) {
+            (Some(s), Some(i)) => (pid, s, i),
+            _ => unreachable!("handed over once"),
+        }
+    }
+}
+
+impl Drop for EarlyBwrap {
+    fn drop(&mut self) {
+        if self.pid > 0 {
+            // Blocked on its arguments, or on its way with them: not the
+            // run's any more.
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.pid),
+                nix::sys::signal::SIGKILL,
+            );
+            let _ = crate::supervise::wait_pid(self.pid);
         }
     }
 }
@@ -390,6 +553,8 @@ struct SpawnArgs {
     stdin_fd: libc::c_int,
     out: [libc::c_int; 2],
     keep: Vec<libc::c_int>,
+    /// The child's cores, when set (see [`zot_launcher::other_cores`]).
+    cores: Option<libc::cpu_set_t>,
     /// The child's errno when it could not exec.
     error: libc::c_int,
 }
@@ -427,6 +592,10 @@ extern "C" fn spawn_child(arg: *mut libc::c_void) -> libc::c_int {
                 return fail(a);
             }
         }
+        if let Some(cores) = &a.cores {
+            // Best effort: only where the child runs.
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), cores);
+        }
         zot_process::child::reset_signals();
         let envp: [*const libc::c_char; 1] = [std::ptr::null()];
         libc::execve(a.prog, a.argv, envp.as_ptr());
@@ -462,6 +631,7 @@ fn spawn_known_signals(
     stdin: Stdin,
     out: Option<(OwnedFd, OwnedFd)>,
     keep: &[OwnedFd],
+    cores: Option<libc::cpu_set_t>,
 ) -> std::io::Result<i32> {
     let prog = cstring(program.as_os_str())?;
     let args: Vec<CString> = argv.iter().map(|a| cstring(a)).collect::<Result<_, _>>()?;
@@ -481,6 +651,7 @@ fn spawn_known_signals(
             None => [-1, -1],
         },
         keep: high.iter().map(|f| f.as_raw_fd()).collect(),
+        cores,
         error: 0,
     };
     let mut stack = vec![0u8; 64 * 1024];

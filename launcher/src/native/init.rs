@@ -45,17 +45,48 @@ fn clone_step(err: &io::Error) -> &'static str {
     }
 }
 
+/// What PID 1 builds: the plan it is cloned with, or (cloned ahead of its
+/// plan, into the user and pid namespaces only) the namespaces `flags`,
+/// which it makes itself while the caller plans, and the view it then reads
+/// from the launch data ([`AheadView`]).
+pub(crate) enum View<'a> {
+    Known(&'a Prepared),
+    Ahead { flags: libc::c_int },
+}
+
+/// The view PID 1 cloned ahead of its plan reads first from the launch
+/// data (a native-endian `u32` length, then this in JSON); the encoded
+/// tail follows to EOF.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct AheadView {
+    /// The plan's namespaces: PID 1 refuses a plan whose namespaces are
+    /// not the ones it made.
+    pub flags: libc::c_int,
+    pub mounts: Vec<crate::plan::MountOp>,
+    pub cwd: std::path::PathBuf,
+}
+
+/// The namespaces a clone makes at once when PID 1 starts ahead of its
+/// plan: the user namespace (whose capabilities make the rest) and the pid
+/// namespace (only a clone makes its PID 1). The others cost most (a
+/// network namespace alone about half a millisecond): PID 1 unshares them.
+pub(crate) const AHEAD_CLONE: libc::c_int = libc::CLONE_NEWUSER | libc::CLONE_NEWPID;
+
 /// Clone the sandbox's PID 1 into the plan's namespaces. The caller must be
 /// single-threaded. In the fork path `stdio` wires the child's streams.
 pub(crate) fn spawn_pid1(
-    prep: &Prepared,
+    view: View<'_>,
     status_fd: RawFd,
     stdio: Option<ChildStdio>,
     tail_pipe: Option<(OwnedFd, OwnedFd)>,
 ) -> Result<(Forked, Option<OwnedFd>), LaunchError> {
     let wrap = LaunchError::Native;
-    let plan = prep.plan();
-    if !plan.has(Namespace::User) || !plan.has(Namespace::Mount) || !plan.has(Namespace::Pid) {
+    let wanted = match &view {
+        View::Known(prep) => prep.plan().clone_flags(),
+        View::Ahead { flags } => *flags,
+    };
+    let needed = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+    if wanted & needed != needed {
         return Err(LaunchError::Unsupported(
             "the native backend needs a plan with user, mount and pid namespaces",
         ));
@@ -89,10 +120,24 @@ pub(crate) fn spawn_pid1(
         }
         None => None,
     };
-    let flags = plan.clone_flags() | libc::SIGCHLD;
+    let flags = match &view {
+        View::Known(_) => wanted,
+        View::Ahead { .. } => AHEAD_CLONE,
+    } | libc::SIGCHLD;
     // PID 1 starts with every signal blocked: until it catches them itself
     // a signal would run the caller's handler in PID 1's copy (and be lost
     // there); blocked, it waits for PID 1's own.
+    // Cloned ahead of its plan, PID 1 works while this process plans: on
+    // another core. A new task starts on its parent's core, where it waits
+    // for the planning parent to block (or preempts it). Both move it right
+    // after the clone (whichever runs first); it gets every allowed core
+    // back once it has read its view (the parent, which wrote it, has moved
+    // it by then), before it starts anything.
+    let spread_to = match &view {
+        View::Ahead { .. } => crate::other_cores(),
+        View::Known(_) => None,
+    };
+    let spread = spread_to.as_ref().map(|(all, _)| *all);
     let mask = reaper::block_all();
     // SAFETY: a fork-like clone (no new stack, no CLONE_VM) of a
     // single-threaded process; the child only runs `pid1` and exits.
@@ -109,6 +154,16 @@ pub(crate) fn spawn_pid1(
     if pid == 0 {
         // Held until the command runs (see `pid1`), then passed on to it.
         reaper::hold_signals();
+        if let Some((_, other)) = &spread_to {
+            // SAFETY: our own affinity, from a mask we made.
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), other) };
+        }
+    }
+    if pid > 0 {
+        if let Some((_, other)) = &spread_to {
+            // SAFETY: our child's affinity, from a mask we made.
+            unsafe { libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), other) };
+        }
     }
     reaper::set_mask(&mask);
     if pid < 0 {
@@ -131,7 +186,8 @@ pub(crate) fn spawn_pid1(
         let mut status =
             StatusPipe((status_fd >= 0).then(|| unsafe { File::from_raw_fd(status_fd) }));
         let code = match pid1(
-            prep,
+            view,
+            spread,
             stdio,
             alive_rd,
             done_wr,
@@ -218,6 +274,25 @@ fn loopback_up() -> Result<(), NativeError> {
     }
 }
 
+/// The view a PID 1 cloned ahead of its plan reads first (see
+/// [`AheadView`]).
+fn read_view(rx: Option<&mut File>) -> Result<AheadView, NativeError> {
+    use std::io::Read;
+    let rx = rx.ok_or_else(|| NativeError::Invalid("no launch data from the caller".into()))?;
+    let mut len = [0u8; 4];
+    rx.read_exact(&mut len)
+        .map_err(NativeError::sys("reading the launch data"))?;
+    let len = u32::from_ne_bytes(len) as usize;
+    if len > 64 << 20 {
+        return Err(NativeError::Invalid(format!("launch data of {len} bytes")));
+    }
+    let mut json = vec![0u8; len];
+    rx.read_exact(&mut json)
+        .map_err(NativeError::sys("reading the launch data"))?;
+    serde_json::from_slice(&json)
+        .map_err(|e| NativeError::Invalid(format!("the launch data's view: {e}")))
+}
+
 /// What the command's process needs, prepared by PID 1 before the clone,
 /// and what it leaves PID 1.
 struct CommandStart {
@@ -293,7 +368,8 @@ fn spawn_command(tail: Vec<u8>, status: &StatusPipe) -> Result<libc::pid_t, Nati
 /// PID 1, right after `clone`: returns the exit code to leave with.
 #[allow(clippy::too_many_arguments)]
 fn pid1(
-    prep: &Prepared,
+    view: View<'_>,
+    cores: Option<libc::cpu_set_t>,
     stdio: Option<ChildStdio>,
     alive_rd: OwnedFd,
     done: Option<OwnedFd>,
@@ -335,24 +411,64 @@ fn pid1(
     if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
         return Err(NativeError::sys("prctl(PR_SET_DUMPABLE)")(errno()));
     }
-    let plan = prep.plan();
-    if plan.has(Namespace::Net) {
-        loopback_up()?;
-    }
-    mount::build_view(&plan.mounts)?;
-    if std::env::set_current_dir(&plan.cwd).is_err() {
+    let mut rx = tail_rx.map(File::from);
+    let known = match &view {
+        View::Known(prep) => Some(*prep),
+        View::Ahead { .. } => None,
+    };
+    let ahead;
+    let (mounts, cwd) = match view {
+        View::Known(prep) => {
+            let plan = prep.plan();
+            if plan.has(Namespace::Net) {
+                loopback_up()?;
+            }
+            (&plan.mounts, &plan.cwd)
+        }
+        View::Ahead { flags } => {
+            // SAFETY: plain syscall; this process is single-threaded.
+            if unsafe { libc::unshare(flags & !AHEAD_CLONE) } != 0 {
+                let e = errno();
+                return Err(NativeError::sys(clone_step(&e))(e));
+            }
+            if flags & libc::CLONE_NEWNET != 0 {
+                loopback_up()?;
+            }
+            // Then the plan's view: everything above ran while the caller
+            // planned.
+            ahead = read_view(rx.as_mut())?;
+            if let Some(all) = &cores {
+                // SAFETY: our own affinity, from the caller's mask.
+                if unsafe {
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), all)
+                } != 0
+                {
+                    return Err(NativeError::sys("restoring the cpu affinity")(errno()));
+                }
+            }
+            if ahead.flags != flags {
+                return Err(NativeError::Invalid(format!(
+                    "the plan's namespaces ({:#x}) are not those made ahead of it ({flags:#x})",
+                    ahead.flags
+                )));
+            }
+            (&ahead.mounts, &ahead.cwd)
+        }
+    };
+    mount::build_view(mounts)?;
+    if std::env::set_current_dir(cwd).is_err() {
         return Err(NativeError::Invalid(format!(
             "working directory {} is not visible in the sandbox",
-            plan.cwd.display()
+            cwd.display()
         )));
     }
     // With a proxied network the tail starts the bridge, under the
     // command's own restrictions.
-    let tail = match tail_rx {
+    let tail = match rx {
         // Compiled by the caller meanwhile.
-        Some(rx) => {
+        Some(mut rx) => {
             let mut t = Vec::new();
-            std::io::Read::read_to_end(&mut File::from(rx), &mut t)
+            std::io::Read::read_to_end(&mut rx, &mut t)
                 .map_err(NativeError::sys("reading the launch data"))?;
             if t.is_empty() {
                 return Err(NativeError::Invalid(
@@ -361,10 +477,13 @@ fn pid1(
             }
             t
         }
-        None => prep
-            .tail()
-            .map_err(|e| NativeError::Invalid(crate::error_chain(&e)))?
-            .into_owned(),
+        None => match known {
+            Some(prep) => prep
+                .tail()
+                .map_err(|e| NativeError::Invalid(crate::error_chain(&e)))?
+                .into_owned(),
+            None => return Err(NativeError::Invalid("no launch data from the caller".into())),
+        },
     };
     let child = spawn_command(tail, status)?;
     // What came during the start-up first.
