@@ -1111,3 +1111,58 @@ fn auto_inside_a_seccomp_sandbox_falls_back_to_landlock() {
     );
     assert!(err.contains("filesystem: full"), "{}", text(&o));
 }
+
+/// The cores a process may run on, as /proc/PID/status lists them.
+fn cores_of(status: &str) -> String {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// The sandbox starts before its plan is made, on another core than the
+/// planning supervisor (bwrap loads, the native PID 1 makes its
+/// namespaces). The command still gets exactly the caller's cores: every
+/// allowed one, and no more than a caller limited to one has.
+#[test]
+fn the_command_gets_the_callers_cores() {
+    let own = cores_of(&std::fs::read_to_string("/proc/self/status").unwrap());
+    assert!(!own.is_empty());
+    let taskset = ["/usr/bin/taskset", "/bin/taskset"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    for backend in ["native", "bwrap"] {
+        for unpriv in [false, true] {
+            if !attacks::available(backend, unpriv) {
+                continue;
+            }
+            let d = open_dir();
+            let run = |pin: Option<&str>| {
+                let mut c = match (pin, taskset) {
+                    (Some(cpu), Some(t)) => {
+                        let mut c = common::as_user(t, unpriv);
+                        c.args(["-c", cpu]).arg(zot_for(unpriv));
+                        c
+                    }
+                    _ => zot(unpriv),
+                };
+                let o = c
+                    .args(["sandbox", "--backend", backend, "--mode", "workspace-write"])
+                    .args(["--", "/bin/cat", "/proc/self/status"])
+                    .current_dir(d.path())
+                    .env("HOME", d.path())
+                    .env("ZOT_HOME", d.path().join("zot-home"))
+                    .stdin(Stdio::null())
+                    .output()
+                    .unwrap();
+                assert!(o.status.success(), "{backend}: {}", text(&o));
+                cores_of(&String::from_utf8_lossy(&o.stdout))
+            };
+            assert_eq!(run(None), own, "{backend}, unprivileged {unpriv}");
+            if let Some(first) = taskset.and_then(|_| own.split([',', '-']).next()) {
+                assert_eq!(run(Some(first)), first, "{backend} pinned, unprivileged {unpriv}");
+            }
+        }
+    }
+}

@@ -350,9 +350,12 @@ fn under_private(p: &Path) -> bool {
     PRIVATE_DIRS.iter().any(|(d, _)| p.starts_with(d))
 }
 
-/// The namespaces a plan of `policy`'s network on `isolation` gets (known
-/// before the plan: the native backend makes them while it plans).
-pub fn namespaces(isolation: Isolation, network: &NetworkPolicy) -> Vec<Namespace> {
+/// The namespaces the plan of `policy` on `isolation` gets, known before
+/// the plan (the native backend makes them while it plans).
+pub fn namespaces(policy: &SandboxPolicy, isolation: Isolation) -> Vec<Namespace> {
+    if policy.mode == SandboxMode::DangerFullAccess {
+        return Vec::new();
+    }
     match isolation {
         Isolation::Namespaces => {
             let mut n = vec![
@@ -364,7 +367,7 @@ pub fn namespaces(isolation: Isolation, network: &NetworkPolicy) -> Vec<Namespac
                 Namespace::Cgroup,
             ];
             // The host's network is the plan's only for `NetworkPolicy::On`.
-            if *network != NetworkPolicy::On {
+            if policy.network != NetworkPolicy::On {
                 n.push(Namespace::Net);
             }
             n
@@ -440,7 +443,7 @@ pub fn plan(
             }
         }
     };
-    let namespaces = namespaces(isolation, &policy.network);
+    let namespaces = namespaces(policy, isolation);
     // The supervisor decides on every connect and addressed send (host
     // sockets bound after the launch or in other network namespaces too);
     // without that, host sockets the view shows are masked.

@@ -375,6 +375,52 @@ fn network_on_binds_name_resolution_back_and_keeps_the_net_namespace_out() {
         .any(|r| r.syscalls.contains(&"socket".to_string())));
 }
 
+/// The native backend makes a plan's namespaces before the plan exists
+/// (PID 1 starts while the supervisor plans): what it makes from the policy
+/// alone is what the plan of every mode and network then has. PID 1 refuses
+/// a plan with other namespaces; this keeps them from ever differing.
+#[test]
+fn the_namespaces_made_ahead_are_the_plans() {
+    for mode in [
+        SandboxMode::ReadOnly,
+        SandboxMode::WorkspaceWrite,
+        SandboxMode::DangerFullAccess,
+    ] {
+        for network in [false, true] {
+            let mut o = opts();
+            o.network = network && mode != SandboxMode::ReadOnly;
+            let mut policies = vec![compile(mode, &o).unwrap()];
+            if mode == SandboxMode::WorkspaceWrite {
+                let mut proxied = compile(mode, &o).unwrap();
+                proxied.network = zot_policy::sandbox::NetworkPolicy::Proxied {
+                    allow: zot_policy::net::AllowList::parse(&["example.com"]).unwrap(),
+                    socket_dir: Some("/run/user/1000/zot-proxy".into()),
+                };
+                policies.push(proxied);
+            }
+            for policy in policies {
+                for isolation in [Isolation::Namespaces, Isolation::LandlockOnly] {
+                    let Ok(p) = plan(&policy, isolation, &env(), &host()) else {
+                        continue;
+                    };
+                    assert_eq!(
+                        p.namespaces,
+                        namespaces(&policy, isolation),
+                        "{mode:?}, network {:?}, {isolation:?}",
+                        policy.network
+                    );
+                }
+            }
+        }
+    }
+    // And the network namespace is there unless the host's network is the plan's.
+    let mut policy = compile(SandboxMode::WorkspaceWrite, &opts()).unwrap();
+    assert!(namespaces(&policy, Isolation::Namespaces).contains(&Namespace::Net));
+    policy.network = zot_policy::sandbox::NetworkPolicy::On;
+    let on = namespaces(&policy, Isolation::Namespaces);
+    assert!(!on.contains(&Namespace::Net) && on.contains(&Namespace::User));
+}
+
 #[test]
 fn restricted_view_binds_resolved_sources_at_the_given_paths() {
     let p = plan_of(&agent(), Isolation::Namespaces);

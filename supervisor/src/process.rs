@@ -301,10 +301,7 @@ impl Early {
             })?,
             _ => spawn::Ahead::native(
                 req,
-                &crate::planner::namespaces(
-                    zot_launcher::plan::Isolation::Namespaces,
-                    &req.policy.network,
-                ),
+                &crate::planner::namespaces(&req.policy, zot_launcher::plan::Isolation::Namespaces),
                 out,
             )?,
         });

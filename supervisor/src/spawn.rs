@@ -782,3 +782,51 @@ fn spawn_raw(
         Ok(pid)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zot_policy::sandbox::{compile, SandboxMode, SandboxOptions};
+
+    /// bwrap started ahead of a plan that never comes (planning failed, the
+    /// run was cancelled) is killed and reaped, not left waiting for its
+    /// arguments (or reading a cut-off list when this process exits).
+    #[test]
+    fn bwrap_started_ahead_is_killed_and_reaped_when_dropped() {
+        let d = tempfile::tempdir().unwrap();
+        let policy = compile(
+            SandboxMode::WorkspaceWrite,
+            &SandboxOptions {
+                cwd: d.path().to_path_buf(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let Ok(path) = crate::resolve::find_bwrap(&policy) else {
+            assert!(
+                std::env::var("ZOT_TEST_MUST_WORK").as_deref() != Ok("1"),
+                "bwrap is not installed, and ZOT_TEST_MUST_WORK is set"
+            );
+            eprintln!("SKIP: bwrap is not installed");
+            return;
+        };
+        let req = RunRequest::new(policy, vec!["/bin/true".into()]);
+        let early = match EarlyBwrap::start(&path, &req, None, None) {
+            Ok(e) => e,
+            Err(StartError::Spawn { source, .. }) => panic!("{source}"),
+            Err(StartError::Other(e)) => panic!("{e}"),
+        };
+        let pid = early.pid;
+        // Alive, waiting for its arguments.
+        // SAFETY: signal 0 only checks the pid.
+        assert_eq!(unsafe { libc::kill(pid, 0) }, 0);
+        drop(early);
+        // Reaped (a zombie would still answer signal 0).
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::kill(pid, 0) }, -1);
+        assert_eq!(
+            std::io::Error::last_os_error().raw_os_error(),
+            Some(libc::ESRCH)
+        );
+    }
+}
