@@ -643,13 +643,12 @@ pub fn fork_launch(
         BackendKind::Native if prep.tail.is_none() => {
             // PID 1 reads the tail from a pipe when it needs it: compiling
             // it here overlaps building the view.
-            let (forked, tx) =
-                native::spawn_pid1(
-                    native::View::Known(prep),
-                    status_fd,
-                    Some(stdio),
-                    Some(cloexec_pipe()?),
-                )?;
+            let (forked, tx) = native::spawn_pid1(
+                native::View::Known(prep),
+                status_fd,
+                Some(stdio),
+                Some(cloexec_pipe()?),
+            )?;
             match prep.encode_tail() {
                 Ok(t) => {
                     if let Some(tx) = tx {

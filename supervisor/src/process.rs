@@ -295,9 +295,7 @@ impl Early {
             .map(spawn::Ahead::Bwrap)
             .map_err(|e| match e {
                 StartError::Other(e) => e,
-                StartError::Spawn { program, source } => {
-                    SupervisorError::Spawn { program, source }
-                }
+                StartError::Spawn { program, source } => SupervisorError::Spawn { program, source },
             })?,
             _ => spawn::Ahead::native(
                 req,
@@ -404,9 +402,7 @@ fn run_planned(
     // The memory limit: the process that runs the tail joins the run's own
     // cgroup before it forks or execs anything.
     let memory = match memory.report {
-        None if planned.backend != Backend::Unconfined => {
-            Memory::create(req.policy.limits.memory)
-        }
+        None if planned.backend != Backend::Unconfined => Memory::create(req.policy.limits.memory),
         _ => memory,
     };
     if let Some(r) = &memory.report {

@@ -304,13 +304,14 @@ impl Ahead {
             stdout: out.as_ref().map(|(o, _)| o.as_raw_fd()),
             stderr: out.as_ref().map(|(_, e)| e.as_raw_fd()),
         };
-        let pid1 = zot_launcher::fork_ahead(namespaces, stdio, status_w.as_raw_fd()).map_err(
-            |e| SupervisorError::Setup {
-                backend: BackendKind::Native,
-                message: zot_launcher::error_chain(&e),
-                hint: Some(crate::resolve::namespace_hint()),
-            },
-        )?;
+        let pid1 =
+            zot_launcher::fork_ahead(namespaces, stdio, status_w.as_raw_fd()).map_err(|e| {
+                SupervisorError::Setup {
+                    backend: BackendKind::Native,
+                    message: zot_launcher::error_chain(&e),
+                    hint: Some(crate::resolve::namespace_hint()),
+                }
+            })?;
         Ok(Ahead::Native {
             pid1,
             status: status_r,

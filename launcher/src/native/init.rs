@@ -482,7 +482,11 @@ fn pid1(
                 .tail()
                 .map_err(|e| NativeError::Invalid(crate::error_chain(&e)))?
                 .into_owned(),
-            None => return Err(NativeError::Invalid("no launch data from the caller".into())),
+            None => {
+                return Err(NativeError::Invalid(
+                    "no launch data from the caller".into(),
+                ))
+            }
         },
     };
     let child = spawn_command(tail, status)?;
