@@ -30,16 +30,19 @@ const LIST_MAX: usize = 4096;
 /// symlink.
 type Listing = HashMap<OsString, bool>;
 
+/// Keyed by the path's bytes: hashing a `Path` parses its components,
+/// which was most of the lookups' cost. (Two spellings of one path, `a//b`
+/// and `a/b`, are two entries, each answered right.)
 #[derive(Default)]
 struct Memory {
-    paths: HashMap<PathBuf, Option<PathBuf>>,
+    paths: HashMap<OsString, Option<PathBuf>>,
     /// File types asked for, symlinks not followed (`lstat`) and followed
     /// (`stat`); `None`: the call failed.
-    lstats: HashMap<PathBuf, Option<std::fs::FileType>>,
-    stats: HashMap<PathBuf, Option<std::fs::FileType>>,
+    lstats: HashMap<OsString, Option<std::fs::FileType>>,
+    stats: HashMap<OsString, Option<std::fs::FileType>>,
     /// Per canonical directory: names asked so far, and its entries once
     /// read (`None`: unreadable or too large, not tried again).
-    dirs: HashMap<PathBuf, (u32, Option<Option<Listing>>)>,
+    dirs: HashMap<OsString, (u32, Option<Option<Listing>>)>,
 }
 
 thread_local! {
@@ -71,7 +74,11 @@ pub(crate) fn scope<T>(f: impl FnOnce() -> T) -> T {
 /// `p` with every symlink resolved, like [`std::fs::canonicalize`]; `None`
 /// when it does not exist.
 pub(crate) fn canonicalize(p: &Path) -> Option<PathBuf> {
-    let remembered = CACHE.with(|c| c.borrow().as_ref().map(|m| m.paths.get(p).cloned()));
+    let remembered = CACHE.with(|c| {
+        c.borrow()
+            .as_ref()
+            .map(|m| m.paths.get(p.as_os_str()).cloned())
+    });
     match remembered {
         // Outside a scope: the plain call.
         None => std::fs::canonicalize(p).ok(),
@@ -80,7 +87,7 @@ pub(crate) fn canonicalize(p: &Path) -> Option<PathBuf> {
             let found = resolve(p);
             CACHE.with(|c| {
                 if let Some(m) = c.borrow_mut().as_mut() {
-                    m.paths.insert(p.to_path_buf(), found.clone());
+                    m.paths.insert(p.as_os_str().to_owned(), found.clone());
                 }
             });
             found
@@ -102,7 +109,7 @@ pub(crate) fn file_type(p: &Path, follow: bool) -> Option<std::fs::FileType> {
         };
         m.ok().map(|m| m.file_type())
     };
-    fn pick(m: &mut Memory, follow: bool) -> &mut HashMap<PathBuf, Option<std::fs::FileType>> {
+    fn pick(m: &mut Memory, follow: bool) -> &mut HashMap<OsString, Option<std::fs::FileType>> {
         if follow {
             &mut m.stats
         } else {
@@ -112,7 +119,7 @@ pub(crate) fn file_type(p: &Path, follow: bool) -> Option<std::fs::FileType> {
     let remembered = CACHE.with(|c| {
         c.borrow_mut()
             .as_mut()
-            .map(|m| pick(m, follow).get(p).copied())
+            .map(|m| pick(m, follow).get(p.as_os_str()).copied())
     });
     match remembered {
         None => ask(),
@@ -121,7 +128,7 @@ pub(crate) fn file_type(p: &Path, follow: bool) -> Option<std::fs::FileType> {
             let found = ask();
             CACHE.with(|c| {
                 if let Some(m) = c.borrow_mut().as_mut() {
-                    pick(m, follow).insert(p.to_path_buf(), found);
+                    pick(m, follow).insert(p.as_os_str().to_owned(), found);
                 }
             });
             found
@@ -164,7 +171,11 @@ fn resolve(p: &Path) -> Option<PathBuf> {
 fn listed(dir: &Path, name: &[u8]) -> Option<Option<bool>> {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
-        let (asked, listing) = c.as_mut()?.dirs.entry(dir.to_path_buf()).or_default();
+        let dirs = &mut c.as_mut()?.dirs;
+        if !dirs.contains_key(dir.as_os_str()) {
+            dirs.insert(dir.as_os_str().to_owned(), Default::default());
+        }
+        let (asked, listing) = dirs.get_mut(dir.as_os_str())?;
         *asked += 1;
         if listing.is_none() && *asked >= LIST_AFTER {
             *listing = Some(read_listing(dir));
