@@ -529,7 +529,7 @@ pub struct Forked {
 /// (`None` with a single allowed core): a process started to work while
 /// this one goes on is moved to the others, lest it wait for this one to
 /// block on the core it started on.
-pub fn other_cores() -> Option<(libc::cpu_set_t, libc::cpu_set_t)> {
+pub(crate) fn other_cores() -> Option<(libc::cpu_set_t, libc::cpu_set_t)> {
     // SAFETY: plain data filled by the kernel; CPU_* on our own sets.
     unsafe {
         let mut all: libc::cpu_set_t = std::mem::zeroed();

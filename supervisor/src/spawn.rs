@@ -181,13 +181,6 @@ pub(crate) fn start(
                 args.extend_from_slice(a.as_bytes());
                 args.push(0);
             }
-            // Before it can start anything: what it starts inherits them.
-            if let Some(all) = &early.cores {
-                // SAFETY: our child's affinity, from our own mask.
-                unsafe {
-                    libc::sched_setaffinity(early.pid, std::mem::size_of::<libc::cpu_set_t>(), all)
-                };
-            }
             // bwrap reads them to EOF before it does anything else. One that
             // failed meanwhile closed the pipe: its exit says why.
             if let Some(w) = early.args.take() {
@@ -338,9 +331,6 @@ pub(crate) struct EarlyBwrap {
     info: Option<OwnedFd>,
     /// The run's cgroup fd, as numbered in bwrap and the launcher.
     cgroup_fd: Option<RawFd>,
-    /// The cores bwrap gets back before its arguments, when it was started
-    /// on others than this process's.
-    cores: Option<libc::cpu_set_t>,
 }
 
 impl EarlyBwrap {
@@ -381,13 +371,8 @@ impl EarlyBwrap {
         ];
         // A single-threaded caller with nothing but SIGPIPE ignored
         // (zot sandbox) skips posix_spawn's reset of every signal.
-        // bwrap loads on another core than this process plans on (it gets
-        // every core back before it reads its arguments).
-        let mut all = None;
         let pid = if req.in_process && zot_launcher::thread_count().is_ok_and(|n| n == 1) {
-            let cores = zot_launcher::other_cores();
-            all = cores.map(|(all, _)| all);
-            spawn_known_signals(path, &argv, req.stdin, out, &keep, cores.map(|(_, o)| o))
+            spawn_known_signals(path, &argv, req.stdin, out, &keep)
         } else {
             spawn_raw(path, &argv, req.stdin, out, &keep, false)
         }
@@ -396,7 +381,6 @@ impl EarlyBwrap {
             source,
         })?;
         Ok(EarlyBwrap {
-            cores: all,
             pid,
             args: Some(args_w),
             spec: Some(spec_w),
@@ -554,8 +538,6 @@ struct SpawnArgs {
     stdin_fd: libc::c_int,
     out: [libc::c_int; 2],
     keep: Vec<libc::c_int>,
-    /// The child's cores, when set (see [`zot_launcher::other_cores`]).
-    cores: Option<libc::cpu_set_t>,
     /// The child's errno when it could not exec.
     error: libc::c_int,
 }
@@ -593,10 +575,6 @@ extern "C" fn spawn_child(arg: *mut libc::c_void) -> libc::c_int {
                 return fail(a);
             }
         }
-        if let Some(cores) = &a.cores {
-            // Best effort: only where the child runs.
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), cores);
-        }
         zot_process::child::reset_signals();
         let envp: [*const libc::c_char; 1] = [std::ptr::null()];
         libc::execve(a.prog, a.argv, envp.as_ptr());
@@ -632,7 +610,6 @@ fn spawn_known_signals(
     stdin: Stdin,
     out: Option<(OwnedFd, OwnedFd)>,
     keep: &[OwnedFd],
-    cores: Option<libc::cpu_set_t>,
 ) -> std::io::Result<i32> {
     let prog = cstring(program.as_os_str())?;
     let args: Vec<CString> = argv.iter().map(|a| cstring(a)).collect::<Result<_, _>>()?;
@@ -652,7 +629,6 @@ fn spawn_known_signals(
             None => [-1, -1],
         },
         keep: high.iter().map(|f| f.as_raw_fd()).collect(),
-        cores,
         error: 0,
     };
     let mut stack = vec![0u8; 64 * 1024];
