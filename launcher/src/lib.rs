@@ -173,7 +173,11 @@ pub(crate) fn set_cloexec(fd: RawFd) -> nix::Result<()> {
 /// unreadable or unparsable file is an error: nothing may assume it is
 /// single-threaded then.
 pub fn thread_count() -> std::io::Result<usize> {
-    parse_threads(&std::fs::read_to_string("/proc/self/status")?)
+    // Room for the whole file up front: /proc says size 0, and reading it
+    // from an empty buffer takes eight reads of growing size.
+    let mut status = String::with_capacity(4096);
+    std::fs::File::open("/proc/self/status")?.read_to_string(&mut status)?;
+    parse_threads(&status)
 }
 
 fn parse_threads(status: &str) -> std::io::Result<usize> {

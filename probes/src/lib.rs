@@ -342,13 +342,23 @@ pub fn userns_blocked_by_sysctl() -> Option<(String, String)> {
     None
 }
 
+/// `/proc/self/status`, read with room for all of it up front (/proc says
+/// size 0: from an empty buffer, eight reads of growing size).
+fn proc_self_status() -> Option<String> {
+    use std::io::Read;
+    let mut s = String::with_capacity(4096);
+    std::fs::File::open("/proc/self/status")
+        .and_then(|mut f| f.read_to_string(&mut s))
+        .ok()?;
+    Some(s)
+}
+
 /// Whether something this process cannot see without trying may refuse user
 /// namespaces: a seccomp filter on this process (container runtimes,
 /// another sandbox) or a parent user namespace with its own limits. When
 /// false, [`userns_blocked_by_sysctl`] is the whole story.
 pub fn userns_may_be_filtered() -> bool {
-    let seccomp = std::fs::read_to_string("/proc/self/status")
-        .ok()
+    let seccomp = proc_self_status()
         .and_then(|s| {
             s.lines()
                 .find_map(|l| l.strip_prefix("Seccomp:"))
@@ -413,13 +423,11 @@ fn landlock_from_errno(errno: i32) -> LandlockProbe {
 // ---------------------------------------------------------------- seccomp
 
 fn probe_seccomp() -> SeccompProbe {
-    let current_mode = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Seccomp:"))
-                .and_then(|v| v.trim().parse().ok())
-        });
+    let current_mode = proc_self_status().and_then(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Seccomp:"))
+            .and_then(|v| v.trim().parse().ok())
+    });
     const SECCOMP_GET_ACTION_AVAIL: libc::c_uint = 2;
     let action: u32 = libc::SECCOMP_RET_ERRNO;
     // SAFETY: queries whether an action is available; reads `action` only.
