@@ -410,7 +410,13 @@ fn run_planned(
     }
     let join = memory.join.as_ref().map(|fd| fd.as_fd());
     let started = spawn::start(req, &planned, env, &host_env, out_pipes, join, sandbox);
-    let _group = memory.group;
+    // The group is held for the run; its join fd is the sandbox's now.
+    let Memory {
+        group: _group,
+        join,
+        ..
+    } = memory;
+    drop(join);
     let started = match started {
         Ok(s) => s,
         Err(err) => {

@@ -1,10 +1,12 @@
 //! Starting a planned sandbox.
 //!
-//! - bwrap: `posix_spawn` of bwrap with the plan rendered to arguments; it
-//!   runs the launcher (this binary, through an inherited fd) inside.
+//! - bwrap: `posix_spawn` of bwrap before the plan is made, the plan
+//!   rendered to arguments on a pipe ([`EarlyBwrap`]); it runs the launcher
+//!   (the launcher image or this binary, through an inherited fd) inside.
 //! - native and landlock, from a provably single-threaded process (`zot
 //!   sandbox`): the launcher's code runs in a forked child, nothing is
-//!   exec'd but the command ([`zot_launcher::fork_launch`]).
+//!   exec'd but the command ([`zot_launcher::fork_launch`]); native's PID 1
+//!   is cloned before the plan is made ([`zot_launcher::fork_ahead`]).
 //! - native and landlock otherwise (`zot run`, threads): `posix_spawn` of
 //!   the launcher (vfork speed, no code of ours between fork and exec).
 //! - unconfined: the command itself.

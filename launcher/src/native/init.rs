@@ -1,6 +1,7 @@
 //! Entering the plan's namespaces: one `clone` makes the sandbox's PID 1
-//! inside all of them at once; it maps its own uid and gid, brings loopback
-//! up, builds the view, then forks the command.
+//! inside all of them at once (or, started ahead of its plan, inside the
+//! user and pid namespaces, and PID 1 unshares the rest); it maps its own
+//! uid and gid, brings loopback up, builds the view, then forks the command.
 
 use std::fs::File;
 use std::io;

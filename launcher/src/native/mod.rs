@@ -7,7 +7,9 @@
 //! caller                 the supervisor (fork path) or the launcher it
 //!   |                    exec'd (which then forwards signals and exits with
 //!   |                    PID 1's code)
-//!   +- PID 1             cloned straight into the plan's namespaces: maps
+//!   +- PID 1             cloned straight into the plan's namespaces (or,
+//!       |                ahead of the plan, into user+pid; it unshares the
+//!       |                rest while the caller plans, then reads the view): maps
 //!       |                its uid/gid, brings loopback up, builds the mount
 //!       |                view ([`mount`]), forwards signals to the command's
 //!       |                process group, reaps until ECHILD, exits with the
