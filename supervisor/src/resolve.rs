@@ -91,24 +91,13 @@ pub fn prepare(
     allow_degraded: bool,
     env: &[(OsString, OsString)],
 ) -> Result<Planned, SupervisorError> {
-    prepare_with(policy, choice, allow_degraded, env, None)
-}
-
-/// [`prepare`] with a session's workspace index (`None`: the persisted
-/// index of the writable roots, validated).
-pub fn prepare_with(
-    policy: &SandboxPolicy,
-    choice: BackendChoice,
-    allow_degraded: bool,
-    env: &[(OsString, OsString)],
-    index: Option<&std::sync::Arc<crate::index::live::Live>>,
-) -> Result<Planned, SupervisorError> {
     let resolved = resolve(policy, choice)?;
-    prepare_resolved(resolved, policy, allow_degraded, env, index)
+    prepare_resolved(resolved, policy, allow_degraded, env, None)
 }
 
-/// [`prepare_with`] for a backend already chosen by [`resolve`] (a launch
-/// that starts bwrap while it plans).
+/// [`prepare`] for a backend already chosen by [`resolve`] (a run starts
+/// its sandbox while it plans), with a session's workspace index (`None`:
+/// the persisted index of the writable roots, validated).
 pub fn prepare_resolved(
     resolved: Resolved,
     policy: &SandboxPolicy,
@@ -116,17 +105,20 @@ pub fn prepare_resolved(
     env: &[(OsString, OsString)],
     index: Option<&std::sync::Arc<crate::index::live::Live>>,
 ) -> Result<Planned, SupervisorError> {
-    crate::canon::scope(|| prepare_scoped(resolved, policy, allow_degraded, env, index))
+    crate::canon::scope(|| {
+        let isolation = resolved.backend.kind().isolation();
+        prepare_scoped(resolved, isolation, policy, allow_degraded, env, index)
+    })
 }
 
 fn prepare_scoped(
     resolved: Resolved,
+    isolation: zot_launcher::plan::Isolation,
     policy: &SandboxPolicy,
     allow_degraded: bool,
     env: &[(OsString, OsString)],
     index: Option<&std::sync::Arc<crate::index::live::Live>>,
 ) -> Result<Planned, SupervisorError> {
-    let isolation = resolved.backend.kind().isolation();
     // Credentials by the rules the tools follow, and zot's own state.
     let policy = &if isolation == zot_launcher::plan::Isolation::None {
         policy.clone()
