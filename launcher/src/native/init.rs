@@ -125,9 +125,6 @@ pub(crate) fn spawn_pid1(
         View::Known(_) => wanted,
         View::Ahead { .. } => AHEAD_CLONE,
     } | libc::SIGCHLD;
-    // PID 1 starts with every signal blocked: until it catches them itself
-    // a signal would run the caller's handler in PID 1's copy (and be lost
-    // there); blocked, it waits for PID 1's own.
     // Cloned ahead of its plan, PID 1 works while this process plans: on
     // another core. A new task starts on its parent's core, where it waits
     // for the planning parent to block (or preempts it). Both move it right
@@ -139,6 +136,9 @@ pub(crate) fn spawn_pid1(
         View::Known(_) => None,
     };
     let spread = spread_to.as_ref().map(|(all, _)| *all);
+    // PID 1 starts with every signal blocked: until it catches them itself
+    // a signal would run the caller's handler in PID 1's copy (and be lost
+    // there); blocked, it waits for PID 1's own.
     let mask = reaper::block_all();
     // SAFETY: a fork-like clone (no new stack, no CLONE_VM) of a
     // single-threaded process; the child only runs `pid1` and exits.
