@@ -434,15 +434,24 @@ impl Inner {
         if lines.is_empty() {
             return Ok(());
         }
+        let mut s = String::new();
+        for line in lines {
+            // A path that is not UTF-8 has no JSON string: refused, named,
+            // before anything is written or created for it.
+            let json = serde_json::to_string(line).map_err(|e| JournalError::Io {
+                what: "recording a path that is not UTF-8 (not supported)",
+                path: match line {
+                    Line::Add { path, .. } | Line::Remove { path } => path.clone(),
+                },
+                source: io::Error::new(io::ErrorKind::InvalidData, e),
+            })?;
+            s.push_str(&json);
+            s.push('\n');
+        }
         if self.file.is_none() {
             self.file = Some(create(&self.dir)?);
         }
         let (file, path) = self.file.as_mut().expect("just made");
-        let mut s = String::new();
-        for line in lines {
-            s.push_str(&serde_json::to_string(line).expect("journal lines serialize"));
-            s.push('\n');
-        }
         // One write(2), appended: a crash leaves at most a torn last line,
         // which the reader skips.
         file.write_all(s.as_bytes())
@@ -784,6 +793,26 @@ mod tests {
         j.release_placeholder(&ph).unwrap();
         assert!(!t.exists() && !ph.exists());
         drop(j);
+        assert!(journals(state.path()).is_empty());
+    }
+
+    /// A placeholder at a path that is not UTF-8 (a workspace named so) is
+    /// refused with an error naming it, not a panic, and nothing is made.
+    #[test]
+    fn a_path_that_is_not_utf8_is_an_error() {
+        use std::os::unix::ffi::OsStrExt;
+        let state = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let dir = ws.path().join(std::ffi::OsStr::from_bytes(b"ws-\xff"));
+        fs::create_dir(&dir).unwrap();
+        let j = Journal::new(state.path());
+        let ph = dir.join(".zot");
+        let err = j
+            .acquire_placeholder(Kind::PlaceholderFile, &ph)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not UTF-8") && err.contains("ws-"), "{err}");
+        assert!(!ph.exists());
         assert!(journals(state.path()).is_empty());
     }
 
