@@ -372,10 +372,17 @@ mod tests {
         let mut cmd = std::process::Command::new("sh");
         cmd.args(["-c", script])
             .stdout(std::process::Stdio::piped());
-        // SAFETY: dup2 in the child before exec.
+        // SAFETY: dup2/fcntl in the child before exec.
         unsafe {
             cmd.pre_exec(move || {
-                if libc::dup2(fd, 7) < 0 {
+                // Already 7 (other tests' fds come and go): dup2 would keep
+                // its close-on-exec flag, and the shell would have no fd 7.
+                let r = if fd == 7 {
+                    libc::fcntl(7, libc::F_SETFD, 0)
+                } else {
+                    libc::dup2(fd, 7)
+                };
+                if r < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())

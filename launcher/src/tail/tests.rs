@@ -63,8 +63,14 @@ fn run(spec: Vec<u8>, image: bool) -> (String, Vec<LaunchStatus>, i32) {
         unsafe {
             libc::dup2(out_w.as_raw_fd(), 1);
             if let Some(p) = &path {
-                libc::dup2(spec_r.as_raw_fd(), 3);
-                libc::dup2(st_w.as_raw_fd(), 4);
+                // Above 4 first: a dup2 onto itself keeps close-on-exec, and
+                // one may already be the other's target.
+                let (sp, st) = (
+                    libc::fcntl(spec_r.as_raw_fd(), libc::F_DUPFD, 10),
+                    libc::fcntl(st_w.as_raw_fd(), libc::F_DUPFD, 10),
+                );
+                libc::dup2(sp, 3);
+                libc::dup2(st, 4);
                 let argv = [p.as_ptr(), std::ptr::null()];
                 let envp = [std::ptr::null()];
                 libc::execve(p.as_ptr(), argv.as_ptr(), envp.as_ptr());
