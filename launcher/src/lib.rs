@@ -7,8 +7,9 @@
 //!   environment) as JSON on the spec pipe. Inside bwrap this is what bwrap
 //!   runs.
 //! - **fork**: a caller that is provably single-threaded ([`thread_count`]
-//!   reads /proc and fails closed) calls [`fork_launch`], which forks (or
-//!   clones into the new namespaces) without re-executing anything.
+//!   reads /proc and fails closed) calls [`fork_launch`] (landlock), which
+//!   forks without re-executing anything, or [`fork_ahead`] (native), which
+//!   clones PID 1 before the plan exists.
 //!
 //! Then, in order: the native backend's namespaces, mount view and PID 1
 //! ([`native`]); `PR_SET_NO_NEW_PRIVS`, `PR_SET_PDEATHSIG(SIGKILL)` with a
@@ -249,9 +250,8 @@ impl Prepared {
     }
 
     /// Check the command and environment now; compile the tail (the
-    /// seccomp program, the encoding) only when needed. The native
-    /// backend's [`fork_launch`] compiles it after cloning PID 1, while PID 1
-    /// builds the view.
+    /// seccomp program, the encoding) only when needed. [`Ahead::launch`]
+    /// compiles it after sending PID 1 the view, while PID 1 builds it.
     pub fn deferred(
         backend: BackendKind,
         plan: LaunchPlan,
@@ -599,8 +599,8 @@ impl Ahead {
         }
         let view = serde_json::to_vec(&native::AheadView {
             flags: self.flags,
-            mounts: plan.mounts.clone(),
-            cwd: plan.cwd.clone(),
+            mounts: std::borrow::Cow::Borrowed(&plan.mounts),
+            cwd: std::borrow::Cow::Borrowed(&plan.cwd),
         })
         .map_err(|e| LaunchError::Native(native::NativeError::Invalid(e.to_string())))?;
         // PID 1 that failed meanwhile closed its end: its status says why.
@@ -632,8 +632,8 @@ impl Drop for Ahead {
 }
 
 /// Start `prep` in a child of this process without re-executing anything:
-/// the native backend's PID 1 (cloned straight into the new namespaces) or
-/// the landlock backend's command. Refuses unless this process is provably
+/// the landlock backend's command (the native backend's PID 1 is started
+/// with [`fork_ahead`]). Refuses unless this process is provably
 /// single-threaded (no sandbox work after fork in a multi-threaded process).
 /// `status_fd` (close-on-exec) receives the launcher's status lines; the
 /// caller closes its copy afterwards.
@@ -644,35 +644,6 @@ pub fn fork_launch(
 ) -> Result<Forked, LaunchError> {
     require_single_threaded()?;
     match prep.backend {
-        BackendKind::Native if prep.tail.is_none() => {
-            // PID 1 reads the tail from a pipe when it needs it: compiling
-            // it here overlaps building the view.
-            let (forked, tx) = native::spawn_pid1(
-                native::View::Known(prep),
-                status_fd,
-                Some(stdio),
-                Some(cloexec_pipe()?),
-            )?;
-            match prep.encode_tail() {
-                Ok(t) => {
-                    if let Some(tx) = tx {
-                        let _ = std::fs::File::from(tx).write_all(&t);
-                    }
-                    Ok(forked)
-                }
-                Err(e) => {
-                    // SAFETY: our child; reaped below.
-                    unsafe {
-                        libc::kill(forked.pid, libc::SIGKILL);
-                        libc::waitpid(forked.pid, std::ptr::null_mut(), 0);
-                    }
-                    Err(e)
-                }
-            }
-        }
-        BackendKind::Native => {
-            Ok(native::spawn_pid1(native::View::Known(prep), status_fd, Some(stdio), None)?.0)
-        }
         BackendKind::Landlock => {
             // The child starts with every signal blocked: the caller's
             // handlers must not run in its copy. The tail sets the usual
@@ -709,6 +680,9 @@ pub fn fork_launch(
                 done: None,
             })
         }
+        BackendKind::Native => Err(LaunchError::Unsupported(
+            "the native backend starts without an exec through fork_ahead",
+        )),
         BackendKind::Bwrap | BackendKind::Unconfined => Err(LaunchError::Unsupported(
             "only the native and landlock backends start without an exec",
         )),

@@ -242,7 +242,8 @@ struct Early {
     /// The write ends, until the sandbox has them.
     out_pipes: Option<(OwnedFd, OwnedFd)>,
     forwarding: Option<zot_process::signals::Route>,
-    memory: Memory,
+    /// Made with the sandbox started ahead; otherwise after the plan.
+    memory: Option<Memory>,
     sandbox: Option<spawn::Ahead>,
 }
 
@@ -261,7 +262,7 @@ impl Early {
             // Before the start: a signal while the sandbox starts is
             // forwarded once it runs, instead of killing this process.
             forwarding: req.forward_signals.then(zot_process::signals::forward),
-            memory: Memory::default(),
+            memory: None,
             sandbox: None,
         })
     }
@@ -271,38 +272,37 @@ impl Early {
     /// the fork path (`zot sandbox`: single-threaded, no proxy). `None`
     /// when `backend` cannot start ahead for `req`.
     fn start(req: &RunRequest, backend: &Backend) -> Result<Option<Early>, SupervisorError> {
+        // With a proxy, its thread is there by the start: exec'd instead.
         let native = *backend == Backend::Native
-            && req.in_process
-            && !matches!(req.stdin, crate::Stdin::Fd(_))
             && !matches!(
                 req.policy.network,
                 zot_policy::sandbox::NetworkPolicy::Proxied { .. }
             )
-            && zot_launcher::thread_count().is_ok_and(|n| n == 1);
+            && spawn::forks_in_process(req);
         if !native && !matches!(backend, Backend::Bwrap { .. }) {
             return Ok(None);
         }
         let mut early = Early::new(req)?;
-        early.memory = Memory::create(req.policy.limits.memory);
+        let memory = Memory::create(req.policy.limits.memory);
         let out = early.out_pipes.take();
         early.sandbox = Some(match backend {
-            Backend::Bwrap { path } => spawn::EarlyBwrap::start(
-                path,
-                req,
-                out,
-                early.memory.join.as_ref().map(|fd| fd.as_fd()),
-            )
-            .map(spawn::Ahead::Bwrap)
-            .map_err(|e| match e {
-                StartError::Other(e) => e,
-                StartError::Spawn { program, source } => SupervisorError::Spawn { program, source },
-            })?,
+            Backend::Bwrap { path } => {
+                spawn::EarlyBwrap::start(path, req, out, memory.join.as_ref().map(|fd| fd.as_fd()))
+                    .map(spawn::Ahead::Bwrap)
+                    .map_err(|e| match e {
+                        StartError::Other(e) => e,
+                        StartError::Spawn { program, source } => {
+                            SupervisorError::Spawn { program, source }
+                        }
+                    })?
+            }
             _ => spawn::Ahead::native(
                 req,
                 &crate::planner::namespaces(&req.policy, zot_launcher::plan::Isolation::Namespaces),
                 out,
             )?,
         });
+        early.memory = Some(memory);
         Ok(Some(early))
     }
 }
@@ -401,9 +401,10 @@ fn run_planned(
     let armed = planned.repos.as_ref().map(|i| i.arm(&placeholders));
     // The memory limit: the process that runs the tail joins the run's own
     // cgroup before it forks or execs anything.
-    let memory = match memory.report {
+    let memory = match memory {
+        Some(m) => m,
         None if planned.backend != Backend::Unconfined => Memory::create(req.policy.limits.memory),
-        _ => memory,
+        None => Memory::default(),
     };
     if let Some(r) = &memory.report {
         report.limit_values.cgroup = r.clone();

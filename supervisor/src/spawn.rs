@@ -67,9 +67,35 @@ impl From<SupervisorError> for StartError {
 /// asks the supervisor about calls (the listener comes on it); ours, theirs.
 fn status_channel(planned: &Planned) -> Result<(OwnedFd, OwnedFd), SupervisorError> {
     if zot_launcher::seccomp::notifies(&planned.plan.seccomp) {
-        crate::notify::status_socket().map_err(SupervisorError::io("creating the status socket"))
+        status_socket()
     } else {
         pipe()
+    }
+}
+
+/// The status channel as a socket pair (ours, theirs): what a sandbox
+/// started before its plan gets, since whether the plan's seccomp program
+/// passes a listener on it is not known yet.
+fn status_socket() -> Result<(OwnedFd, OwnedFd), SupervisorError> {
+    crate::notify::status_socket().map_err(SupervisorError::io("creating the status socket"))
+}
+
+/// Whether the launcher's code may run in a child forked from this
+/// process (nothing exec'd): asked for, this process provably
+/// single-threaded, and stdin not an fd to pass on.
+pub(crate) fn forks_in_process(req: &RunRequest) -> bool {
+    req.in_process
+        && !matches!(req.stdin, Stdin::Fd(_))
+        && zot_launcher::thread_count().is_ok_and(|n| n == 1)
+}
+
+/// The forked child's streams: stdin from /dev/null or inherited, the
+/// output pipes' write ends `out` (else inherited).
+fn child_stdio(req: &RunRequest, out: &Option<(OwnedFd, OwnedFd)>) -> ChildStdio {
+    ChildStdio {
+        null_stdin: req.stdin == Stdin::Null,
+        stdout: out.as_ref().map(|(o, _)| o.as_raw_fd()),
+        stderr: out.as_ref().map(|(_, e)| e.as_raw_fd()),
     }
 }
 
@@ -87,33 +113,34 @@ pub(crate) fn start(
     ahead: Option<Ahead>,
 ) -> Result<Started, StartError> {
     let kind = planned.backend.kind();
-    let (early, ahead) = match ahead {
-        Some(Ahead::Bwrap(b)) => (Some(b), None),
-        Some(Ahead::Native { pid1, status }) => (None, Some((pid1, status))),
-        None => (None, None),
+    // Forked: the cgroup fd is inherited as it is.
+    let forked_prep = || {
+        Prepared::deferred(kind, planned.plan.clone(), &req.argv, &env)
+            .map(|p| p.join_cgroup(cgroup.map(|fd| fd.as_raw_fd())))
+            .map_err(SupervisorError::Prepare)
     };
-    match &planned.backend {
-        Backend::Native if ahead.is_some() => {
-            let Some((pid1, status)) = ahead else {
-                unreachable!()
-            };
-            let prep = Prepared::deferred(kind, planned.plan.clone(), &req.argv, &env)
-                .map_err(SupervisorError::Prepare)?
-                .join_cgroup(cgroup.map(|fd| fd.as_raw_fd()));
-            let forked = pid1.launch(&prep).map_err(|e| SupervisorError::Setup {
-                backend: kind,
-                message: zot_launcher::error_chain(&e),
-                hint: Some(crate::resolve::namespace_hint()),
-            })?;
-            Ok(Started {
+    let early = match ahead {
+        Some(Ahead::Bwrap(b)) => Some(b),
+        Some(Ahead::Native { pid1, status }) => {
+            let forked = pid1
+                .launch(&forked_prep()?)
+                .map_err(|e| SupervisorError::Setup {
+                    backend: kind,
+                    message: zot_launcher::error_chain(&e),
+                    hint: Some(crate::resolve::namespace_hint()),
+                })?;
+            return Ok(Started {
                 target: Target::Init {
                     pid: forked.pid,
                     done: forked.done,
                 },
                 status: Some(status),
                 alive: forked.alive,
-            })
+            });
         }
+        None => None,
+    };
+    match &planned.backend {
         Backend::Unconfined => {
             let pid = spawn_unconfined(req, &planned.plan.cwd, env, out).map_err(|source| {
                 StartError::Spawn {
@@ -127,42 +154,21 @@ pub(crate) fn start(
                 alive: None,
             })
         }
-        Backend::Native | Backend::Landlock
-            if req.in_process
-                && !matches!(req.stdin, Stdin::Fd(_))
-                && zot_launcher::thread_count().is_ok_and(|n| n == 1) =>
-        {
-            // The tail is compiled after PID 1 is cloned (native), while it
-            // builds the view.
-            // Forked: the fd is inherited as it is.
-            let prep = Prepared::deferred(kind, planned.plan.clone(), &req.argv, &env)
-                .map_err(SupervisorError::Prepare)?
-                .join_cgroup(cgroup.map(|fd| fd.as_raw_fd()));
+        // (Native in this process was started ahead of its plan, above.)
+        Backend::Landlock if forks_in_process(req) => {
+            let prep = forked_prep()?;
             let (status_r, status_w) = status_channel(planned)?;
-            let stdio = ChildStdio {
-                null_stdin: req.stdin == Stdin::Null,
-                stdout: out.as_ref().map(|(o, _)| o.as_raw_fd()),
-                stderr: out.as_ref().map(|(_, e)| e.as_raw_fd()),
-            };
             let forked =
-                zot_launcher::fork_launch(&prep, stdio, status_w.as_raw_fd()).map_err(|e| {
-                    SupervisorError::Setup {
+                zot_launcher::fork_launch(&prep, child_stdio(req, &out), status_w.as_raw_fd())
+                    .map_err(|e| SupervisorError::Setup {
                         backend: kind,
                         message: zot_launcher::error_chain(&e),
-                        hint: (kind == BackendKind::Native).then(crate::resolve::namespace_hint),
-                    }
-                })?;
+                        hint: None,
+                    })?;
             drop(status_w);
             drop(out);
             Ok(Started {
-                target: if kind == BackendKind::Native {
-                    Target::Init {
-                        pid: forked.pid,
-                        done: forked.done,
-                    }
-                } else {
-                    Target::Group(forked.pid)
-                },
+                target: Target::Group(forked.pid),
                 status: Some(status_r),
                 alive: forked.alive,
             })
@@ -292,21 +298,14 @@ impl Ahead {
         namespaces: &[zot_launcher::plan::Namespace],
         out: Option<(OwnedFd, OwnedFd)>,
     ) -> Result<Ahead, SupervisorError> {
-        let (status_r, status_w) = crate::notify::status_socket()
-            .map_err(SupervisorError::io("creating the status socket"))?;
-        let stdio = ChildStdio {
-            null_stdin: req.stdin == Stdin::Null,
-            stdout: out.as_ref().map(|(o, _)| o.as_raw_fd()),
-            stderr: out.as_ref().map(|(_, e)| e.as_raw_fd()),
-        };
+        let (status_r, status_w) = status_socket()?;
         let pid1 =
-            zot_launcher::fork_ahead(namespaces, stdio, status_w.as_raw_fd()).map_err(|e| {
-                SupervisorError::Setup {
+            zot_launcher::fork_ahead(namespaces, child_stdio(req, &out), status_w.as_raw_fd())
+                .map_err(|e| SupervisorError::Setup {
                     backend: BackendKind::Native,
                     message: zot_launcher::error_chain(&e),
                     hint: Some(crate::resolve::namespace_hint()),
-                }
-            })?;
+                })?;
         Ok(Ahead::Native {
             pid1,
             status: status_r,
@@ -337,9 +336,8 @@ pub(crate) struct EarlyBwrap {
 
 impl EarlyBwrap {
     /// Start bwrap (`path`) for `req`, with the output pipes' write ends
-    /// `out` and the run's cgroup. The status channel is a socket: whether
-    /// the plan's seccomp program passes a listener on it may not be known
-    /// yet.
+    /// `out` and the run's cgroup. The status channel is a socket (see
+    /// [`status_socket`]).
     pub(crate) fn start(
         path: &Path,
         req: &RunRequest,
@@ -347,8 +345,7 @@ impl EarlyBwrap {
         cgroup: Option<BorrowedFd>,
     ) -> Result<EarlyBwrap, StartError> {
         let (spec_r, spec_w) = pipe()?;
-        let (status_r, status_w) = crate::notify::status_socket()
-            .map_err(SupervisorError::io("creating the status socket"))?;
+        let (status_r, status_w) = status_socket()?;
         let image = launcher_image(req.zot_as_launcher)?;
         let (info_r, info_w) = pipe()?;
         let (args_r, args_w) = pipe()?;

@@ -58,13 +58,14 @@ pub(crate) enum View<'a> {
 /// The view PID 1 cloned ahead of its plan reads first from the launch
 /// data (a native-endian `u32` length, then this in JSON); the encoded
 /// tail follows to EOF.
+/// Borrowed from the plan when sent, owned when read.
 #[derive(serde::Serialize, serde::Deserialize)]
-pub(crate) struct AheadView {
+pub(crate) struct AheadView<'a> {
     /// The plan's namespaces: PID 1 refuses a plan whose namespaces are
     /// not the ones it made.
     pub flags: libc::c_int,
-    pub mounts: Vec<crate::plan::MountOp>,
-    pub cwd: std::path::PathBuf,
+    pub mounts: std::borrow::Cow<'a, [crate::plan::MountOp]>,
+    pub cwd: std::borrow::Cow<'a, Path>,
 }
 
 /// The namespaces a clone makes at once when PID 1 starts ahead of its
@@ -277,7 +278,7 @@ fn loopback_up() -> Result<(), NativeError> {
 
 /// The view a PID 1 cloned ahead of its plan reads first (see
 /// [`AheadView`]).
-fn read_view(rx: Option<&mut File>) -> Result<AheadView, NativeError> {
+fn read_view(rx: Option<&mut File>) -> Result<AheadView<'static>, NativeError> {
     use std::io::Read;
     let rx = rx.ok_or_else(|| NativeError::Invalid("no launch data from the caller".into()))?;
     let mut len = [0u8; 4];
@@ -424,7 +425,7 @@ fn pid1(
             if plan.has(Namespace::Net) {
                 loopback_up()?;
             }
-            (&plan.mounts, &plan.cwd)
+            (&plan.mounts[..], plan.cwd.as_path())
         }
         View::Ahead { flags } => {
             // SAFETY: plain syscall; this process is single-threaded.
@@ -453,7 +454,7 @@ fn pid1(
                     ahead.flags
                 )));
             }
-            (&ahead.mounts, &ahead.cwd)
+            (&ahead.mounts[..], &*ahead.cwd)
         }
     };
     mount::build_view(mounts)?;
