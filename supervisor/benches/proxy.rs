@@ -3,7 +3,9 @@
 //! proxy (its own process, as the supervisor) -> TCP -> origin.
 //!
 //! Prints: the throughput of one large download through the proxy against
-//! the same download direct; the latency a request gains (a new connection
+//! the same download direct, and the floor of any relay (a bare relay
+//! thread per direction over the same two connections, by `splice` and by
+//! `read`/`write`); the latency a request gains (a new connection
 //! per request, p50/p90); the resident memory of the proxy and the bridge
 //! with 200 tunnels open.
 //!
@@ -86,6 +88,72 @@ fn origin(big: usize) -> u16 {
         }
     });
     port
+}
+
+/// The floor for any relay: a listener whose connections are copied to
+/// the origin and back by one blocking thread each, with `splice` through
+/// a pipe or `read`/`write` through a buffer, and nothing else (no parsing,
+/// no policy, no event loop). What the proxy costs above this is the
+/// proxy's; what this costs above direct is the second TCP connection's.
+fn bare_relay(origin_port: u16, by_splice: bool) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(c) = c else { continue };
+            let o = TcpStream::connect(("127.0.0.1", origin_port)).unwrap();
+            std::thread::spawn(move || {
+                let up = (c.try_clone().unwrap(), o.try_clone().unwrap());
+                let t = std::thread::spawn(move || bare_copy(up.0, up.1, by_splice));
+                bare_copy(o, c, by_splice);
+                let _ = t.join();
+            });
+        }
+    });
+    port
+}
+
+fn bare_copy(mut from: TcpStream, mut to: TcpStream, by_splice: bool) {
+    const CHUNK: usize = 1 << 20;
+    if !by_splice {
+        let mut buf = vec![0u8; CHUNK];
+        while let Ok(n @ 1..) = from.read(&mut buf) {
+            if to.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+    } else {
+        let (r, w) = nix::unistd::pipe().unwrap();
+        // SAFETY: fcntl on the pipe just made; best effort.
+        unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, CHUNK as libc::c_int) };
+        let splice = |a: i32, b: i32, n: usize| {
+            // SAFETY: splice between descriptors this function holds open.
+            unsafe {
+                libc::splice(
+                    a,
+                    std::ptr::null_mut(),
+                    b,
+                    std::ptr::null_mut(),
+                    n,
+                    libc::SPLICE_F_MOVE,
+                )
+            }
+        };
+        loop {
+            let mut n = splice(from.as_raw_fd(), w.as_raw_fd(), CHUNK);
+            if n <= 0 {
+                break;
+            }
+            while n > 0 {
+                let k = splice(r.as_raw_fd(), to.as_raw_fd(), n as usize);
+                if k <= 0 {
+                    return;
+                }
+                n -= k;
+            }
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Write);
 }
 
 fn get(port: u16, request: &str) -> usize {
@@ -191,6 +259,10 @@ fn main() {
     };
     let (mut dr, mut pr, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     let (mut dcpu, mut pcpu, mut proxy_cpu) = (Vec::new(), Vec::new(), Vec::new());
+    // The floor, interleaved in the same rounds: bare relays by splice and
+    // by copy (rate and CPU per byte, each over the direct of its round).
+    let bare = [bare_relay(port, true), bare_relay(port, false)];
+    let mut floor: [(Vec<f64>, Vec<f64>); 2] = Default::default();
     for _ in 0..5 {
         let (d, dc, _) = rate(port, &direct_req);
         let (p, pc, ppc) = rate(bport, &proxied_req);
@@ -200,6 +272,11 @@ fn main() {
         dcpu.push(dc);
         pcpu.push(pc);
         proxy_cpu.push(ppc);
+        for (f, bp) in floor.iter_mut().zip(bare) {
+            let (b, bc, _) = rate(bp, &direct_req);
+            f.0.push(b / d);
+            f.1.push(bc / dc);
+        }
     }
     let (dc50, pc50, ppc50) = (
         pct(&mut dcpu, 0.5),
@@ -222,6 +299,14 @@ fn main() {
         pct(&mut pr, 0.5),
         pct(&mut ratios, 0.5),
         pbest / dbest
+    );
+    let [(mut sr, mut sc), (mut cr, mut cc)] = floor;
+    println!(
+        "floor (a bare relay thread per direction, no proxy), over direct: by splice rate {:.2} cpu {:.2}x; by read/write rate {:.2} cpu {:.2}x (medians)",
+        pct(&mut sr, 0.5),
+        pct(&mut sc, 0.5),
+        pct(&mut cr, 0.5),
+        pct(&mut cc, 0.5),
     );
 
     // Latency: a new connection per request, alternating.
