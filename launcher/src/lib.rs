@@ -302,10 +302,14 @@ impl Prepared {
     }
 
     fn encode_tail(&self) -> Result<Vec<u8>, LaunchError> {
-        let remounts = tmpfs_inode_limits(&self.plan);
-        let mounts = match self.backend {
-            BackendKind::Bwrap => &self.plan.mounts[tail_mounts_start(&self.plan)..],
-            _ => &[],
+        // The native backend mounts its tmpfs with their inode limits (and
+        // landlock has none): only bubblewrap's need the remount.
+        let (remounts, mounts) = match self.backend {
+            BackendKind::Bwrap => (
+                tmpfs_inode_limits(&self.plan),
+                &self.plan.mounts[tail_mounts_start(&self.plan)..],
+            ),
+            _ => (Vec::new(), &[][..]),
         };
         let seccomp: Vec<seccompiler::sock_filter> = seccomp::compile(&self.plan.seccomp)?
             .into_iter()
@@ -551,30 +555,35 @@ pub(crate) fn other_cores() -> Option<(libc::cpu_set_t, libc::cpu_set_t)> {
 }
 
 /// The native sandbox's PID 1, cloned before its plan was made (see
-/// [`fork_ahead`]): it makes its namespaces while the caller plans, then
-/// waits for [`Ahead::launch`]. Dropped unlaunched, it is killed and reaped.
+/// [`fork_ahead`]): it makes its namespaces and the view's first mounts
+/// while the caller plans, then waits for [`Ahead::launch`]. Dropped
+/// unlaunched, it is killed and reaped.
 pub struct Ahead {
     forked: Option<Forked>,
     /// The write end of the launch data.
     data: Option<std::os::fd::OwnedFd>,
     flags: libc::c_int,
+    /// The mounts PID 1 made ahead: the plan's must begin with them.
+    base: Vec<plan::MountOp>,
 }
 
 /// [`fork_launch`] of the native backend started before the plan exists:
 /// PID 1 is cloned now into a new user and pid namespace and unshares the
-/// rest of `namespaces` itself, on the other core while this process plans;
-/// the plan's view and tail follow with [`Ahead::launch`]. `namespaces`
-/// must be those the plan will have (it is refused otherwise). Refuses
-/// unless this process is provably single-threaded.
+/// rest of `namespaces` itself and stages the view with the mounts `base`,
+/// on the other core while this process plans; the rest of the plan's view
+/// and the tail follow with [`Ahead::launch`]. `namespaces` must be those
+/// the plan will have and `base` the beginning of its mounts (it is refused
+/// otherwise). Refuses unless this process is provably single-threaded.
 pub fn fork_ahead(
     namespaces: &[plan::Namespace],
+    base: &[plan::MountOp],
     stdio: ChildStdio,
     status_fd: RawFd,
 ) -> Result<Ahead, LaunchError> {
     require_single_threaded()?;
     let flags = namespaces.iter().fold(0, |f, ns| f | ns.clone_flag());
     let (forked, data) = native::spawn_pid1(
-        native::View::Ahead { flags },
+        native::View::Ahead { flags, base },
         status_fd,
         Some(stdio),
         Some(cloexec_pipe()?),
@@ -583,6 +592,7 @@ pub fn fork_ahead(
         forked: Some(forked),
         data,
         flags,
+        base: base.to_vec(),
     })
 }
 
@@ -592,11 +602,7 @@ impl Ahead {
     /// the tail, compiled while PID 1 builds the view.
     pub fn launch(mut self, prep: &Prepared) -> Result<Forked, LaunchError> {
         let plan = prep.plan();
-        if prep.backend != BackendKind::Native || plan.clone_flags() != self.flags {
-            return Err(LaunchError::Unsupported(
-                "a plan for other namespaces than those made ahead of it",
-            ));
-        }
+        fits_ahead(prep, self.flags, &self.base)?;
         let view = serde_json::to_vec(&native::AheadView {
             flags: self.flags,
             mounts: std::borrow::Cow::Borrowed(&plan.mounts),
@@ -617,6 +623,27 @@ impl Ahead {
         drop(data);
         Ok(self.forked.take().expect("launched once"))
     }
+}
+
+/// Whether `prep` is a plan for the PID 1 made ahead with the namespaces
+/// `flags` and the mounts `base`.
+fn fits_ahead(
+    prep: &Prepared,
+    flags: libc::c_int,
+    base: &[plan::MountOp],
+) -> Result<(), LaunchError> {
+    let plan = prep.plan();
+    if prep.backend != BackendKind::Native || plan.clone_flags() != flags {
+        return Err(LaunchError::Unsupported(
+            "a plan for other namespaces than those made ahead of it",
+        ));
+    }
+    if !plan.mounts.starts_with(base) {
+        return Err(LaunchError::Unsupported(
+            "a plan whose mounts do not begin with those made ahead of it",
+        ));
+    }
+    Ok(())
 }
 
 impl Drop for Ahead {
@@ -807,6 +834,38 @@ mod tests {
         assert!(parse_threads("Name:\tzot\n").is_err());
         assert!(parse_threads("Threads:\tmany\n").is_err());
         assert!(thread_count().unwrap() >= 1);
+    }
+
+    /// A plan is run by a PID 1 made ahead only if that PID 1 made its
+    /// namespaces and the beginning of its mounts.
+    #[test]
+    fn a_plan_runs_ahead_only_where_it_was_begun() {
+        let plan: LaunchPlan = serde_json::from_str(include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../supervisor/src/snapshots/workspace-write.json"
+        )))
+        .unwrap();
+        let (flags, mounts) = (plan.clone_flags(), plan.mounts.clone());
+        let prep = Prepared::new(BackendKind::Native, plan, &["true".into()], &[]).unwrap();
+        assert!(fits_ahead(&prep, flags, &mounts[..4]).is_ok());
+        assert!(fits_ahead(&prep, flags, &mounts).is_ok());
+        assert!(fits_ahead(&prep, flags, &[]).is_ok());
+        // Other mounts first, one mount more than the plan, other namespaces.
+        assert!(fits_ahead(&prep, flags, &mounts[1..4]).is_err());
+        let mut more = mounts.clone();
+        more.push(plan::MountOp::Proc {
+            dst: "/proc".into(),
+        });
+        assert!(fits_ahead(&prep, flags, &more).is_err());
+        assert!(fits_ahead(&prep, flags & !libc::CLONE_NEWNET, &mounts[..4]).is_err());
+        let bwrap = Prepared::new(
+            BackendKind::Bwrap,
+            prep.plan().clone(),
+            &["true".into()],
+            &[],
+        )
+        .unwrap();
+        assert!(fits_ahead(&bwrap, flags, &mounts[..4]).is_err());
     }
 
     /// With a second thread alive, nothing forks to do sandbox work.

@@ -675,18 +675,25 @@ fn ro_bind(src: PathBuf, dst: PathBuf) -> MountOp {
 }
 
 /// The mount view (bwrap and native), in order.
-fn mount_view(
+/// The mounts every view of `policy` begins with: the root (the host's,
+/// read-only, or a tmpfs with the read scopes), the private directories,
+/// `/dev` and `/proc`. They depend on the policy's read scope and limits
+/// only, not on what the host scans find, so the native backend's PID 1
+/// makes them while the supervisor plans the rest
+/// ([`zot_launcher::fork_ahead`]); the plan's mounts begin with them.
+pub fn base_view(policy: &SandboxPolicy, fs: &dyn HostFs) -> Vec<MountOp> {
+    base_and_reads(policy, fs).0
+}
+
+/// [`base_view`], and the read scopes of a restricted view: the source
+/// resolved, the mount point as given (so /bin -> usr/bin stays /bin),
+/// shallowest first.
+fn base_and_reads(
     policy: &SandboxPolicy,
-    roots: &[PathBuf],
-    protected: &[PathBuf],
-    views: &[RepoView],
-    mask_sockets: bool,
     fs: &dyn HostFs,
-) -> Vec<MountOp> {
+) -> (Vec<MountOp>, Vec<(PathBuf, PathBuf)>) {
     let restricted = matches!(policy.read, ReadScope::Restricted { .. });
     let mut ops = Vec::new();
-    // Read scopes of a restricted view: the source resolved, the mount point
-    // as given (so /bin -> usr/bin stays /bin), shallowest first.
     let mut reads: Vec<(PathBuf, PathBuf)> = Vec::new();
     match &policy.read {
         ReadScope::FullDisk => ops.push(ro_bind("/".into(), "/".into())),
@@ -732,6 +739,19 @@ fn mount_view(
     ops.push(MountOp::Proc {
         dst: "/proc".into(),
     });
+    (ops, reads)
+}
+
+fn mount_view(
+    policy: &SandboxPolicy,
+    roots: &[PathBuf],
+    protected: &[PathBuf],
+    views: &[RepoView],
+    mask_sockets: bool,
+    fs: &dyn HostFs,
+) -> Vec<MountOp> {
+    let restricted = matches!(policy.read, ReadScope::Restricted { .. });
+    let (mut ops, reads) = base_and_reads(policy, fs);
     // Read scopes inside the private dirs go on top of them.
     for (src, dst) in reads.iter().filter(|(_, d)| under_private(d)) {
         ops.push(ro_bind(src.clone(), dst.clone()));

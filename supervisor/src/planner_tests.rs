@@ -422,6 +422,50 @@ fn the_namespaces_made_ahead_are_the_plans() {
 }
 
 #[test]
+fn the_mounts_made_ahead_begin_the_plans() {
+    // The base is made from the caller's policy before the host scans; the
+    // plan from the policy they extend (credentials, zot's own state,
+    // protected paths). Every view begins with the base, and the base is
+    // more than the root alone (else nothing is made ahead).
+    let mut deny = opts();
+    deny.deny_read = vec!["/home/u/.docker".into()];
+    let env_with_paths: Vec<(OsString, OsString)> = env()
+        .into_iter()
+        .chain([(
+            OsString::from("GOOGLE_APPLICATION_CREDENTIALS"),
+            OsString::from("/home/u/.config/gcloud/key.json"),
+        )])
+        .collect();
+    let mut policies = vec![agent()];
+    for mode in [SandboxMode::ReadOnly, SandboxMode::WorkspaceWrite] {
+        for o in [opts(), deny.clone()] {
+            for network in [false, true] {
+                let mut o = o.clone();
+                o.network = network && mode != SandboxMode::ReadOnly;
+                policies.push(compile(mode, &o).unwrap());
+            }
+        }
+    }
+    let fs = host();
+    for policy in policies {
+        let base = base_view(&policy, &fs);
+        assert!(base.len() >= 4, "{base:#?}");
+        assert!(matches!(base.last(), Some(MountOp::Proc { .. })), "{base:#?}");
+        let mut extended = crate::creds::with_credentials(&policy, &env_with_paths);
+        extended.protected.push("/home/u/proj/.envrc".into());
+        let p = plan(&extended, Isolation::Namespaces, &env_with_paths, &fs).unwrap();
+        assert!(
+            p.mounts.starts_with(&base),
+            "{:?} {:?}: {:#?} does not begin with {base:#?}",
+            policy.mode,
+            policy.read,
+            p.mounts
+        );
+        assert!(p.mounts.len() > base.len());
+    }
+}
+
+#[test]
 fn restricted_view_binds_resolved_sources_at_the_given_paths() {
     let p = plan_of(&agent(), Isolation::Namespaces);
     assert_eq!(

@@ -299,6 +299,7 @@ impl Early {
             _ => spawn::Ahead::native(
                 req,
                 &crate::planner::namespaces(&req.policy, zot_launcher::plan::Isolation::Namespaces),
+                &crate::planner::base_view(&req.policy, &crate::planner::RealFs),
                 out,
             )?,
         });

@@ -290,22 +290,28 @@ pub(crate) enum Ahead {
 
 impl Ahead {
     /// The native backend's PID 1, cloned now for a plan with `namespaces`
-    /// in which `req` will run, with the output pipes' write ends `out`.
+    /// whose mounts begin with `base`, in which `req` will run, with the
+    /// output pipes' write ends `out`.
     /// Every fd of this process is inherited as it is (the run's cgroup
     /// fd, which the plan's tail names, must be open already).
     pub(crate) fn native(
         req: &RunRequest,
         namespaces: &[zot_launcher::plan::Namespace],
+        base: &[zot_launcher::plan::MountOp],
         out: Option<(OwnedFd, OwnedFd)>,
     ) -> Result<Ahead, SupervisorError> {
         let (status_r, status_w) = status_socket()?;
-        let pid1 =
-            zot_launcher::fork_ahead(namespaces, child_stdio(req, &out), status_w.as_raw_fd())
-                .map_err(|e| SupervisorError::Setup {
-                    backend: BackendKind::Native,
-                    message: zot_launcher::error_chain(&e),
-                    hint: Some(crate::resolve::namespace_hint()),
-                })?;
+        let pid1 = zot_launcher::fork_ahead(
+            namespaces,
+            base,
+            child_stdio(req, &out),
+            status_w.as_raw_fd(),
+        )
+        .map_err(|e| SupervisorError::Setup {
+            backend: BackendKind::Native,
+            message: zot_launcher::error_chain(&e),
+            hint: Some(crate::resolve::namespace_hint()),
+        })?;
         Ok(Ahead::Native {
             pid1,
             status: status_r,

@@ -47,12 +47,16 @@ fn clone_step(err: &io::Error) -> &'static str {
 }
 
 /// What PID 1 builds: the plan it is cloned with, or (cloned ahead of its
-/// plan, into the user and pid namespaces only) the namespaces `flags`,
-/// which it makes itself while the caller plans, and the view it then reads
-/// from the launch data ([`AheadView`]).
+/// plan, into the user and pid namespaces only) the namespaces `flags` and
+/// the view's first mounts `base`, which it makes itself while the caller
+/// plans, and the rest of the view it then reads from the launch data
+/// ([`AheadView`]).
 pub(crate) enum View<'a> {
     Known(&'a Prepared),
-    Ahead { flags: libc::c_int },
+    Ahead {
+        flags: libc::c_int,
+        base: &'a [crate::plan::MountOp],
+    },
 }
 
 /// The view PID 1 cloned ahead of its plan reads first from the launch
@@ -64,6 +68,8 @@ pub(crate) struct AheadView<'a> {
     /// The plan's namespaces: PID 1 refuses a plan whose namespaces are
     /// not the ones it made.
     pub flags: libc::c_int,
+    /// The plan's mounts, all of them: PID 1 refuses a plan whose mounts
+    /// do not begin with those it made ahead.
     pub mounts: std::borrow::Cow<'a, [crate::plan::MountOp]>,
     pub cwd: std::borrow::Cow<'a, Path>,
 }
@@ -85,7 +91,7 @@ pub(crate) fn spawn_pid1(
     let wrap = LaunchError::Native;
     let wanted = match &view {
         View::Known(prep) => prep.plan().clone_flags(),
-        View::Ahead { flags } => *flags,
+        View::Ahead { flags, .. } => *flags,
     };
     let needed = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
     if wanted & needed != needed {
@@ -425,9 +431,10 @@ fn pid1(
             if plan.has(Namespace::Net) {
                 loopback_up()?;
             }
+            mount::stage()?;
             (&plan.mounts[..], plan.cwd.as_path())
         }
-        View::Ahead { flags } => {
+        View::Ahead { flags, base } => {
             // SAFETY: plain syscall; this process is single-threaded.
             if unsafe { libc::unshare(flags & !AHEAD_CLONE) } != 0 {
                 let e = errno();
@@ -436,6 +443,8 @@ fn pid1(
             if flags & libc::CLONE_NEWNET != 0 {
                 loopback_up()?;
             }
+            mount::stage()?;
+            mount::apply_all(base)?;
             // Then the plan's view: everything above ran while the caller
             // planned.
             ahead = read_view(rx.as_mut())?;
@@ -454,10 +463,16 @@ fn pid1(
                     ahead.flags
                 )));
             }
-            (&ahead.mounts[..], &*ahead.cwd)
+            if !ahead.mounts.starts_with(base) {
+                return Err(NativeError::Invalid(
+                    "the plan's mounts do not begin with those made ahead of it".into(),
+                ));
+            }
+            (&ahead.mounts[base.len()..], &*ahead.cwd)
         }
     };
-    mount::build_view(mounts)?;
+    mount::apply_all(mounts)?;
+    mount::enter()?;
     if std::env::set_current_dir(cwd).is_err() {
         return Err(NativeError::Invalid(format!(
             "working directory {} is not visible in the sandbox",

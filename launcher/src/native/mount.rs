@@ -510,7 +510,10 @@ fn apply(op: &MountOp) -> Result<(), NativeError> {
 }
 
 /// Build the view described by `ops` and pivot into it (cwd: `/`).
-pub(super) fn build_view(ops: &[MountOp]) -> Result<(), NativeError> {
+/// The first step of a view: this mount namespace's mounts made private,
+/// a staging tmpfs made the root, the host tree under [`OLDROOT`], the view
+/// to be built at [`NEWROOT`].
+pub(super) fn stage() -> Result<(), NativeError> {
     let e = NativeError::path;
     mount_raw(
         None,
@@ -534,11 +537,17 @@ pub(super) fn build_view(ops: &[MountOp]) -> Result<(), NativeError> {
     std::fs::create_dir(&old_in_stage).map_err(e("creating", &old_in_stage))?;
     std::fs::create_dir(&new_in_stage).map_err(e("creating", &new_in_stage))?;
     pivot_root(stage, &old_in_stage).map_err(e("pivot_root to the staging root", stage))?;
-    std::env::set_current_dir("/").map_err(e("chdir", Path::new("/")))?;
+    std::env::set_current_dir("/").map_err(e("chdir", Path::new("/")))
+}
 
-    for op in ops {
-        apply(op)?;
-    }
+/// The view's mounts, in order, after [`stage`].
+pub(super) fn apply_all(ops: &[MountOp]) -> Result<(), NativeError> {
+    ops.iter().try_for_each(apply)
+}
+
+/// The last step: the view becomes the root and the host tree is gone.
+pub(super) fn enter() -> Result<(), NativeError> {
+    let e = NativeError::path;
     std::env::set_current_dir(NEWROOT).map_err(e("chdir", Path::new(NEWROOT)))?;
     pivot_root(Path::new("."), Path::new(".")).map_err(e("pivot_root into", Path::new(NEWROOT)))?;
     // The staging root, with the host tree under /oldroot, is stacked on

@@ -11,8 +11,10 @@
 //! must wait) is handed to a worker thread, so one slow peer never stalls
 //! the others; workers are started as needed.
 //!
-//! The sandbox ends, the run calls [`Server::finish`]: the thread stops,
-//! calls still in progress on a worker are shut down.
+//! The thread ends by itself once the status socket is at EOF and the
+//! listener's processes are gone; the run calls [`Server::finish`] when
+//! the sandbox ended: the thread stops if it has not, calls still in
+//! progress on a worker are shut down.
 
 mod call;
 mod own;
@@ -210,6 +212,13 @@ fn serve(
     let mut status_open = true;
     let mut serving: Option<Serving> = None;
     loop {
+        // The status socket at EOF (the listener comes on it, or never
+        // will) and no listener, or its filter's processes all gone:
+        // nothing is left to serve, and the run's `finish` finds the thread
+        // done instead of waking it.
+        if !status_open && serving.is_none() {
+            break;
+        }
         let listener_fd = serving.as_ref().map_or(-1, |s| s.listener.as_raw_fd());
         let mut p = [
             pollfd(if status_open { status.as_raw_fd() } else { -1 }),
