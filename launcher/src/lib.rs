@@ -599,9 +599,24 @@ pub fn fork_ahead(
 impl Ahead {
     /// Run `prep` (a native plan with the namespaces given to
     /// [`fork_ahead`]) in the PID 1 started ahead: its view first, then
-    /// the tail, compiled while PID 1 builds the view.
-    pub fn launch(mut self, prep: &Prepared) -> Result<Forked, LaunchError> {
+    /// the tail, compiled while PID 1 builds the view. `status` is this
+    /// process's end of the status socket given to [`fork_ahead`]; on it,
+    /// PID 1 gets `cgroup` (made after it started, see
+    /// [`Prepared::join_cgroup`]) and joins that cgroup before it starts
+    /// the command (`prep` must not name one for the tail).
+    pub fn launch(
+        mut self,
+        prep: &Prepared,
+        status: std::os::fd::BorrowedFd<'_>,
+        cgroup: Option<std::os::fd::BorrowedFd<'_>>,
+    ) -> Result<Forked, LaunchError> {
+        use std::os::fd::AsRawFd;
         let plan = prep.plan();
+        if prep.cgroup_fd.is_some() {
+            return Err(LaunchError::Unsupported(
+                "a cgroup joined by the tail of a PID 1 made ahead",
+            ));
+        }
         fits_ahead(prep, self.flags, &self.base)?;
         let view = serde_json::to_vec(&native::AheadView {
             flags: self.flags,
@@ -609,7 +624,18 @@ impl Ahead {
             cwd: std::borrow::Cow::Borrowed(&plan.cwd),
         })
         .map_err(|e| LaunchError::Native(native::NativeError::Invalid(e.to_string())))?;
-        // PID 1 that failed meanwhile closed its end: its status says why.
+        // The cgroup first (PID 1 reads it after the view): one byte, with
+        // the fd or without. PID 1 that failed meanwhile closed its end
+        // (and its status says why).
+        let fds: Vec<RawFd> = cgroup.iter().map(|fd| fd.as_raw_fd()).collect();
+        let cmsg = [nix::sys::socket::ControlMessage::ScmRights(&fds)];
+        let _ = nix::sys::socket::sendmsg::<()>(
+            status.as_raw_fd(),
+            &[std::io::IoSlice::new(&[native::CGROUP_MESSAGE])],
+            if fds.is_empty() { &[] } else { &cmsg },
+            nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
+            None,
+        );
         let mut data = self.data.take().map(std::fs::File::from);
         if let Some(w) = data.as_mut() {
             let mut head = (view.len() as u32).to_ne_bytes().to_vec();

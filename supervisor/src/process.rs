@@ -283,19 +283,27 @@ impl Early {
             return Ok(None);
         }
         let mut early = Early::new(req)?;
-        let memory = Memory::create(req.policy.limits.memory);
         let out = early.out_pipes.take();
+        // bwrap passes the cgroup's fd on to the launcher: made first. The
+        // native PID 1 gets it later on the status socket: made after the
+        // clone, while PID 1 makes its namespaces.
+        let memory = matches!(backend, Backend::Bwrap { .. })
+            .then(|| Memory::create(req.policy.limits.memory));
         early.sandbox = Some(match backend {
-            Backend::Bwrap { path } => {
-                spawn::EarlyBwrap::start(path, req, out, memory.join.as_ref().map(|fd| fd.as_fd()))
-                    .map(spawn::Ahead::Bwrap)
-                    .map_err(|e| match e {
-                        StartError::Other(e) => e,
-                        StartError::Spawn { program, source } => {
-                            SupervisorError::Spawn { program, source }
-                        }
-                    })?
-            }
+            Backend::Bwrap { path } => spawn::EarlyBwrap::start(
+                path,
+                req,
+                out,
+                memory
+                    .as_ref()
+                    .and_then(|m| m.join.as_ref())
+                    .map(|fd| fd.as_fd()),
+            )
+            .map(spawn::Ahead::Bwrap)
+            .map_err(|e| match e {
+                StartError::Other(e) => e,
+                StartError::Spawn { program, source } => SupervisorError::Spawn { program, source },
+            })?,
             _ => spawn::Ahead::native(
                 req,
                 &crate::planner::namespaces(&req.policy, zot_launcher::plan::Isolation::Namespaces),
@@ -303,7 +311,7 @@ impl Early {
                 out,
             )?,
         });
-        early.memory = Some(memory);
+        early.memory = Some(memory.unwrap_or_else(|| Memory::create(req.policy.limits.memory)));
         Ok(Some(early))
     }
 }

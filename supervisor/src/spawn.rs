@@ -19,7 +19,7 @@
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io::Write;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -122,13 +122,16 @@ pub(crate) fn start(
     let early = match ahead {
         Some(Ahead::Bwrap(b)) => Some(b),
         Some(Ahead::Native { pid1, status }) => {
-            let forked = pid1
-                .launch(&forked_prep()?)
-                .map_err(|e| SupervisorError::Setup {
-                    backend: kind,
-                    message: zot_launcher::error_chain(&e),
-                    hint: Some(crate::resolve::namespace_hint()),
-                })?;
+            // PID 1 gets the cgroup on the status socket and joins it itself.
+            let prep = Prepared::deferred(kind, planned.plan.clone(), &req.argv, &env)
+                .map_err(SupervisorError::Prepare)?;
+            let forked =
+                pid1.launch(&prep, status.as_fd(), cgroup)
+                    .map_err(|e| SupervisorError::Setup {
+                        backend: kind,
+                        message: zot_launcher::error_chain(&e),
+                        hint: Some(crate::resolve::namespace_hint()),
+                    })?;
             return Ok(Started {
                 target: Target::Init {
                     pid: forked.pid,
@@ -292,8 +295,8 @@ impl Ahead {
     /// The native backend's PID 1, cloned now for a plan with `namespaces`
     /// whose mounts begin with `base`, in which `req` will run, with the
     /// output pipes' write ends `out`.
-    /// Every fd of this process is inherited as it is (the run's cgroup
-    /// fd, which the plan's tail names, must be open already).
+    /// Every fd of this process is inherited as it is; the run's cgroup
+    /// follows on the status socket ([`zot_launcher::Ahead::launch`]).
     pub(crate) fn native(
         req: &RunRequest,
         namespaces: &[zot_launcher::plan::Namespace],

@@ -301,6 +301,58 @@ fn read_view(rx: Option<&mut File>) -> Result<AheadView<'static>, NativeError> {
         .map_err(|e| NativeError::Invalid(format!("the launch data's view: {e}")))
 }
 
+/// The byte that carries the run's cgroup (or says there is none) to a
+/// PID 1 made ahead, on the status socket.
+pub(crate) const CGROUP_MESSAGE: u8 = b'c';
+
+/// PID 1 made ahead: the run's cgroup, sent by the caller on the status
+/// socket before the view, joined now (this process, single-threaded, moves
+/// itself: the command's process is born inside). No message (the caller
+/// is gone) or another one fails.
+fn join_sent_cgroup(status: &StatusPipe) -> Result<(), NativeError> {
+    use std::os::fd::AsRawFd;
+    let fd =
+        status.0.as_ref().map(|f| f.as_raw_fd()).ok_or_else(|| {
+            NativeError::Invalid("no status socket to read the cgroup from".into())
+        })?;
+    let mut byte = [0u8; 1];
+    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+    let failed = |e: nix::errno::Errno| NativeError::sys("receiving the run's cgroup")(e.into());
+    let (bytes, mut got) = {
+        let mut iov = [std::io::IoSliceMut::new(&mut byte)];
+        let msg = loop {
+            match nix::sys::socket::recvmsg::<()>(
+                fd,
+                &mut iov,
+                Some(&mut space),
+                nix::sys::socket::MsgFlags::MSG_CMSG_CLOEXEC,
+            ) {
+                Err(nix::errno::Errno::EINTR) => continue,
+                r => break r.map_err(failed)?,
+            }
+        };
+        let mut got = Vec::new();
+        for c in msg.cmsgs().map_err(failed)? {
+            if let nix::sys::socket::ControlMessageOwned::ScmRights(fds) = c {
+                // SAFETY: received just now, ours alone.
+                got.extend(fds.into_iter().map(|f| unsafe { OwnedFd::from_raw_fd(f) }));
+            }
+        }
+        (msg.bytes, got)
+    };
+    if bytes != 1 || byte[0] != CGROUP_MESSAGE || got.len() > 1 {
+        return Err(NativeError::Invalid(
+            "the caller sent no cgroup message".into(),
+        ));
+    }
+    if let Some(cg) = got.pop() {
+        let mut f = File::from(cg);
+        std::io::Write::write_all(&mut f, b"0")
+            .map_err(NativeError::sys("joining the run's memory cgroup"))?;
+    }
+    Ok(())
+}
+
 /// What the command's process needs, prepared by PID 1 before the clone,
 /// and what it leaves PID 1.
 struct CommandStart {
@@ -448,6 +500,7 @@ fn pid1(
             // Then the plan's view: everything above ran while the caller
             // planned.
             ahead = read_view(rx.as_mut())?;
+            join_sent_cgroup(status)?;
             if let Some(all) = &cores {
                 // SAFETY: our own affinity, from the caller's mask.
                 if unsafe {

@@ -24,7 +24,7 @@ mod init;
 mod mount;
 mod reaper;
 
-pub(crate) use init::{outer_wait, spawn_pid1, AheadView, View};
+pub(crate) use init::{outer_wait, spawn_pid1, AheadView, View, CGROUP_MESSAGE};
 pub(crate) use reaper::exit_now;
 pub(crate) use reaper::{block_all, hold_signals, set_mask};
 
