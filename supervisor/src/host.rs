@@ -35,12 +35,58 @@ pub fn homes(env: &[(OsString, OsString)]) -> Vec<PathBuf> {
 pub fn passwd_dir() -> Option<PathBuf> {
     static DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
-        nix::unistd::User::from_uid(nix::unistd::getuid())
-            .ok()
+        let uid = nix::unistd::getuid();
+        files_first()
+            .then(|| std::fs::read("/etc/passwd").ok())
             .flatten()
-            .map(|u| u.dir)
+            .and_then(|db| passwd_file_dir(&db, uid.as_raw()))
+            .or_else(|| {
+                nix::unistd::User::from_uid(uid)
+                    .ok()
+                    .flatten()
+                    .map(|u| u.dir)
+            })
     })
     .clone()
+}
+
+/// Whether the C library asks `/etc/passwd` first: then an entry found
+/// there is the answer it gives too, read without its lookup (which tries
+/// the name service cache daemon's socket twice and parses the whole NSS
+/// configuration on every process start).
+fn files_first() -> bool {
+    std::fs::read("/etc/nsswitch.conf").is_ok_and(|c| nsswitch_files_first(&c))
+}
+
+/// `passwd:` of an `nsswitch.conf` names `files` first (every such line,
+/// whichever the C library takes).
+fn nsswitch_files_first(conf: &[u8]) -> bool {
+    let conf = String::from_utf8_lossy(conf);
+    let mut lines = conf
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter_map(|l| l.strip_prefix("passwd:"))
+        .peekable();
+    lines.peek().is_some()
+        && lines.all(|sources| sources.split_whitespace().next() == Some("files"))
+}
+
+/// The home directory of `uid` in a `passwd` file (`name:pw:uid:gid:gecos:
+/// dir:shell`); `None` if it has no such entry, or an entry of the old
+/// `+`/`-` compat syntax comes first (the C library's reading is then
+/// asked).
+fn passwd_file_dir(db: &[u8], uid: u32) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    for line in db.split(|&b| b == b'\n') {
+        if line.starts_with(b"+") || line.starts_with(b"-") {
+            return None;
+        }
+        let f: Vec<&[u8]> = line.split(|&b| b == b':').collect();
+        if f.len() == 7 && f[2] == uid.to_string().as_bytes() {
+            return Some(PathBuf::from(std::ffi::OsStr::from_bytes(f[5])));
+        }
+    }
+    None
 }
 
 /// [`passwd_dir`] when it is a home (absolute, not `/`).
@@ -217,6 +263,26 @@ pub fn git_global_configs(env: &[(OsString, OsString)]) -> Vec<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn passwd_read_directly_only_where_the_c_library_reads_it_first() {
+        use super::{nsswitch_files_first as first, passwd_file_dir as dir};
+        assert!(first(b"# x\npasswd:         files systemd\ngroup: files\n"));
+        assert!(first(b"passwd: files"));
+        assert!(!first(b"passwd: sss files\n"));
+        assert!(!first(b"passwd: compat\n"));
+        assert!(!first(b"group: files\n"));
+        assert!(!first(b"passwd: files\npasswd: ldap files\n"));
+        assert!(!first(b"passwd: ldap\npasswd: files\n"));
+        assert!(!first(b"#passwd: files\n"));
+        let db = b"root:x:0:0:root:/root:/bin/bash\nu:x:1000:1000:U,,,:/home/u:/bin/sh\nbad:line\n";
+        assert_eq!(dir(db, 1000), Some("/home/u".into()));
+        assert_eq!(dir(db, 0), Some("/root".into()));
+        assert_eq!(dir(db, 1001), None);
+        // A uid that only starts like another, and the compat syntax.
+        assert_eq!(dir(b"a:x:10000:1:a:/a:/s\n", 1000), None);
+        assert_eq!(dir(b"+@admins:::::\nu:x:1000:1:u:/home/u:/s\n", 1000), None);
+    }
+
     use super::*;
     use std::fs;
 
