@@ -173,10 +173,9 @@ fn pids_in(dir: &Path) -> Vec<i32> {
 }
 
 /// Kills every process in the group until none is left (`false`: some
-/// were still there after about half a second). Looked at again soon at
-/// first: the usual leftover is a run's PID 1, which was exiting already.
+/// were still there after half a second).
 fn empty(dir: &Path) -> bool {
-    for i in 0..70u64 {
+    for _ in 0..50 {
         let pids = pids_in(dir);
         if pids.is_empty() {
             return true;
@@ -185,8 +184,7 @@ fn empty(dir: &Path) -> bool {
             // SAFETY: a signal to a process of a zot run's own cgroup.
             unsafe { libc::kill(p, libc::SIGKILL) };
         }
-        let wait = if i < 20 { 100 } else { 10_000 };
-        std::thread::sleep(std::time::Duration::from_micros(wait));
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
     pids_in(dir).is_empty()
 }
@@ -332,10 +330,8 @@ impl Group {
 
 impl Drop for Group {
     fn drop(&mut self) {
-        // A slot stays for the next run (its lock goes with `self.slot`),
-        // which empties it (the native backend's PID 1 may still be
-        // exiting now).
-        if self.slot.is_some() || !empty(&self.dir) {
+        // A slot stays for the next run (its lock goes with `self.slot`).
+        if !empty(&self.dir) || self.slot.is_some() {
             return;
         }
         // A one-off group is removed; the kernel may refuse for a moment

@@ -306,10 +306,11 @@ fn read_view(rx: Option<&mut File>) -> Result<AheadView<'static>, NativeError> {
 pub(crate) const CGROUP_MESSAGE: u8 = b'c';
 
 /// PID 1 made ahead: the run's cgroup, sent by the caller on the status
-/// socket before the view, joined now (this process, single-threaded, moves
-/// itself: the command's process is born inside). No message (the caller
-/// is gone) or another one fails.
-fn join_sent_cgroup(status: &StatusPipe) -> Result<(), NativeError> {
+/// socket before the view (`None`: the run has none). The command's
+/// process joins it first thing in the tail, as it joins one named there;
+/// PID 1 stays out (it exits after the run, and would hold the group
+/// until then). No message (the caller is gone) or another one fails.
+fn receive_cgroup(status: &StatusPipe) -> Result<Option<OwnedFd>, NativeError> {
     use std::os::fd::AsRawFd;
     let fd =
         status.0.as_ref().map(|f| f.as_raw_fd()).ok_or_else(|| {
@@ -345,12 +346,7 @@ fn join_sent_cgroup(status: &StatusPipe) -> Result<(), NativeError> {
             "the caller sent no cgroup message".into(),
         ));
     }
-    if let Some(cg) = got.pop() {
-        let mut f = File::from(cg);
-        std::io::Write::write_all(&mut f, b"0")
-            .map_err(NativeError::sys("joining the run's memory cgroup"))?;
-    }
-    Ok(())
+    Ok(got.pop())
 }
 
 /// What the command's process needs, prepared by PID 1 before the clone,
@@ -361,6 +357,9 @@ struct CommandStart {
     /// A seccomp listener and the diagnostics socket, for PID 1 to send
     /// once the command has exec'd (`-1`: none).
     notify: [libc::c_int; 2],
+    /// The run's cgroup, received after the tail was encoded: the tail
+    /// joins it (and closes it) first (`-1`: none, or named in the tail).
+    cgroup: libc::c_int,
 }
 
 /// The command's process: a vfork-like child (shared memory and fd
@@ -378,17 +377,28 @@ extern "C" fn command_main(arg: *mut libc::c_void) -> libc::c_int {
             libc::_exit(EXIT_SETUP);
         }
     }
-    crate::tail::run_with(&mut start.tail, start.status_fd, Some(&mut start.notify))
+    crate::tail::run_with(
+        &mut start.tail,
+        start.status_fd,
+        Some(&mut start.notify),
+        start.cgroup,
+    )
 }
 
 /// Start the command's process (see [`command_main`]); when the tail made
 /// a seccomp listener, send it to the supervisor once the command runs.
-fn spawn_command(tail: Vec<u8>, status: &StatusPipe) -> Result<libc::pid_t, NativeError> {
-    use std::os::fd::AsRawFd;
+fn spawn_command(
+    tail: Vec<u8>,
+    cgroup: Option<OwnedFd>,
+    status: &StatusPipe,
+) -> Result<libc::pid_t, NativeError> {
+    use std::os::fd::{AsRawFd, IntoRawFd};
     let mut start = CommandStart {
         tail,
         status_fd: status.0.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1),
         notify: [-1, -1],
+        // The tail closes it, in the fd table it shares with this process.
+        cgroup: cgroup.map_or(-1, |fd| fd.into_raw_fd()),
     };
     // The tail's own stack: its buffers plus headroom.
     let mut stack = vec![0u8; 256 * 1024];
@@ -477,6 +487,7 @@ fn pid1(
         View::Ahead { .. } => None,
     };
     let ahead;
+    let mut cgroup = None;
     let (mounts, cwd) = match view {
         View::Known(prep) => {
             let plan = prep.plan();
@@ -500,7 +511,7 @@ fn pid1(
             // Then the plan's view: everything above ran while the caller
             // planned.
             ahead = read_view(rx.as_mut())?;
-            join_sent_cgroup(status)?;
+            cgroup = receive_cgroup(status)?;
             if let Some(all) = &cores {
                 // SAFETY: our own affinity, from the caller's mask.
                 if unsafe {
@@ -559,7 +570,7 @@ fn pid1(
             }
         },
     };
-    let child = spawn_command(tail, status)?;
+    let child = spawn_command(tail, cgroup, status)?;
     // What came during the start-up first.
     reaper::forward_to(Forward::Group(child));
     // PID 1 keeps no stream of the command open (a reader sees EOF when the

@@ -1205,16 +1205,31 @@ fn exec(t: &Tail) -> i32 {
 /// command starts; otherwise returns the exit code (125 setup, 126 cannot
 /// execute, 127 not found) after reporting why.
 pub fn run(buf: &mut [u8], status_fd: i32) -> i32 {
-    run_with(buf, status_fd, None)
+    run_with(buf, status_fd, None, -1)
 }
 
 /// [`run`], for a caller that shares this process's fd table and memory
 /// and is suspended until the exec (the native backend's PID 1): a
 /// seccomp listener is not sent from here but left open, its number and
 /// the diagnostics socket's in `handoff`, for the caller to send with
-/// [`send_listener`] once the command runs.
-pub(crate) fn run_with(buf: &mut [u8], status_fd: i32, handoff: Option<&mut [i32; 2]>) -> i32 {
-    let t = match decode(buf) {
+/// [`send_listener`] once the command runs. `cgroup` (`-1`: none): the
+/// run's cgroup fd the caller received after the tail was encoded, joined
+/// in its place (a tail that names one of its own is refused).
+pub(crate) fn run_with(
+    buf: &mut [u8],
+    status_fd: i32,
+    handoff: Option<&mut [i32; 2]>,
+    cgroup: i32,
+) -> i32 {
+    let t = match decode(buf).and_then(|mut t| {
+        if cgroup >= 0 {
+            if t.cgroup_fd >= 0 {
+                return Err(fail("cgroup", "a second cgroup for the tail", sys::EINVAL));
+            }
+            t.cgroup_fd = cgroup;
+        }
+        Ok(t)
+    }) {
         Ok(t) => t,
         Err(f) => {
             let msg = status_failed(status_fd, &f);
