@@ -601,9 +601,9 @@ impl Ahead {
     /// [`fork_ahead`]) in the PID 1 started ahead: its view first, then
     /// the tail, compiled while PID 1 builds the view. `status` is this
     /// process's end of the status socket given to [`fork_ahead`]; on it,
-    /// PID 1 gets `cgroup` (made after it started, see
-    /// [`Prepared::join_cgroup`]) and joins that cgroup before it starts
-    /// the command (`prep` must not name one for the tail).
+    /// PID 1 gets `cgroup` (made after it started), which the command's
+    /// process joins first thing, as it joins one named with
+    /// [`Prepared::join_cgroup`] (`prep` must not name one).
     pub fn launch(
         mut self,
         prep: &Prepared,

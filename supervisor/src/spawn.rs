@@ -122,7 +122,8 @@ pub(crate) fn start(
     let early = match ahead {
         Some(Ahead::Bwrap(b)) => Some(b),
         Some(Ahead::Native { pid1, status }) => {
-            // PID 1 gets the cgroup on the status socket and joins it itself.
+            // PID 1 gets the cgroup on the status socket; the command's
+            // process joins it.
             let prep = Prepared::deferred(kind, planned.plan.clone(), &req.argv, &env)
                 .map_err(SupervisorError::Prepare)?;
             let forked =
