@@ -77,12 +77,13 @@ fn nsswitch_files_first(conf: &[u8]) -> bool {
 /// asked).
 fn passwd_file_dir(db: &[u8], uid: u32) -> Option<PathBuf> {
     use std::os::unix::ffi::OsStrExt;
+    let uid = uid.to_string();
     for line in db.split(|&b| b == b'\n') {
         if line.starts_with(b"+") || line.starts_with(b"-") {
             return None;
         }
         let f: Vec<&[u8]> = line.split(|&b| b == b':').collect();
-        if f.len() == 7 && f[2] == uid.to_string().as_bytes() {
+        if f.len() == 7 && f[2] == uid.as_bytes() {
             return Some(PathBuf::from(std::ffi::OsStr::from_bytes(f[5])));
         }
     }

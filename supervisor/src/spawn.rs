@@ -113,8 +113,9 @@ pub(crate) fn start(
     ahead: Option<Ahead>,
 ) -> Result<Started, StartError> {
     let kind = planned.backend.kind();
-    // Forked: the cgroup fd is inherited as it is.
-    let forked_prep = || {
+    // Forked: the cgroup fd the tail joins is inherited as it is (`None`:
+    // the tail names none).
+    let forked_prep = |cgroup: Option<BorrowedFd>| {
         Prepared::deferred(kind, planned.plan.clone(), &req.argv, &env)
             .map(|p| p.join_cgroup(cgroup.map(|fd| fd.as_raw_fd())))
             .map_err(SupervisorError::Prepare)
@@ -124,8 +125,7 @@ pub(crate) fn start(
         Some(Ahead::Native { pid1, status }) => {
             // PID 1 gets the cgroup on the status socket; the command's
             // process joins it.
-            let prep = Prepared::deferred(kind, planned.plan.clone(), &req.argv, &env)
-                .map_err(SupervisorError::Prepare)?;
+            let prep = forked_prep(None)?;
             let forked =
                 pid1.launch(&prep, status.as_fd(), cgroup)
                     .map_err(|e| SupervisorError::Setup {
@@ -160,7 +160,7 @@ pub(crate) fn start(
         }
         // (Native in this process was started ahead of its plan, above.)
         Backend::Landlock if forks_in_process(req) => {
-            let prep = forked_prep()?;
+            let prep = forked_prep(cgroup)?;
             let (status_r, status_w) = status_channel(planned)?;
             let forked =
                 zot_launcher::fork_launch(&prep, child_stdio(req, &out), status_w.as_raw_fd())
